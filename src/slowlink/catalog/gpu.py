@@ -1,0 +1,57 @@
+"""A GPU as the models see it: peak dense tensor throughput per precision, HBM size and bandwidth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from slowlink import units
+from slowlink.errors import SpecError
+
+
+class GpuEntry(BaseModel):
+    """One GPU in a catalog file (units as written by vendors' datasheets)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bf16_tflops: float = Field(gt=0, description="Peak dense BF16 tensor throughput, TFLOP/s.")
+    fp16_tflops: float = Field(gt=0, description="Peak dense FP16 tensor throughput, TFLOP/s.")
+    fp8_tflops: float | None = Field(None, gt=0, description="Peak dense FP8 throughput, TFLOP/s; null if none.")
+    fp32_tflops: float = Field(gt=0, description="Peak FP32 (non-tensor) throughput, TFLOP/s.")
+    hbm_gib: float = Field(gt=0, description="HBM capacity, GiB.")
+    hbm_gbyte_s: float = Field(gt=0, description="HBM bandwidth, GB/s.")
+    arch: str = Field(description="Architecture family, e.g. ampere, hopper, blackwell, cdna3.")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU in SI units."""
+
+    name: str
+    peak_flops: dict[str, float]
+    hbm_bytes: float
+    hbm_bw_bytes_s: float
+    arch: str
+
+    @classmethod
+    def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
+        peaks = {"bf16": entry.bf16_tflops, "fp16": entry.fp16_tflops, "fp32": entry.fp32_tflops}
+        if entry.fp8_tflops is not None:
+            peaks["fp8"] = entry.fp8_tflops
+        return cls(
+            name=name,
+            peak_flops={k: v * units.TFLOPS for k, v in peaks.items()},
+            hbm_bytes=entry.hbm_gib * units.GiB,
+            hbm_bw_bytes_s=entry.hbm_gbyte_s * units.GB,
+            arch=entry.arch,
+        )
+
+    def peak(self, precision: str) -> float:
+        """Peak dense FLOP/s for ``precision`` (bf16, fp16, fp8, fp32)."""
+        if precision not in self.peak_flops:
+            raise SpecError(
+                f"precision ({precision!r}) is not supported by gpu {self.name}: "
+                f"it has {', '.join(sorted(self.peak_flops))}"
+            )
+        return self.peak_flops[precision]

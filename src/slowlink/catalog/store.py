@@ -1,0 +1,90 @@
+"""Loading the hardware catalog: the bundled YAML files, plus users' own entries from their files."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from slowlink.catalog.gpu import Gpu, GpuEntry
+from slowlink.catalog.scale_up import ScaleUpEntry, ScaleUpLink
+from slowlink.catalog.transport import Transport, TransportEntry
+from slowlink.errors import CatalogError
+from slowlink.fileio import format_validation_error, read_mapping
+
+
+class CatalogFile(BaseModel):
+    """A user's catalog file: any of the three sections, each a mapping from name to entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: dict[str, GpuEntry] = Field(default_factory=dict, description="GPUs by name.")
+    scale_up: dict[str, ScaleUpEntry] = Field(default_factory=dict, description="Scale-up links by name.")
+    transports: dict[str, TransportEntry] = Field(default_factory=dict, description="Transports by name.")
+
+
+def nearest(name: str, choices: list[str]) -> str:
+    """A ' (did you mean ...?)' hint naming the closest catalog names, or the full list."""
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.4)
+    if close:
+        return f"; did you mean {', '.join(close)}?"
+    return f"; known: {', '.join(sorted(choices))}"
+
+
+@dataclass
+class Catalog:
+    """Every GPU, scale-up link and transport slowlink knows, by name."""
+
+    gpus: dict[str, Gpu] = field(default_factory=dict)
+    scale_up: dict[str, ScaleUpLink] = field(default_factory=dict)
+    transports: dict[str, Transport] = field(default_factory=dict)
+
+    def gpu(self, name: str, where: str = "gpu") -> Gpu:
+        if name not in self.gpus:
+            raise CatalogError(f"{where} ({name!r}) is not in the catalog{nearest(name, list(self.gpus))}")
+        return self.gpus[name]
+
+    def link(self, name: str, where: str = "scale_up.link") -> ScaleUpLink:
+        if name not in self.scale_up:
+            raise CatalogError(f"{where} ({name!r}) is not in the catalog{nearest(name, list(self.scale_up))}")
+        return self.scale_up[name]
+
+    def transport(self, name: str, where: str = "fabric.transport_profile") -> Transport:
+        if name not in self.transports:
+            raise CatalogError(
+                f"{where} ({name!r}) is not in the catalog{nearest(name, list(self.transports))}"
+            )
+        return self.transports[name]
+
+    def add_file(self, data: dict[str, Any], source: str) -> None:
+        """Add (or override) entries from a parsed catalog file."""
+        try:
+            parsed = CatalogFile.model_validate(data)
+        except ValidationError as exc:
+            raise CatalogError(format_validation_error(exc, source)) from None
+        self.gpus.update({k: Gpu.from_entry(k, v) for k, v in parsed.gpus.items()})
+        self.scale_up.update({k: ScaleUpLink.from_entry(k, v) for k, v in parsed.scale_up.items()})
+        self.transports.update({k: Transport.from_entry(k, v) for k, v in parsed.transports.items()})
+
+
+def _bundled() -> dict[str, Any]:
+    data_dir = resources.files("slowlink.catalog") / "data"
+    sections: dict[str, Any] = {}
+    for section, filename in (("gpus", "gpus.yaml"), ("scale_up", "scale_up.yaml"),
+                              ("transports", "transports.yaml")):
+        with resources.as_file(data_dir / filename) as path:
+            sections[section] = read_mapping(path)
+    return sections
+
+
+def load_catalog(extra_files: list[Path] | None = None) -> Catalog:
+    """The bundled catalog, with each of ``extra_files`` added on top (later files win)."""
+    catalog = Catalog()
+    catalog.add_file(_bundled(), "bundled catalog")
+    for path in extra_files or []:
+        catalog.add_file(read_mapping(path), str(path))
+    return catalog

@@ -1,0 +1,38 @@
+"""What every subcommand shares: the consoles, clean error exits, and reading a cluster file."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from slowlink.errors import SlowlinkError
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn a :class:`SlowlinkError` into ``error: message`` on stderr and its exit code, no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except SlowlinkError as exc:
+            err.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def print_json(obj: Any) -> None:
+    """JSON on stdout, unwrapped, so that other tools can parse it."""
+    print(json.dumps(obj, indent=2, sort_keys=False, default=float))

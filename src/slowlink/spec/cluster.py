@@ -1,0 +1,294 @@
+"""The cluster spec: what a user writes about their machines, validated, then resolved into SI units.
+
+The YAML key names are a contract (docs/spec.md documents every one): keys may be added, never renamed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from slowlink import units
+from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
+from slowlink.errors import SpecError
+from slowlink.fileio import format_validation_error, read_mapping
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class ScaleUpSpec(BaseModel):
+    model_config = _STRICT
+    link: str = Field(description="Catalog name of the scale-up link: nvlink3, nvlink4, nvlink5, pcie-gen5, xgmi.")
+    domain_gpus: int = Field(8, ge=1, description="GPUs in one scale-up domain: 8 for HGX, 72 for NVL72.")
+    bandwidth_gbyte_s: float | None = Field(
+        None, gt=0, description="Override of the catalog's per-GPU, per-direction bandwidth, GB/s."
+    )
+    sharp: bool | None = Field(None, description="Override: the switch reduces in-network (NVLS).")
+
+
+class NicSpec(BaseModel):
+    model_config = _STRICT
+    per_node: int = Field(ge=0, description="NICs of this role in each node.")
+    speed_gbit_s: float = Field(gt=0, description="Line rate of each NIC, Gbit/s.")
+
+
+class NicsSpec(BaseModel):
+    model_config = _STRICT
+    compute: NicSpec = Field(description="NICs carrying NCCL traffic (the 'rails').")
+    storage: NicSpec | None = Field(None, description="NICs on a separate storage fabric; absent if none.")
+
+
+class DragonflySpec(BaseModel):
+    model_config = _STRICT
+    groups: int = Field(ge=2, description="Dragonfly groups.")
+    global_links_per_switch: int = Field(1, ge=1, description="Global links leaving each group switch.")
+
+
+class FabricSpec(BaseModel):
+    model_config = _STRICT
+    transport: Literal["infiniband", "roce", "ethernet"] = Field(description="Scale-out transport.")
+    lossless: bool = Field(True, description="RoCE with PFC + ECN tuned (true) or untuned (false).")
+    topology: Literal["fat-tree", "rail-optimized", "dragonfly", "single-switch"] = Field(
+        "fat-tree", description="Shape of the compute fabric."
+    )
+    tiers: int = Field(2, ge=1, le=3, description="Switch tiers of a fat tree (1 = one switch).")
+    oversubscription: float | str | list[float | str] = Field(
+        1, description="downlink:uplink; a number applies at the leaf, a list gives one ratio per tier "
+        "from the leaf up (the last one is the pod boundary, e.g. Llama 3's [1, 1, 7])."
+    )
+    pod_gpus: int | None = Field(None, ge=1, description="GPUs under one full-bisection pod.")
+    switch_radix: int = Field(64, ge=4, description="Ports per switch (e.g. 64 for Quantum-2 NDR).")
+    switch_latency_us: float = Field(0.6, ge=0, description="Per-switch forwarding latency, microseconds.")
+    routing: Literal["ecmp", "adaptive"] = Field("ecmp", description="Per-flow ECMP hashing or spraying.")
+    ecmp_seed: int = Field(0, description="Seed of the ECMP hash, for reproducible collisions.")
+    dragonfly: DragonflySpec | None = Field(None, description="Dragonfly shape; required for dragonfly.")
+    transport_profile: str | None = Field(
+        None, description="Catalog transport to use instead of the one picked from transport and speed."
+    )
+
+    @field_validator("oversubscription")
+    @classmethod
+    def _ratios_parse(cls, value: float | str | list[float | str]) -> float | str | list[float | str]:
+        for item in value if isinstance(value, list) else [value]:
+            units.parse_ratio(item)
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> FabricSpec:
+        if isinstance(self.oversubscription, list) and len(self.oversubscription) != self.tiers:
+            raise ValueError(
+                f"oversubscription has {len(self.oversubscription)} ratios but tiers is {self.tiers}: "
+                "give one per tier, from the leaf up"
+            )
+        if self.topology == "dragonfly" and self.dragonfly is None:
+            raise ValueError("topology dragonfly needs a dragonfly: {groups: N} section")
+        return self
+
+
+class StorageSpec(BaseModel):
+    model_config = _STRICT
+    system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
+    shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
+    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
+    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
+    metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
+    targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
+
+
+class PlacementSpec(BaseModel):
+    model_config = _STRICT
+    mode: Literal["block", "fragmented", "custom"] = Field("block", description="How ranks map to nodes.")
+    seed: int = Field(0, description="Seed for a fragmented placement.")
+    node_order: list[int] | None = Field(None, description="custom: node index of each block of ranks.")
+
+
+class ClusterSpec(BaseModel):
+    """The cluster file, exactly as written."""
+
+    model_config = _STRICT
+    name: str = Field(description="Name shown in reports.")
+    nodes: int = Field(ge=1, description="Nodes (servers) in the cluster.")
+    gpus_per_node: int = Field(ge=1, description="GPUs in each node.")
+    gpu: str = Field(description="Catalog name of the GPU.")
+    scale_up: ScaleUpSpec = Field(description="The NVLink / NVSwitch (or PCIe, xGMI) domain.")
+    nics: NicsSpec = Field(description="Compute and storage NICs per node.")
+    fabric: FabricSpec = Field(description="The scale-out compute fabric.")
+    storage: StorageSpec | None = Field(None, description="Shared storage; absent if not modelled.")
+    placement: PlacementSpec = Field(default_factory=PlacementSpec, description="Rank placement.")
+    catalog: list[str] = Field(default_factory=list, description="Extra catalog files, relative to this file.")
+    calibration: str | None = Field(None, description="A calibrated profile from `slowlink calibrate`.")
+
+    @model_validator(mode="after")
+    def _domain(self) -> ClusterSpec:
+        d, g = self.scale_up.domain_gpus, self.gpus_per_node
+        if d % g and g % d:
+            raise ValueError(
+                f"scale_up.domain_gpus ({d}) must be a multiple or a divisor of gpus_per_node ({g})"
+            )
+        if d > g and (self.nodes * g) % d:
+            raise ValueError(
+                f"scale_up.domain_gpus ({d}) must divide the cluster's GPUs ({self.nodes} x {g})"
+            )
+        if self.nics.compute.per_node == 0 and self.nodes > 1:
+            raise ValueError(f"nics.compute.per_node (0) must be >= 1 when nodes ({self.nodes}) > 1")
+        order = self.placement.node_order
+        if self.placement.mode == "custom" and (order is None or sorted(order) != list(range(self.nodes))):
+            raise ValueError("placement.node_order must list every node index 0..nodes-1 once for mode custom")
+        return self
+
+
+@dataclass(frozen=True)
+class ScaleUp:
+    link: ScaleUpLink
+    domain_gpus: int
+    bw_bytes_s: float
+    sharp: bool
+
+
+@dataclass(frozen=True)
+class NicGroup:
+    per_node: int
+    speed_bytes_s: float
+
+    @property
+    def node_bytes_s(self) -> float:
+        """Line rate of all NICs of this role in one node, bytes/s."""
+        return self.per_node * self.speed_bytes_s
+
+
+@dataclass(frozen=True)
+class Fabric:
+    transport: Transport
+    topology: str
+    tiers: int
+    oversubscription: tuple[float, ...]
+    pod_gpus: int | None
+    switch_radix: int
+    switch_latency_s: float
+    routing: str
+    ecmp_seed: int
+    dragonfly_groups: int | None
+    dragonfly_global_links: int
+
+
+@dataclass(frozen=True)
+class Storage:
+    system: str
+    shared_with_compute: bool
+    read_bytes_s: float
+    write_bytes_s: float
+    metadata_ops_s: float
+    targets: int
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster in SI units with its catalog entries resolved: what every model takes."""
+
+    name: str
+    nodes: int
+    gpus_per_node: int
+    gpu: Gpu
+    scale_up: ScaleUp
+    compute_nics: NicGroup
+    storage_nics: NicGroup | None
+    fabric: Fabric
+    storage: Storage | None
+    placement: PlacementSpec
+    calibration: Path | None
+    spec: ClusterSpec
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def nic_bw_bytes_s(self) -> float:
+        """Line rate of one compute NIC, bytes/s."""
+        return self.compute_nics.speed_bytes_s
+
+
+def pick_transport(catalog: Catalog, spec: FabricSpec, speed_gbit_s: float) -> Transport:
+    """The catalog transport for a fabric: the named profile, else the entry of that kind closest in speed.
+
+    RoCE picks ``roce-lossless`` or ``roce-untuned`` by ``lossless``; InfiniBand and Ethernet the
+    generation nearest ``speed_gbit_s`` (200 -> ib-hdr, 400 -> ib-ndr, 25 -> eth-25g).
+    """
+    if spec.transport_profile is not None:
+        return catalog.transport(spec.transport_profile)
+    candidates = [t for t in catalog.transports.values() if t.kind == spec.transport]
+    if spec.transport == "roce":
+        candidates = [t for t in candidates if t.lossless == spec.lossless] or candidates
+    if not candidates:
+        raise SpecError(f"fabric.transport ({spec.transport!r}) has no entry in the catalog")
+    speed = speed_gbit_s * units.Gbit
+    return min(candidates, key=lambda t: (abs(t.nominal_bytes_s - speed), t.name))
+
+
+def _ratios(spec: FabricSpec) -> tuple[float, ...]:
+    if isinstance(spec.oversubscription, list):
+        return tuple(units.parse_ratio(r) for r in spec.oversubscription)
+    return (units.parse_ratio(spec.oversubscription),) + (1.0,) * (spec.tiers - 1)
+
+
+def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir: Path | None = None) -> Cluster:
+    """Validate a parsed cluster file and resolve it against the catalog."""
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source)) from None
+    base = base_dir or Path.cwd()
+    catalog = load_catalog([base / f for f in spec.catalog])
+    gpu = catalog.gpu(spec.gpu)
+    link = catalog.link(spec.scale_up.link)
+    scale_up = ScaleUp(
+        link=link,
+        domain_gpus=spec.scale_up.domain_gpus,
+        bw_bytes_s=(spec.scale_up.bandwidth_gbyte_s * units.GB if spec.scale_up.bandwidth_gbyte_s
+                    else link.bw_bytes_s),
+        sharp=link.sharp if spec.scale_up.sharp is None else spec.scale_up.sharp,
+    )
+    f = spec.fabric
+    fabric = Fabric(
+        transport=pick_transport(catalog, f, spec.nics.compute.speed_gbit_s),
+        topology=f.topology,
+        tiers=1 if f.topology == "single-switch" else f.tiers,
+        oversubscription=_ratios(f),
+        pod_gpus=f.pod_gpus,
+        switch_radix=f.switch_radix,
+        switch_latency_s=f.switch_latency_us * units.US,
+        routing=f.routing,
+        ecmp_seed=f.ecmp_seed,
+        dragonfly_groups=f.dragonfly.groups if f.dragonfly else None,
+        dragonfly_global_links=f.dragonfly.global_links_per_switch if f.dragonfly else 1,
+    )
+    storage = None
+    if spec.storage is not None:
+        s = spec.storage
+        storage = Storage(s.system, s.shared_with_compute, s.read_gbyte_s * units.GB,
+                          s.write_gbyte_s * units.GB, s.metadata_ops_s, s.targets)
+    nics = spec.nics
+    return Cluster(
+        name=spec.name,
+        nodes=spec.nodes,
+        gpus_per_node=spec.gpus_per_node,
+        gpu=gpu,
+        scale_up=scale_up,
+        compute_nics=NicGroup(nics.compute.per_node, nics.compute.speed_gbit_s * units.Gbit),
+        storage_nics=(NicGroup(nics.storage.per_node, nics.storage.speed_gbit_s * units.Gbit)
+                      if nics.storage else None),
+        fabric=fabric,
+        storage=storage,
+        placement=spec.placement,
+        calibration=base / spec.calibration if spec.calibration else None,
+        spec=spec,
+    )
+
+
+def load_cluster(path: Path | str) -> Cluster:
+    """Read, validate and resolve a cluster file (YAML or JSON)."""
+    p = Path(path)
+    return cluster_from_mapping(read_mapping(p), str(p), p.parent)

@@ -1,0 +1,130 @@
+"""Units: every conversion factor lives here, and human strings are parsed here, once, at load.
+
+Inside slowlink every quantity is a plain SI float: bytes, seconds, bytes/s, FLOP/s. NIC rates are
+quoted by vendors in bits per second and converted here; GB (1e9) and GiB (2**30) never share a spelling.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Sizes in bytes.
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KiB = 2.0**10
+MiB = 2.0**20
+GiB = 2.0**30
+TiB = 2.0**40
+
+# Bits, expressed in bytes.
+BIT = 1.0 / 8.0
+Gbit = 1e9 / 8.0
+Mbit = 1e6 / 8.0
+
+# Time in seconds.
+US = 1e-6
+MS = 1e-3
+HOUR = 3600.0
+
+# Compute.
+TFLOPS = 1e12
+PFLOPS = 1e15
+
+_SIZE_UNITS: dict[str, float] = {
+    "": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0,
+    "k": KiB, "kb": KB, "kib": KiB,
+    "m": MiB, "mb": MB, "mib": MiB,
+    "g": GiB, "gb": GB, "gib": GiB,
+    "t": TiB, "tb": TB, "tib": TiB,
+}
+_RATE_UNITS: dict[str, float] = {
+    "b/s": 1.0, "bps": BIT, "bit/s": BIT,
+    "kb/s": 1e3 * BIT, "kbit/s": 1e3 * BIT, "kbps": 1e3 * BIT,
+    "mb/s": Mbit, "mbit/s": Mbit, "mbps": Mbit,
+    "gb/s": Gbit, "gbit/s": Gbit, "gbps": Gbit,
+    "tb/s": 1e12 * BIT, "tbit/s": 1e12 * BIT,
+    "kbyte/s": KB, "mbyte/s": MB, "gbyte/s": GB, "tbyte/s": TB,
+}
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+
+
+def parse_size(text: str | float | int) -> float:
+    """Parse a size such as ``"1.5 GiB"``, ``"64MiB"``, ``"8"`` or ``"1GB"`` into bytes.
+
+    Binary prefixes (KiB, MiB, GiB, and the nccl-tests shorthand K, M, G) are powers of two; decimal
+    ones (KB, MB, GB) are powers of ten, as in nccl-tests' ``-b 8 -e 8G``.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"size ({text}) must be >= 0")
+        return float(text)
+    s = str(text).strip()
+    m = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", s)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"size ({text!r}) is not a size: use a number with B, KiB, MiB, GiB, KB, MB or GB")
+    return float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def parse_rate(text: str | float | int) -> float:
+    """Parse a link rate such as ``"400Gb/s"`` or ``"200 Gbit/s"`` into bytes/s.
+
+    Lower-case ``b`` means bits (the vendors' habit for NICs); write ``GByte/s`` for bytes.
+    A bare number is taken as Gbit/s.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text) * Gbit
+    s = str(text).strip()
+    m = re.fullmatch(_NUMBER + r"\s*([A-Za-z/]+)", s)
+    if not m or m.group(2).lower() not in _RATE_UNITS:
+        raise ValueError(f"rate ({text!r}) is not a rate: use e.g. 400Gb/s, 200Gbit/s or 50GByte/s")
+    return float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+
+
+def parse_ratio(text: str | float | int) -> float:
+    """Parse an oversubscription ratio ``"4:1"`` (downlink:uplink) or a bare number into a float >= 1."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(_NUMBER + r"\s*:\s*" + _NUMBER, str(text).strip())
+        if m:
+            value = float(m.group(1)) / float(m.group(2))
+        else:
+            try:
+                value = float(str(text))
+            except ValueError:
+                raise ValueError(f"ratio ({text!r}) is not a ratio: write 4:1 or 4") from None
+    if value < 1.0:
+        raise ValueError(f"ratio ({text!r}) must be >= 1 (downlink:uplink)")
+    return value
+
+
+def format_size(size_bytes: float) -> str:
+    """Short binary-prefixed size for tables: 1024 -> '1KiB', 1.5 * 2**30 -> '1.5GiB'."""
+    for unit, factor in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if size_bytes >= factor:
+            return f"{size_bytes / factor:g}{unit}"
+    return f"{size_bytes:g}B"
+
+
+def parse_sweep(text: str) -> list[float]:
+    """Parse an nccl-tests style sweep ``MIN:MAX:FACTOR`` (e.g. ``8:8GiB:2``) into sizes in bytes."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"sweep ({text!r}) must be MIN:MAX:FACTOR, e.g. 8:8GiB:2")
+    lo, hi = parse_size(parts[0]), parse_size(parts[1])
+    try:
+        factor = float(parts[2])
+    except ValueError:
+        raise ValueError(f"sweep factor ({parts[2]!r}) must be a number > 1") from None
+    if lo <= 0 or hi < lo:
+        raise ValueError(f"sweep ({text!r}) needs 0 < MIN <= MAX")
+    if factor <= 1:
+        raise ValueError(f"sweep factor ({parts[2]!r}) must be > 1")
+    sizes = []
+    size = lo
+    while size <= hi * (1 + 1e-9):
+        sizes.append(size)
+        size *= factor
+    return sizes
