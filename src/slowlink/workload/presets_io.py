@@ -1,0 +1,30 @@
+"""Model presets: the bundled YAML files under ``workload/presets/``."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from slowlink.catalog.store import nearest
+from slowlink.errors import SpecError
+
+
+@functools.cache
+def presets() -> dict[str, dict[str, Any]]:
+    """Every bundled preset by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in sorted(resources.files("slowlink.workload.presets").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            out.update(yaml.safe_load(entry.read_text(encoding="utf-8")))
+    return out
+
+
+def preset(name: str) -> dict[str, Any]:
+    """The fields of one preset; an unknown name lists the nearest ones."""
+    known = presets()
+    if name not in known:
+        raise SpecError(f"model.preset ({name!r}) is not a known preset{nearest(name, list(known))}")
+    return dict(known[name])

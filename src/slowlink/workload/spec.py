@@ -1,0 +1,151 @@
+"""The workload spec: model, training, parallelism and overlap, as a user writes it (keys are a contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from slowlink.errors import SpecError
+from slowlink.fileio import format_validation_error, read_mapping
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class MoESpec(BaseModel):
+    model_config = _STRICT
+    experts: int = Field(ge=1, description="Routed experts per MoE layer.")
+    top_k: int = Field(ge=1, description="Experts each token is routed to.")
+    expert_ffn_hidden: int = Field(ge=1, description="Hidden size of one expert's MLP.")
+    shared_experts: int = Field(0, ge=0, description="Always-active shared experts (DeepSeek style).")
+
+
+class ModelSpec(BaseModel):
+    model_config = _STRICT
+    preset: str | None = Field(None, description="Name of a bundled model preset; fields given here override it.")
+    layers: int | None = Field(None, ge=1, description="Transformer layers.")
+    hidden: int | None = Field(None, ge=1, description="Hidden size h.")
+    heads: int | None = Field(None, ge=1, description="Attention (query) heads a.")
+    kv_heads: int | None = Field(None, ge=1, description="Key/value heads (GQA); = heads for MHA.")
+    ffn_hidden: int | None = Field(None, ge=1, description="MLP hidden size (dense layers).")
+    vocab: int | None = Field(None, ge=1, description="Vocabulary size V.")
+    seq_len: int | None = Field(None, ge=1, description="Sequence length s, tokens.")
+    gated_mlp: bool | None = Field(None, description="SwiGLU-style gated MLP (3 matrices instead of 2).")
+    moe: MoESpec | None = Field(None, description="Mixture-of-experts MLP; absent for a dense model.")
+
+
+class TrainingSpec(BaseModel):
+    model_config = _STRICT
+    global_batch: int = Field(ge=1, description="Sequences per optimizer step.")
+    micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
+    precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Precision of the GEMMs.")
+    recompute: Literal["none", "selective", "full"] = Field("selective", description="Activation recomputation.")
+    grad_comm_dtype: Literal["fp32", "bf16", "fp8"] = Field("bf16", description="Gradient traffic dtype.")
+
+
+class ParallelSpec(BaseModel):
+    model_config = _STRICT
+    tp: int = Field(1, ge=1, description="Tensor-parallel size.")
+    pp: int = Field(1, ge=1, description="Pipeline stages.")
+    dp: int = Field(1, ge=1, description="Data-parallel size.")
+    cp: int = Field(1, ge=1, description="Context-parallel size (ring attention).")
+    ep: int = Field(1, ge=1, description="Expert-parallel size (inside the data-parallel group).")
+    vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
+    zero: int = Field(1, ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer, 2 +grads, 3 +params (FSDP).")
+    sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP.")
+    first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
+    last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
+
+
+class OverlapSpec(BaseModel):
+    model_config = _STRICT
+    grad_reduce: bool = Field(True, description="Overlap the DP gradient reduction with the backward pass.")
+    param_gather: bool = Field(True, description="Overlap the ZeRO parameter all-gather with the forward pass.")
+    tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
+
+
+class WorkloadSpec(BaseModel):
+    """The workload file, exactly as written."""
+
+    model_config = _STRICT
+    name: str | None = Field(None, description="Name shown in reports.")
+    model: ModelSpec = Field(description="The model: a preset and/or its fields.")
+    training: TrainingSpec = Field(description="Batch, precision, recomputation.")
+    parallel: ParallelSpec = Field(default_factory=ParallelSpec, description="Parallel layout.")
+    overlap: OverlapSpec = Field(default_factory=OverlapSpec, description="What overlaps with compute.")
+
+
+@dataclass(frozen=True)
+class Moe:
+    experts: int
+    top_k: int
+    expert_ffn_hidden: int
+    shared_experts: int
+
+
+@dataclass(frozen=True)
+class Model:
+    """A resolved model: every field known."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    seq_len: int
+    gated_mlp: bool
+    moe: Moe | None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    model: Model
+    training: TrainingSpec
+    parallel: ParallelSpec
+    overlap: OverlapSpec
+
+
+_MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "gated_mlp")
+
+
+def resolve_model(spec: ModelSpec) -> Model:
+    """Merge a preset with the fields given; every field must end up known."""
+    from slowlink.workload.presets_io import preset
+
+    base: dict[str, Any] = preset(spec.preset) if spec.preset else {}
+    given = spec.model_dump(exclude_none=True, exclude={"preset"})
+    merged = {**base, **given}
+    missing = [f for f in _MODEL_FIELDS if f not in merged and f != "kv_heads"]
+    if missing:
+        raise SpecError(f"model: {', '.join(missing)} missing: give a preset or every field")
+    moe = merged.get("moe")
+    m = Moe(**{"shared_experts": 0, **moe}) if moe else None
+    if merged["hidden"] % merged["heads"]:
+        raise SpecError(f"model.hidden ({merged['hidden']}) must be divisible by model.heads ({merged['heads']})")
+    kv = merged.get("kv_heads", merged["heads"])
+    if merged["heads"] % kv:
+        raise SpecError(f"model.kv_heads ({kv}) must divide model.heads ({merged['heads']})")
+    return Model(name=spec.preset or "custom", layers=merged["layers"], hidden=merged["hidden"],
+                 heads=merged["heads"], kv_heads=kv, ffn_hidden=merged["ffn_hidden"], vocab=merged["vocab"],
+                 seq_len=merged["seq_len"], gated_mlp=bool(merged["gated_mlp"]), moe=m)
+
+
+def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
+    """Validate a parsed workload file and resolve its model."""
+    try:
+        spec = WorkloadSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source)) from None
+    model = resolve_model(spec.model)
+    return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap)
+
+
+def load_workload(path: Path | str) -> Workload:
+    """Read, validate and resolve a workload file (YAML or JSON)."""
+    p = Path(path)
+    return workload_from_mapping(read_mapping(p), str(p))
