@@ -1,0 +1,86 @@
+"""Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode).
+
+Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients and
+12 of optimizer state (fp32 master, m, v) per parameter; ZeRO 1 shards the optimizer over dp, 2 also the
+gradients, 3 also the weights. Activations per layer and micro-batch (Korthikanti et al. 2022, Sec. 4):
+  no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
+  with sequence parallelism: s*b*h*(34/t + 5*a*s/(h*t))
+  selective recompute:       drops the 5*a*s/(h*t) term
+  full recompute:            2*s*b*h (the layer input; /t with SP)
+A 1F1B first stage holds pp micro-batches of its layers; interleaving multiplies by 1 + (pp-1)/(pp*vp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slowlink import units
+from slowlink.errors import InfeasiblePlan
+from slowlink.workload.flops import params
+from slowlink.workload.spec import Workload
+
+WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
+
+
+@dataclass(frozen=True)
+class Memory:
+    weights_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    workspace_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return (self.weights_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes
+                + self.workspace_bytes)
+
+    def to_json(self) -> dict[str, float]:
+        return {k.removesuffix("_bytes") + "_gib": v / units.GiB for k, v in self.__dict__.items()} | {
+            "total_gib": self.total_bytes / units.GiB}
+
+
+def params_per_gpu(w: Workload) -> float:
+    """Parameters one GPU holds before ZeRO sharding: dense / (tp*pp), experts / (tp*pp*ep)."""
+    dense, expert = params(w.model)
+    p = w.parallel
+    return dense / (p.tp * p.pp) + expert / (p.tp * p.pp * p.ep)
+
+
+def activation_bytes_per_layer(w: Workload) -> float:
+    """Bytes of activations one layer keeps per micro-batch (Korthikanti et al. 2022, Table 2)."""
+    m, p, t = w.model, w.parallel, w.training
+    sbh = m.seq_len / p.cp * t.micro_batch * m.hidden
+    attn = 5.0 * m.heads * m.seq_len / (m.hidden * p.tp)
+    sp = p.sequence_parallel and p.tp > 1
+    if t.recompute == "full":
+        return 2.0 * sbh / (p.tp if sp else 1)
+    base = 34.0 / p.tp if sp else 10.0 + 24.0 / p.tp
+    return sbh * (base + (0.0 if t.recompute == "selective" else attn))
+
+
+def memory(w: Workload) -> Memory:
+    """Memory of the most loaded GPU (the first pipeline stage)."""
+    p, t = w.parallel, w.training
+    n = params_per_gpu(w)
+    shard = p.dp * p.cp
+    layers = p.first_stage_layers if p.first_stage_layers is not None else w.model.layers // p.pp
+    micro = t.global_batch // (t.micro_batch * p.dp)
+    inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
+    return Memory(
+        weights_bytes=2.0 * n / (shard if p.zero >= 3 else 1),
+        grads_bytes=4.0 * n / (shard if p.zero >= 2 else 1),
+        optimizer_bytes=12.0 * n / (shard if p.zero >= 1 else 1),
+        activations_bytes=activation_bytes_per_layer(w) * layers * inflight,
+        workspace_bytes=WORKSPACE_BYTES,
+    )
+
+
+def check_fits(mem: Memory, hbm_bytes: float) -> None:
+    """Raise :class:`InfeasiblePlan` with the breakdown when the plan exceeds the GPU's HBM."""
+    if mem.total_bytes > hbm_bytes:
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in mem.to_json().items() if k != "total_gib")
+        raise InfeasiblePlan(
+            f"memory per GPU ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
+            f"({hbm_bytes / units.GiB:.1f} GiB): {parts} GiB; try more tp/pp, zero, recompute or a smaller micro_batch"
+        )
