@@ -18,15 +18,15 @@ def _gpt(preset: str = "k22-175b", **parallel: object) -> dict[str, object]:
 def test_model_flops_match_korthikanti_formula() -> None:
     # published_runs.yaml: 72 * B * s * l * h^2 * (1 + s/(6h) + V/(12 l h)); exact up to float rounding.
     w = workload_from_mapping(_gpt())
-    b, s, l, h, v = 64, 2048, 96, 12288, 51200
-    expected = 72 * b * s * l * h**2 * (1 + s / (6 * h) + v / (12 * l * h))
+    b, s, nl, h, v = 64, 2048, 96, 12288, 51200
+    expected = 72 * b * s * nl * h**2 * (1 + s / (6 * h) + v / (12 * nl * h))
     assert model_flops_per_step(w.model, b) == pytest.approx(expected, rel=1e-9)
 
 
 def test_hardware_flops_full_recompute_match_narayanan_eq3() -> None:
     w = workload_from_mapping(_gpt())
-    b, s, l, h, v = 64, 2048, 96, 12288, 51200
-    expected = 96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
+    b, s, nl, h, v = 64, 2048, 96, 12288, 51200
+    expected = 96 * b * s * nl * h**2 * (1 + s / (6 * h) + v / (16 * nl * h))
     assert hardware_flops_per_step(w.model, b, "full") == pytest.approx(expected, rel=1e-9)
 
 
