@@ -1,0 +1,79 @@
+"""Published-runs validation: model each case of published_runs.yaml on a Selene-like cluster.
+
+Selene (both papers): 8x A100 80GB per node, NVLink3, 8x HDR 200G compute NICs per node, three-tier
+non-blocking fat tree. Korthikanti 'present' = selective recompute + SP, 'full' = full recompute without
+SP, vp as given, micro-batch as given. Narayanan Table 1 does not give micro-batch or vp: one rule for
+every row: micro_batch 1, vp = the largest of 3, 2, 1 that divides layers/pp when pp > 1 (else 1), full
+recompute, SP off (2021 Megatron-LM), gradient reduction after the backward pass (no overlap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.workload.spec import workload_from_mapping
+from slowlink.workload.step import plan
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    predicted_s: float
+    measured_s: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted_s / self.measured_s - 1.0
+
+
+def selene(nodes: int) -> Cluster:
+    """A Selene-like cluster of ``nodes`` DGX A100 nodes."""
+    return cluster_from_mapping({
+        "name": f"selene-{nodes}", "nodes": nodes, "gpus_per_node": 8, "gpu": "a100-80gb",
+        "scale_up": {"link": "nvlink3", "domain_gpus": 8},
+        "nics": {"compute": {"per_node": 8, "speed_gbit_s": 200}},
+        "fabric": {"transport": "infiniband", "topology": "fat-tree", "tiers": 3}})
+
+
+def published_runs() -> dict[str, Any]:
+    text = resources.files("slowlink.workload.data").joinpath("published_runs.yaml").read_text("utf-8")
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
+
+
+def _narayanan_vp(layers: int, pp: int) -> int:
+    if pp == 1:
+        return 1
+    return next(v for v in (3, 2, 1) if (layers // pp) % v == 0)
+
+
+def cases() -> list[Case]:
+    """Predicted vs measured step time of every Korthikanti (present, full) and Narayanan case."""
+    data = published_runs()
+    out: list[Case] = []
+    for c in data["korthikanti_2022"]["cases"]:
+        for mode, rec, sp in (("present", "selective", True), ("full", "full", False)):
+            w = workload_from_mapping({
+                "model": {"preset": c["id"]},
+                "training": {"global_batch": c["global_batch"], "micro_batch": c["micro_batch"],
+                             "precision": "fp16", "recompute": rec},
+                "parallel": {"tp": c["tp"], "pp": c["pp"], "dp": 1, "vp": c["vp"], "sequence_parallel": sp}})
+            r = plan(w, selene(c["gpus"] // 8))
+            out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"]))
+    for c in data["narayanan_2021"]["cases"]:
+        dp = c["gpus"] // (c["tp"] * c["pp"])
+        w = workload_from_mapping({
+            "model": {"preset": c["id"]},
+            "training": {"global_batch": c["global_batch"], "micro_batch": 1, "precision": "fp16",
+                         "recompute": "full"},
+            "parallel": {"tp": c["tp"], "pp": c["pp"], "dp": dp, "vp": _narayanan_vp(c["layers"], c["pp"]),
+                         "sequence_parallel": False},
+            "overlap": {"grad_reduce": False}})
+        r = plan(w, selene(c["gpus"] // 8))
+        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"]))
+    return out
