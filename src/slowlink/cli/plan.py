@@ -1,9 +1,58 @@
-"""CLI for the plan area (being built; see the issue that owns it)."""
+"""CLI for the plan area: `slowlink plan` and `slowlink validate` (published runs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import load_cluster
+from slowlink.workload.spec import load_workload
+from slowlink.workload.step import plan
+
+
+@clean_errors
+def plan_cmd(
+    files: list[Path] = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload."),
+    workload: Path | None = typer.Option(None, "--workload", help="Workload file for several clusters."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
+    from slowlink.report.plan import plan_table
+
+    if workload is None:
+        if len(files) != 2:
+            raise SpecError(f"plan: got {len(files)} files: give CLUSTER.yaml WORKLOAD.yaml, or --workload")
+        clusters, wpath = [files[0]], files[1]
+    else:
+        clusters, wpath = list(files), workload
+    w = load_workload(wpath)
+    loaded = [load_cluster(c) for c in clusters]
+    results = [plan(w, c) for c in loaded]
+    if as_json:
+        print_json(results[0].to_json() if len(results) == 1 else
+                   {c.name: r.to_json() for c, r in zip(loaded, results, strict=True)})
+    else:
+        out.print(plan_table([c.name for c in loaded], results))
+
+
+@clean_errors
+def validate_runs(ctx: typer.Context) -> None:
+    """Model every published run and print predicted vs measured step time, the mean and max error."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from slowlink.report.plan import validate_table
+    from slowlink.workload.validate import cases
+
+    cs = cases()
+    out.print(validate_table(cs))
+    errs = [abs(c.error) for c in cs]
+    out.print(f"step-time error: mean {sum(errs) / len(errs):.1%}, max {max(errs):.1%} over {len(cs)} cases")
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
+    app.command("plan")(plan_cmd)
+    validate_app.callback(invoke_without_command=True)(validate_runs)

@@ -1,0 +1,67 @@
+"""`slowlink plan` and `slowlink validate` through the CLI: results, and bad input (exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from slowlink.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "examples" / "ref-64gpu.yaml"
+runner = CliRunner()
+
+
+def _workload(tmp_path: Path, **changes: dict[str, object]) -> Path:
+    data = yaml.safe_load((ROOT / "examples" / "llama3-8b.yaml").read_text())
+    for section, update in changes.items():
+        data[section] = {**data.get(section, {}), **update}
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_plan_json_has_contract_keys(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path)), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    for key in ("step_time_s", "mfu", "hfu", "tflops_per_gpu", "tokens_per_s", "compute_s",
+                "exposed_comm_s", "comm_s", "bubble_s", "comm_compute_ratio", "memory_gib_per_gpu"):
+        assert key in data
+    assert 0 < data["mfu"] <= data["hfu"] < 1
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"parallel": {"dp": 3}}, "tp (2) * pp (1) * dp (3) * cp (1) = 6 != gpus (64)"),
+    ({"parallel": {"tp": 64, "dp": 1}}, "parallel.tp (64) must divide model.heads (32)"),
+    ({"parallel": {"tp": 1, "pp": 64, "dp": 1}}, "must be divisible by the other stages x vp (64 x 1)"),
+    ({"parallel": {"tp": 1, "pp": 2, "dp": 32, "vp": 3}}, "must be divisible by the other stages x vp (2 x 3)"),
+    ({"training": {"global_batch": 100}}, "training.global_batch (100) must be divisible by micro_batch"),
+    ({"model": {"preset": "llama3-8", "seq_len": 8192}}, "did you mean llama3-8b"),
+    ({"training": {"micro_batch": 16, "global_batch": 512, "recompute": "none"}}, "exceeds the GPU's HBM"),
+])
+def test_bad_plans_exit_2_with_message(tmp_path: Path, changes: dict[str, dict[str, object]], message: str) -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path, **changes))])
+    assert res.exit_code == 2, res.output
+    assert message in " ".join(res.output.split())
+    assert "Traceback" not in res.output
+
+
+def test_ep_not_dividing_experts(tmp_path: Path) -> None:
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump({"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 64},
+                                    "parallel": {"tp": 2, "dp": 32, "ep": 16}}))
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(path)])
+    assert res.exit_code == 2
+    assert "parallel.ep (16) must divide model.moe.experts (8)" in " ".join(res.output.split())
+
+
+def test_validate_prints_every_case_and_summary() -> None:
+    res = runner.invoke(app, ["validate"])
+    assert res.exit_code == 0, res.output
+    assert "k22-175b-present" in res.output and "n21-1t" in res.output
+    assert "step-time error: mean" in res.output
