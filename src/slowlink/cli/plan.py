@@ -12,12 +12,16 @@ from slowlink.spec.cluster import load_cluster
 from slowlink.workload.spec import load_workload
 from slowlink.workload.step import plan
 
+_FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
+_WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+
 
 @clean_errors
 def plan_cmd(
-    files: list[Path] = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload."),
-    workload: Path | None = typer.Option(None, "--workload", help="Workload file for several clusters."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    files: list[Path] = _FILES,
+    workload: Path | None = _WORKLOAD,
+    as_json: bool = _JSON,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
     from slowlink.report.plan import plan_table
