@@ -112,6 +112,6 @@ def resolve(cluster: Cluster, ranks: int, ranks_per_node: int, groups_per_node: 
         net_lat_scale=t.latency_s / (NET_REFERENCE_LAT_US * units.US),
         intra_hw="pci" if link.name.startswith("pcie") else "nvlink",
         scale_up_name=link.name,
-        net_name=f"{nics.per_node}x{nics.speed_bytes_s / units.Gbit:g}G {t.name} NIC per node",
+        net_name=f"{nics.per_node}x{nics.speed_bytes_s / units.Gbit:g}G {t.name}",
         crossed_ratio=ratio, crossed_tier=tier, tail_penalty=t.tail_penalty,
     )

@@ -104,10 +104,10 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
 def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
     """The link that limits the bandwidth term, in words."""
     if where == "scale-up":
-        return f"scale-up {links.scale_up_name} ({links.intra_bw_bytes_s / units.GB:.0f} GB/s per GPU)"
-    name = f"network: {links.net_name}"
+        return f"scale-up {links.scale_up_name}"
+    name = f"NIC {links.net_name}"
     if links.crossed_tier is not None:
-        name += f", fabric tier {links.crossed_tier} at {links.crossed_ratio:g}:1"
+        name = f"fabric tier {links.crossed_tier} ({links.crossed_ratio:g}:1) above {name}"
     return name
 
 
