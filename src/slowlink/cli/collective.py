@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from slowlink import units
-from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.cli.common import clean_errors, print_json
 from slowlink.collectives import OPS, Prediction, predict
 from slowlink.collectives.model import default_group
 from slowlink.collectives.validate import validate
 from slowlink.errors import SpecError
 from slowlink.report.collective import DTYPE_BYTES, sweep_table, validation_table
 from slowlink.spec.cluster import load_cluster
+
+out = Console(highlight=False, width=170)  # nccl-tests tables are wide; never wrap a row
 
 
 def _sizes(size: str | None, sweep: str | None) -> list[float]:
@@ -38,14 +42,13 @@ def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int |
 
 @clean_errors
 def collective(
-    cluster_file: Path = typer.Argument(..., help="Cluster YAML/JSON file."),
-    op: str = typer.Option("all_reduce", "--op", help=f"One of {', '.join(OPS)}."),
-    size: str | None = typer.Option(None, "--size", help="Message size as nccl-tests counts it, e.g. 1GiB."),
-    sweep: str | None = typer.Option(None, "--sweep", help="MIN:MAX:FACTOR, e.g. 8:8GiB:2."),
-    ranks: int | None = typer.Option(None, "--ranks", help="Ranks (default: every GPU), block placement."),
-    dtype: str = typer.Option("float", "--dtype", help=f"Element type for the count column: "
-                              f"{', '.join(DTYPE_BYTES)}."),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    cluster_file: Annotated[Path, typer.Argument(help="Cluster YAML/JSON file.")],
+    op: Annotated[str, typer.Option("--op", help=f"One of {', '.join(OPS)}.")] = "all_reduce",
+    size: Annotated[str | None, typer.Option("--size", help="Size as nccl-tests counts it, e.g. 1GiB.")] = None,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="MIN:MAX:FACTOR, e.g. 8:8GiB:2.")] = None,
+    ranks: Annotated[int | None, typer.Option("--ranks", help="Ranks (default: every GPU).")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
     """Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."""
     if dtype not in DTYPE_BYTES:
@@ -55,21 +58,23 @@ def collective(
         objs = [p.to_json() for p in preds]
         print_json(objs[0] if size is not None else objs)
         return
-    out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"), width=160)
+    out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"))
     if size is not None:
         out.print(f"reason: {preds[0].reason}")
 
 
 @clean_errors
-def validate_collectives(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+def validate_collectives(
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+) -> None:
     """Compare the collective model with published nccl-tests measurements."""
     points = validate()
     errs = [abs(p.error) for p in points]
     if as_json:
-        print_json({"points": [p.to_json() for p in points], "mean_abs_error_pct": 100 * sum(errs) / len(errs),
-                    "max_abs_error_pct": 100 * max(errs)})
+        print_json({"points": [p.to_json() for p in points],
+                    "mean_abs_error_pct": 100 * sum(errs) / len(errs), "max_abs_error_pct": 100 * max(errs)})
         return
-    out.print(validation_table(points), width=160)
+    out.print(validation_table(points))
     out.print(f"mean |error| {100 * sum(errs) / len(errs):.1f}%, max |error| {100 * max(errs):.1f}%")
 
 
