@@ -44,7 +44,7 @@ def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int |
 def collective(
     cluster_file: Annotated[Path, typer.Argument(help="Cluster YAML/JSON file.")],
     op: Annotated[str, typer.Option("--op", help=f"One of {', '.join(OPS)}.")] = "all_reduce",
-    size: Annotated[str | None, typer.Option("--size", help="Size as nccl-tests counts it, e.g. 1GiB.")] = None,
+    size: Annotated[str | None, typer.Option("--size", help="Size (nccl-tests), e.g. 1GiB.")] = None,
     sweep: Annotated[str | None, typer.Option("--sweep", help="MIN:MAX:FACTOR, e.g. 8:8GiB:2.")] = None,
     ranks: Annotated[int | None, typer.Option("--ranks", help="Ranks (default: every GPU).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
