@@ -52,7 +52,9 @@ def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
     if p == "Simple" and d > 1 and op == "all_reduce":
         lat *= c.RING_SIMPLE_PLATEAU
     factor = busbw_factor(op, n) if op in ("all_reduce", "all_gather", "reduce_scatter") else 1.0
-    step_bytes = size / n if op in ("all_reduce", "all_gather", "reduce_scatter") else size
+    # all_reduce / all_gather / reduce_scatter move size/n per step; broadcast / reduce cut the message
+    # into at least as many pieces as the chain has hops.
+    step_bytes = size / n if op in ("all_reduce", "all_gather", "reduce_scatter") else size / max(1, steps)
     t = lat + size * factor / bw + fill_s(steps, step_bytes, bw)
     return Candidate("ring", p, t, lat, bw, where)
 
@@ -72,7 +74,7 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale)
     lat = proto.base_lat_s("tree", p) + 2 * ((links.ranks_per_domain - 1) * intra
                                               + int(math.log2(links.domains)) * net)
-    t = lat + size / algbw + fill_s(2 * depth, size, algbw)
+    t = lat + size / algbw + fill_s(2 * depth, size / max(1, 2 * depth), algbw)
     return Candidate("tree", p, t, lat, algbw, where)
 
 
@@ -119,14 +121,16 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     return Candidate("hierarchical", p, t, lat, size / max(t - lat, 1e-30), where)
 
 
-def all_to_all(links: Links, size: float, p: str) -> Candidate:
+def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
     """All peers at once: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
 
-    time = base + one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)).
+    time = base + one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each bandwidth
+    under the protocol's ring factor.
     """
     n, r = links.ranks, links.ranks_per_domain
-    t_in = size * (r - 1) / n / links.intra_bw_bytes_s
-    t_net = size * (n - r) / n / (links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
+    f = proto.ring_bw(1.0, p, "all_to_all", links.domains > 1, r < 2, arch)
+    t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
+    t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
     hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
     lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale)
     bw_term = max(t_in, t_net)

@@ -83,9 +83,12 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
     """Every algorithm x protocol that can run this op here."""
     arch = cluster.gpu.arch
     out: list[algo.Candidate | None] = []
+    if links.domains > 1 and not cluster.fabric.transport.rdma:
+        # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
+        protocols = tuple(p for p in protocols if p != "LL128") or protocols
     for p in protocols:
         if op == "all_to_all":
-            out.append(algo.all_to_all(links, size, p))
+            out.append(algo.all_to_all(links, size, p, arch))
             continue
         if op == "send_recv":
             out.append(algo.send_recv(links, size, p, arch, cluster.compute_nics.per_node))
