@@ -100,3 +100,21 @@ def test_json_keys(ref: Cluster) -> None:
                 "bottleneck", "reason"):
         assert key in j
     assert j["algbw_gbyte_s"] * units.GB * j["time_s"] == pytest.approx(units.MiB)
+
+
+def test_pod_boundary_ratio_applies_only_across_pods(make: Callable[..., Cluster]) -> None:
+    """Llama 3 style: 3 tiers, [1, 1, 7], 3072-GPU pods (arXiv 2407.21783 sec. 3.3)."""
+    c = make(nodes=1024, nics=8, topology="rail-optimized", tiers=3, oversubscription=[1, 1, 7],
+             pod_gpus=3072)
+    s = 4 * units.GiB
+    inside = predict(c, "all_reduce", s, Group(ranks=2048, ranks_per_node=8))
+    across = predict(c, "all_reduce", s, Group(ranks=8192, ranks_per_node=8))
+    assert "tier" not in inside.bottleneck
+    assert "tier 2 (7:1)" in across.bottleneck
+    assert across.busbw_bytes_s < inside.busbw_bytes_s / 3
+
+
+def test_slow_transport_latency_scales_small_messages(make: Callable[..., Cluster]) -> None:
+    ib = predict(make(nodes=8), "all_reduce", 8 * units.KiB)
+    eth = predict(make(nodes=8, transport="ethernet", lossless=False, speed=100), "all_reduce", 8 * units.KiB)
+    assert eth.time_s > 2 * ib.time_s
