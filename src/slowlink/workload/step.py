@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
+from slowlink.workload.comm import dp_step_s, pp_microbatch_s, tp_layer_s
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
@@ -88,17 +89,24 @@ def plan(w: Workload, cluster: Cluster) -> StepResult:
     mem = memory(w)
     check_fits(mem, cluster.gpu.hbm_bytes)
     first, mid, last = stage_layers(w)
-    lc = layer_compute(w, cluster.gpu).total_s
-    t_mb = max(first * lc, mid * lc, last * lc + logits_compute_s(w, cluster.gpu))
-    compute = micro * t_mb
+    lcomp = layer_compute(w, cluster.gpu)
+    tp_s = tp_layer_s(w, cluster)
+    pp_s = pp_microbatch_s(w, cluster)
+    lc = lcomp.total_s + tp_s
+    t_mb = max(first * lc, mid * lc, last * lc + logits_compute_s(w, cluster.gpu)) + pp_s
+    compute = micro * (t_mb - pp_s - max(first, mid, last) * tp_s)
+    dp_s = dp_step_s(w, cluster)
+    window = max(first, mid, last) * lcomp.backward_s if w.overlap.grad_reduce else 0.0
+    dp_exposed = max(0.0, dp_s - window)
+    comm = {"tp": micro * max(first, mid, last) * tp_s, "pp": micro * pp_s, "dp": dp_exposed}
     bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     opt = ADAM_BYTES_PER_PARAM * params_per_gpu(w) / shard / cluster.gpu.hbm_bw_bytes_s
-    step = compute + bubble + opt
+    step = micro * t_mb + bubble + opt + dp_exposed
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)
     hf = hardware_flops_per_step(w.model, gb, w.training.recompute) / (step * cluster.gpus)
     return StepResult(step_time_s=step, tokens_per_s=gb * w.model.seq_len / step, tflops_per_gpu=mf / 1e12,
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
-                      memory=mem)
+                      memory=mem, comm_s=comm)
