@@ -65,3 +65,12 @@ def test_validate_prints_every_case_and_summary() -> None:
     assert res.exit_code == 0, res.output
     assert "k22-175b-present" in res.output and "n21-1t" in res.output
     assert "step-time error: mean" in res.output
+
+
+def test_scale_json_and_bad_mode(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), "--nodes", "1,2,4", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["nodes"] for r in rows] == [1, 2, 4] and rows[0]["scaling_efficiency"] == 1.0
+    bad = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), "--mode", "weak"])
+    assert bad.exit_code == 2 and "--mode ('weak') must be" in bad.output

@@ -29,3 +29,13 @@ def test_published_runs_step_time_error() -> None:
     assert len(errs) == 18
     assert sum(errs) / len(errs) < 0.08
     assert max(errs) < 0.20
+
+
+def test_scale_efficiency_falls_faster_on_25gbe() -> None:
+    from slowlink.workload.scale import scale
+
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    ib = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu.yaml"), [1, 2, 8], "per-gpu-batch")
+    eth = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu-25gbe.yaml"), [1, 2, 8], "per-gpu-batch")
+    assert eth[-1].efficiency < ib[-1].efficiency - 0.2
+    assert eth[-1].result.comm_s["dp"] > eth[0].result.comm_s["dp"]

@@ -56,7 +56,37 @@ def validate_runs(ctx: typer.Context) -> None:
     out.print(f"step-time error: mean {sum(errs) / len(errs):.1%}, max {max(errs):.1%} over {len(cs)} cases")
 
 
+_NODES = typer.Option("1,2,4,8", "--nodes", help="Node counts, comma separated.")
+_MODE = typer.Option("global-batch", "--mode", help="global-batch or per-gpu-batch.")
+
+
+@clean_errors
+def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _MODE,
+              as_json: bool = _JSON) -> None:
+    """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
+    from slowlink.workload.scale import scale
+
+    if mode not in ("global-batch", "per-gpu-batch"):
+        raise SpecError(f"--mode ({mode!r}) must be global-batch or per-gpu-batch")
+    try:
+        counts = [int(x) for x in nodes.split(",")]
+    except ValueError:
+        raise SpecError(f"--nodes ({nodes!r}) must be comma-separated integers, e.g. 1,2,4,8") from None
+    pts = scale(load_workload(workload), load_cluster(cluster), counts, mode)
+    rows = [{"nodes": p.nodes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
+             **p.result.to_json()} for p in pts]
+    if as_json:
+        print_json(rows)
+        return
+    for p in pts:
+        ratio = sum(p.result.comm_s.values()) / p.result.compute_s
+        out.print(f"{p.nodes:>5} nodes  {p.tokens_per_s_per_gpu:>10,.0f} tok/s/GPU  eff {p.efficiency:.1%}  "
+                  f"comm/compute {ratio:.2f}  exposed DP gradient reduction {p.result.comm_s['dp']:.3f} s",
+                  soft_wrap=True)
+
+
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
     app.command("plan")(plan_cmd)
+    app.command("scale")(scale_cmd)
     validate_app.callback(invoke_without_command=True)(validate_runs)

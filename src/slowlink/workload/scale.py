@@ -1,0 +1,44 @@
+"""Scaling: the same workload on 1..N nodes, dp adapted to the node count (tp, pp, cp fixed).
+
+Modes: ``global-batch`` keeps the global batch (fewer micro-batches per rank as dp grows);
+``per-gpu-batch`` keeps sequences per data-parallel rank (the global batch grows with dp).
+Scaling efficiency = per-GPU tokens/s at a size / per-GPU tokens/s at the smallest size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from slowlink.errors import InfeasiblePlan
+from slowlink.spec.cluster import Cluster
+from slowlink.workload.spec import Workload
+from slowlink.workload.step import StepResult, plan
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    nodes: int
+    result: StepResult
+    tokens_per_s_per_gpu: float
+    efficiency: float
+
+
+def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch") -> list[ScalePoint]:
+    """Plan ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp)."""
+    p = w.parallel
+    per_rank = w.training.global_batch // p.dp
+    points: list[ScalePoint] = []
+    for n in sorted(nodes):
+        c = replace(cluster, nodes=n)
+        model_par = p.tp * p.pp * p.cp
+        if c.gpus % model_par:
+            raise InfeasiblePlan(f"--nodes ({n}): {c.gpus} GPUs not divisible by tp*pp*cp ({model_par})")
+        dp = c.gpus // model_par
+        gb = w.training.global_batch if mode == "global-batch" else per_rank * dp
+        wn = replace(w, parallel=p.model_copy(update={"dp": dp}),
+                     training=w.training.model_copy(update={"global_batch": gb}))
+        r = plan(wn, c)
+        tpg = r.tokens_per_s / c.gpus
+        eff = tpg / points[0].tokens_per_s_per_gpu if points else 1.0
+        points.append(ScalePoint(n, r, tpg, eff))
+    return points
