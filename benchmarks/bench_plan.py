@@ -1,4 +1,4 @@
-"""Speed of the step model: one 16,384-GPU Llama-3-405B plan (target < 50 ms per call)."""
+"""Speed of the step model: a 16,384-GPU Llama-3-405B plan (< 50 ms) and a 10-size scale (< 1 s)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def main() -> None:
     dt = (time.perf_counter() - t0) / n
     print(f"llama3-405b on 16384 GPUs: {dt * 1e3:.2f} ms per plan (target < 50 ms); "
           f"step {r.step_time_s:.2f} s, MFU {r.mfu:.1%}")
+    from slowlink.workload.scale import scale
+
+    sizes = [128, 192, 256, 384, 512, 768, 1024, 1280, 1536, 2048]
+    t0 = time.perf_counter()
+    pts = scale(w, cluster, sizes, "per-gpu-batch")
+    print(f"10-size scale: {(time.perf_counter() - t0) * 1e3:.1f} ms (target < 1 s); "
+          f"efficiency at 2048 nodes {pts[-1].efficiency:.1%}")
 
 
 if __name__ == "__main__":
