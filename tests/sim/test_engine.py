@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slowlink.sim.engine import Flow, max_min_rates, simulate, _incidence
+from slowlink.sim.engine import Flow, _incidence, max_min_rates, simulate
 
 
 def _random_case(seed: int) -> tuple[np.ndarray, np.ndarray, list[Flow]]:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,8 @@ from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
 
-_BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+_BUS: dict[str, Callable[[int], float]] = {
+        "all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
         "send_recv": lambda n: 1.0}
 

@@ -107,7 +107,6 @@ def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None
     total = cluster.nodes * nics
     single = f.topology == "single-switch" or f.tiers == 1
     down = total if single else (nics_per_leaf or max(1, int(f.switch_radix * o / (1 + o))))
-    n_leaves = -(-total // down)
     order = _placement_nodes(cluster)
     for pos, node in enumerate(order):
         for i in range(nics):
@@ -121,7 +120,7 @@ def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None
     leaves = sorted({v for v in topo.nic_leaf.values()})
     n_leaves = len(leaves)
     if n_leaves > 1:
-        n_sp = spines or max(1, int(round(down / o)))
+        n_sp = spines or max(1, round(down / o))
         topo.spines = [f"spine:{s}" for s in range(n_sp)]
         per_link = down * line / o / n_sp
         for leaf in leaves:
