@@ -40,6 +40,8 @@ class Topology:
     domain_gpus: int = 1
     adaptive: bool = False
     ecmp_seed: int = 0
+    storage_targets: int = 0
+    storage_shared: bool = False
 
     def add_link(self, u: str, v: str, cap: float, lat: float) -> None:
         """Add both directions of a link ``u <-> v``."""
