@@ -15,6 +15,7 @@ built yet (a SpecError says so).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -59,8 +60,8 @@ class Topology:
         return f"nic:{node}:{channel % self.nics_per_node}"
 
     def _ecmp(self, key: tuple[object, ...]) -> int:
-        """Deterministic per-flow hash (seeded), like a switch hashing a flow's 5-tuple."""
-        rng = np.random.default_rng([self.ecmp_seed, abs(hash(repr(key))) % (2**32)])
+        """Deterministic per-flow hash (seeded; crc32, so stable across processes), like a 5-tuple hash."""
+        rng = np.random.default_rng([self.ecmp_seed, zlib.crc32(repr(key).encode())])
         return int(rng.integers(len(self.spines)))
 
     def nic_paths(self, a: str, b: str, key: tuple[object, ...]) -> list[tuple[float, tuple[int, ...]]]:
