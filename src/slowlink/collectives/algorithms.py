@@ -1,0 +1,155 @@
+"""Candidate algorithms: each returns the time of one algorithm + protocol, or None where it cannot run.
+
+Time follows NCCL's ``ncclTopoGetAlgoTime``: latency + bytes / bandwidth, plus the pipeline-fill term
+(see :data:`constants.PIPELINE_WINDOW_BYTES`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from slowlink.collectives import constants as c
+from slowlink.collectives import protocols as proto
+from slowlink.collectives.links import Links
+from slowlink.collectives.ops import busbw_factor, inter_steps, ring_steps
+
+
+@dataclass(frozen=True)
+class Candidate:
+    algorithm: str
+    protocol: str
+    time_s: float
+    lat_s: float
+    bw_bytes_s: float       # the bandwidth the bytes term ran at
+    bottleneck: str         # 'scale-up' or 'network'
+
+
+def bus_link(links: Links) -> tuple[float, str]:
+    """The ring's bus bandwidth and the link that sets it: min(scale-up if >1 rank per domain, network)."""
+    if links.domains <= 1:
+        return links.intra_bw_bytes_s, "scale-up"
+    if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < links.net_bw_bytes_s:
+        return links.intra_bw_bytes_s, "scale-up"
+    return links.net_bw_bytes_s, "network"
+
+
+def fill_s(steps: int, step_bytes: float, bw: float) -> float:
+    """Pipeline fill: (steps - 1) x min(step bytes, window) / bw (see constants.PIPELINE_WINDOW_BYTES)."""
+    return max(0, steps - 1) * min(step_bytes, c.PIPELINE_WINDOW_BYTES) / bw
+
+
+def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
+    """Ring: lat = base + (nsteps - ninter) x intra hop + ninter x net hop (x1.4 multi-node Simple AR);
+    time = lat + size x busbw_factor / bw + fill."""
+    n, d = links.ranks, links.domains
+    steps, inter = ring_steps(op, n), inter_steps(op, d)
+    bus, where = bus_link(links)
+    bw = proto.ring_bw(bus, p, op, d > 1, links.ranks_per_domain < 2, arch)
+    intra = proto.hop_lat_s(links.intra_hw, "ring", p)
+    net = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+    lat = proto.base_lat_s("ring", p) + (steps - inter) * intra + inter * net
+    if p == "Simple" and d > 1 and op == "all_reduce":
+        lat *= c.RING_SIMPLE_PLATEAU
+    factor = busbw_factor(op, n) if op in ("all_reduce", "all_gather", "reduce_scatter") else 1.0
+    # all_reduce / all_gather / reduce_scatter move size/n per step; broadcast / reduce cut the message
+    # into at least as many pieces as the chain has hops.
+    step_bytes = size / n if op in ("all_reduce", "all_gather", "reduce_scatter") else size / max(1, steps)
+    t = lat + size * factor / bw + fill_s(steps, step_bytes, bw)
+    return Candidate("ring", p, t, lat, bw, where)
+
+
+def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | None:
+    """Double binary tree across domains, chain inside (all_reduce, > 1 domain).
+
+    lat = base + 2((ranks/domain - 1) x intra hop + log2(domains) x net hop);
+    algbw = 0.5 x tree bus bw (NCCL ratio); time = lat + size / algbw + fill over the tree depth.
+    """
+    if op != "all_reduce" or links.domains < 2:
+        return None
+    bus, where = bus_link(links)
+    algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
+    depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
+    intra = proto.hop_lat_s(links.intra_hw, "tree", p)
+    net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale)
+    lat = proto.base_lat_s("tree", p) + 2 * ((links.ranks_per_domain - 1) * intra
+                                              + int(math.log2(links.domains)) * net)
+    t = lat + size / algbw + fill_s(2 * depth, size / max(1, 2 * depth), algbw)
+    return Candidate("tree", p, t, lat, algbw, where)
+
+
+def nvls(links: Links, op: str, size: float, p: str, line_bw: float) -> Candidate | None:
+    """NVLS (in-switch reduction), all_reduce, Simple only, scale-up switch with SHARP.
+
+    algbw = NVLS_ALGBW_EFFICIENCY x line rate; across domains (NVLS-tree) also <= 0.5 x 0.9 x network.
+    lat = NVLink NVLS hop (+ 2 log2(domains) net hops).
+    """
+    if op != "all_reduce" or p != "Simple" or links.ranks_per_domain < 2:
+        return None
+    algbw, where = c.NVLS_ALGBW_EFFICIENCY * line_bw, "scale-up"
+    lat = proto.hop_lat_s("nvlink", "nvls", p)
+    if links.domains > 1:
+        net_algbw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * c.TREE_ALGBW_RATIO
+        if net_algbw < algbw:
+            algbw, where = net_algbw, "network"
+        lat += 2 * int(math.log2(links.domains)) * proto.hop_lat_s("net", "nvls", p, links.net_lat_scale)
+    return Candidate("nvls", p, lat + size / algbw, lat, algbw, where)
+
+
+def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | None:
+    """Inside the domain, then across domains on each rank's share (all_reduce, all_gather, reduce_scatter).
+
+    all_reduce = intra reduce-scatter (S) + inter all_reduce of S/r on D ranks at net/r each + intra
+    all-gather (S); all_gather / reduce_scatter = one intra and one inter phase. Each phase is a ring.
+    """
+    r, d = links.ranks_per_domain, links.domains
+    if op not in ("all_reduce", "all_gather", "reduce_scatter") or r < 2 or d < 2:
+        return None
+    intra_bw = proto.ring_bw(links.intra_bw_bytes_s, p, op, False, False, arch)
+    net_bw = proto.ring_bw(links.net_bw_bytes_s, p, op, True, False, arch)
+    hop_i = proto.hop_lat_s(links.intra_hw, "ring", p)
+    hop_n = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+    intra_phases = 2 if op == "all_reduce" else 1
+    inter_factor = 2.0 * (d - 1) / d if op == "all_reduce" else (d - 1) / d
+    t_intra = intra_phases * ((r - 1) * hop_i + (r - 1) / r * size / intra_bw
+                              + fill_s(r - 1, size / r, intra_bw))
+    inter_n = 2 * (d - 1) if op == "all_reduce" else d - 1
+    t_inter = inter_n * hop_n + inter_factor * size / net_bw + fill_s(inter_n, size / r / d, net_bw / r)
+    lat = proto.base_lat_s("ring", p) + intra_phases * (r - 1) * hop_i + inter_n * hop_n
+    t = proto.base_lat_s("ring", p) + t_intra + t_inter
+    where = "network" if t_inter > t_intra else "scale-up"
+    return Candidate("hierarchical", p, t, lat, size / max(t - lat, 1e-30), where)
+
+
+def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
+    """All peers at once: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
+
+    time = base + one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each bandwidth
+    under the protocol's ring factor.
+    """
+    n, r = links.ranks, links.ranks_per_domain
+    f = proto.ring_bw(1.0, p, "all_to_all", links.domains > 1, r < 2, arch)
+    t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
+    t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
+    hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
+    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale)
+    bw_term = max(t_in, t_net)
+    where = "network" if t_net >= t_in else "scale-up"
+    return Candidate("p2p", p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)
+
+
+def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) -> Candidate:
+    """nccl-tests sendrecv: each rank sends S to the next; across domains through one NIC of its node.
+
+    bw = min(scale-up, network / NICs per node) under the protocol's ring factor; lat = base + one hop.
+    """
+    if links.domains > 1:
+        bw, where = links.net_bw_bytes_s / max(1, nics_per_node), "network"
+        if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < bw:
+            bw, where = links.intra_bw_bytes_s, "scale-up"
+        hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+    else:
+        bw, where, hop = links.intra_bw_bytes_s, "scale-up", proto.hop_lat_s(links.intra_hw, "ring", p)
+    bw = proto.ring_bw(bw, p, "send_recv", links.domains > 1, links.ranks_per_domain < 2, arch)
+    lat = proto.base_lat_s("ring", p) + hop
+    return Candidate("p2p", p, lat + size / bw + fill_s(2, size, bw), lat, bw, where)

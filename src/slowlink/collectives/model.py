@@ -1,0 +1,162 @@
+"""``predict``: the time of one collective on a cluster, with the algorithm and protocol NCCL would pick.
+
+For each algorithm + protocol that can run, time = latency + bytes / bandwidth (+ pipeline fill); the
+least time wins (NCCL ``ncclTopoGetAlgoInfo``). algbw = size / time and busbw = algbw x the op's
+nccl-tests factor (doc/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from slowlink import units
+from slowlink.collectives import algorithms as algo
+from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
+from slowlink.collectives.links import Links, resolve
+from slowlink.collectives.ops import busbw_factor, check_op
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster
+
+
+@dataclass(frozen=True)
+class Group:
+    """A communicator: ``ranks`` ranks, ``ranks_per_node`` of them on each node, and ``groups_per_node``
+    identical communicators running at once through each node's compute NICs. ``span_nodes`` (optional)
+    overrides the nodes the group spans (default ranks / ranks_per_node, block placement)."""
+
+    ranks: int
+    ranks_per_node: int
+    groups_per_node: int = 1
+    span_nodes: int | None = None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    op: str
+    size_bytes: float
+    ranks: int
+    time_s: float
+    algbw_bytes_s: float
+    busbw_bytes_s: float
+    algorithm: str
+    protocol: str
+    bottleneck: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op, "size_bytes": self.size_bytes, "ranks": self.ranks, "time_s": self.time_s,
+            "algbw_gbyte_s": self.algbw_bytes_s / units.GB, "busbw_gbyte_s": self.busbw_bytes_s / units.GB,
+            "algorithm": self.algorithm, "protocol": self.protocol, "bottleneck": self.bottleneck,
+            "reason": self.reason,
+        }
+
+
+def check_group(cluster: Cluster, group: Group) -> None:
+    """Reject a communicator the cluster cannot hold, naming the field, value and rule."""
+    g = cluster.gpus_per_node
+    if group.ranks < 1:
+        raise SpecError(f"ranks ({group.ranks}) must be >= 1")
+    if group.ranks > cluster.gpus:
+        raise SpecError(f"ranks ({group.ranks}) must be <= the cluster's GPUs ({cluster.nodes} x {g} = "
+                        f"{cluster.gpus})")
+    if not 1 <= group.ranks_per_node <= g:
+        raise SpecError(f"ranks_per_node ({group.ranks_per_node}) must be between 1 and gpus_per_node ({g})")
+    if group.groups_per_node < 1 or group.groups_per_node * group.ranks_per_node > g:
+        raise SpecError(f"groups_per_node ({group.groups_per_node}) x ranks_per_node "
+                        f"({group.ranks_per_node}) must be between 1 and gpus_per_node ({g})")
+    nodes = -(-group.ranks // group.ranks_per_node)
+    if nodes > cluster.nodes:
+        raise SpecError(f"ranks ({group.ranks}) at {group.ranks_per_node} per node need {nodes} nodes; "
+                        f"the cluster has {cluster.nodes}")
+
+
+def default_group(cluster: Cluster, ranks: int | None = None) -> Group:
+    """Every GPU (or the first ``ranks``), block placement: full nodes first."""
+    n = cluster.gpus if ranks is None else ranks
+    return Group(ranks=n, ranks_per_node=min(n, cluster.gpus_per_node) if n >= 1 else 1)
+
+
+def candidates(cluster: Cluster, links: Links, op: str, size: float,
+               algorithms: tuple[str, ...], protocols: tuple[str, ...]) -> list[algo.Candidate]:
+    """Every algorithm x protocol that can run this op here."""
+    arch = cluster.gpu.arch
+    out: list[algo.Candidate | None] = []
+    if links.domains > 1 and not cluster.fabric.transport.rdma:
+        # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
+        protocols = tuple(p for p in protocols if p != "LL128") or protocols
+    for p in protocols:
+        if op == "all_to_all":
+            out.append(algo.all_to_all(links, size, p, arch))
+            continue
+        if op == "send_recv":
+            out.append(algo.send_recv(links, size, p, arch, cluster.compute_nics.per_node))
+            continue
+        if "ring" in algorithms:
+            out.append(algo.ring(links, op, size, p, arch))
+        if "tree" in algorithms:
+            out.append(algo.tree(links, op, size, p, arch))
+        if "nvls" in algorithms and cluster.scale_up.sharp:
+            out.append(algo.nvls(links, op, size, p, cluster.scale_up.bw_bytes_s))
+        if "hierarchical" in algorithms:
+            out.append(algo.hierarchical(links, op, size, p, arch))
+    return [x for x in out if x is not None]
+
+
+def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
+    """The link that limits the bandwidth term, in words."""
+    if where == "scale-up":
+        return f"scale-up {links.scale_up_name}"
+    name = f"NIC {links.net_name}"
+    if links.crossed_tier is not None:
+        name = f"fabric tier {links.crossed_tier} ({links.crossed_ratio:g}:1) above {name}"
+    return name
+
+
+def _reason(best: algo.Candidate, links: Links) -> str:
+    share = best.lat_s / best.time_s if best.time_s > 0 else 0.0
+    bound = "latency-bound" if share > 0.5 else "bandwidth-bound"
+    extra = ""
+    if links.domains > 1 and links.crossed_tier is not None:
+        extra += f"; crosses oversubscribed tier {links.crossed_tier} ({links.crossed_ratio:g}:1)"
+    if links.domains > 1 and links.tail_penalty > 0:
+        extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
+    return (f"{best.algorithm}/{best.protocol} is fastest: {bound} ({share:.0%} latency), "
+            f"{links.ranks} ranks in {links.domains} scale-up domain(s){extra}")
+
+
+def _choices(name: str, value: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return known
+    if value not in known:
+        raise SpecError(f"{name} ({value!r}) is not one of {', '.join(known)}")
+    return (value,)
+
+
+def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = None,
+            *, algorithm: str | None = None, protocol: str | None = None) -> Prediction:
+    """Predict one collective. ``size_bytes`` follows nccl-tests (see ``ops``); ``group`` None = all GPUs."""
+    check_op(op)
+    if not size_bytes >= 0:
+        raise SpecError(f"size_bytes ({size_bytes!r}) must be >= 0")
+    grp = group if group is not None else default_group(cluster)
+    check_group(cluster, grp)
+    algs = _choices("algorithm", algorithm, ALGORITHMS)
+    protos = _choices("protocol", protocol, PROTOCOLS)
+    links = resolve(cluster, grp.ranks, grp.ranks_per_node, grp.groups_per_node, grp.span_nodes)
+    if grp.ranks == 1 or size_bytes == 0:
+        return Prediction(op, size_bytes, grp.ranks, 0.0, 0.0, 0.0, algs[0], protos[-1],
+                          "none", "nothing to move: one rank or zero bytes")
+    cands = candidates(cluster, links, op, size_bytes, algs, protos)
+    if not cands:
+        raise SpecError(f"algorithm ({algorithm!r}) cannot run {op} on {grp.ranks} ranks here "
+                        f"(protocol {protocol!r})")
+    best = min(cands, key=lambda x: x.time_s)
+    algbw = size_bytes / best.time_s
+    return Prediction(
+        op=op, size_bytes=size_bytes, ranks=grp.ranks, time_s=best.time_s, algbw_bytes_s=algbw,
+        busbw_bytes_s=algbw * busbw_factor(op, grp.ranks), algorithm=best.algorithm,
+        protocol=best.protocol, bottleneck=bottleneck_name(cluster, links, best.bottleneck),
+        reason=_reason(best, links),
+    )

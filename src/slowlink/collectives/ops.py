@@ -1,0 +1,48 @@
+"""Collective operations: nccl-tests' size convention and bus-bandwidth factors (doc/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+from slowlink.errors import SpecError
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+
+
+def check_op(op: str) -> str:
+    """The op name, or a :class:`SpecError` naming the known ones."""
+    if op not in OPS:
+        raise SpecError(f"op ({op!r}) is not a collective: use one of {', '.join(OPS)}")
+    return op
+
+
+def busbw_factor(op: str, ranks: int) -> float:
+    """busbw / algbw by nccl-tests' doc/PERFORMANCE.md.
+
+    all_reduce: 2(n-1)/n; all_gather, reduce_scatter, all_to_all: (n-1)/n;
+    broadcast, reduce, send_recv: 1. The factor makes busbw comparable to the link's speed.
+    """
+    n = max(ranks, 1)
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0
+
+
+def ring_steps(op: str, ranks: int) -> int:
+    """Ring steps NCCL charges latency for (tuning.cc ``nsteps``).
+
+    all_reduce 2(n-1) (reduce-scatter then all-gather); all_gather / reduce_scatter n-1;
+    broadcast / reduce a pipeline of n-1 hops; all_to_all / send_recv 1 (all peers at once).
+    """
+    if op == "all_reduce":
+        return 2 * (ranks - 1)
+    if op in ("all_gather", "reduce_scatter", "broadcast", "reduce"):
+        return ranks - 1
+    return 1
+
+
+def inter_steps(op: str, domains: int) -> int:
+    """Of the ring steps, how many cross the network (tuning.cc ``nInterSteps``), for ``domains`` > 1."""
+    if domains <= 1:
+        return 0
+    return 2 * (domains - 1) if op == "all_reduce" else domains - 1

@@ -1,0 +1,91 @@
+"""``slowlink validate collectives``: the model against published nccl-tests numbers.
+
+The published points live in ``data/collective_bandwidth.yaml`` (a copy of the project's calibration
+file); the clusters they were measured on are built here from the catalog. Nothing is fitted per case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from slowlink import units
+from slowlink.collectives.model import Group, predict
+from slowlink.fileio import read_mapping
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+
+LARGE = 8 * units.GiB  # "peak" statements are checked at nccl-tests' usual top size
+
+
+def node_cluster(name: str, gpu: str, link: str, nodes: int, nics: int, speed_gbit_s: float) -> Cluster:
+    """An HGX-style cluster of ``nodes`` x 8 GPUs on InfiniBand, non-blocking, from the catalog."""
+    return cluster_from_mapping({
+        "name": name, "nodes": nodes, "gpus_per_node": 8, "gpu": gpu,
+        "scale_up": {"link": link, "domain_gpus": 8},
+        "nics": {"compute": {"per_node": nics, "speed_gbit_s": speed_gbit_s}},
+        "fabric": {"transport": "infiniband", "tiers": 2, "oversubscription": 1},
+    }, name)
+
+
+@dataclass(frozen=True)
+class Point:
+    case: str
+    size_bytes: float
+    predicted_gbyte_s: float
+    published_gbyte_s: float
+    source: str
+
+    @property
+    def error(self) -> float:
+        """Signed relative error, (predicted - published) / published."""
+        return (self.predicted_gbyte_s - self.published_gbyte_s) / self.published_gbyte_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "size_bytes": self.size_bytes, "predicted_gbyte_s": self.predicted_gbyte_s,
+                "published_gbyte_s": self.published_gbyte_s, "error_pct": 100 * self.error,
+                "source": self.source}
+
+
+def load_published() -> dict[str, Any]:
+    """The packaged calibration file."""
+    ref = resources.files("slowlink.collectives") / "data" / "collective_bandwidth.yaml"
+    with resources.as_file(ref) as path:
+        return read_mapping(path)
+
+
+def _busbw(cluster: Cluster, size: float, group: Group | None = None, **kw: str) -> float:
+    return predict(cluster, "all_reduce", size, group, **kw).busbw_bytes_s / units.GB
+
+
+def a100_curve(data: dict[str, Any]) -> list[Point]:
+    """Azure ND A100 v4: 8 x A100 NVLink3, all_reduce busbw by size."""
+    entry = data["a100_node_all_reduce"]
+    c = node_cluster("a100-node", "a100-80gb", "nvlink3", 1, 8, 200)
+    return [Point("a100_node_all_reduce", units.parse_size(k), _busbw(c, units.parse_size(k)), float(v),
+                  entry["source"]) for k, v in entry["busbw_gbyte_s_by_size"].items()]
+
+
+def maintainer_points() -> list[Point]:
+    """The maintainers' statements (nccl-tests issues 212, 290, 119), at 8 GiB.
+
+    H100 ring 370 and NVLS 480 busbw on one NVLink4 node; NDR 47 (46-48) and HDR 24 busbw per NIC: two
+    ranks, one per node, each node with one NIC; 3 nodes x 8 A100 x 4 HDR NICs, 24 ranks: 96.
+    """
+    h100 = node_cluster("h100-node", "h100-sxm", "nvlink4", 1, 8, 400)
+    ndr = node_cluster("ndr-2node", "h100-sxm", "nvlink4", 2, 1, 400)
+    hdr = node_cluster("hdr-2node", "a100-80gb", "nvlink3", 2, 1, 200)
+    hdr3 = node_cluster("hdr-3node", "a100-80gb", "nvlink3", 3, 4, 200)
+    pair = Group(ranks=2, ranks_per_node=1)
+    return [
+        Point("h100_nvlink_ring", LARGE, _busbw(h100, LARGE, algorithm="ring"), 370.0, "nccl-tests #212"),
+        Point("h100_nvlink_nvls", LARGE, _busbw(h100, LARGE, algorithm="nvls"), 480.0, "nccl-tests #212"),
+        Point("ndr_per_nic", LARGE, _busbw(ndr, LARGE, pair), 47.0, "nccl-tests #290"),
+        Point("hdr_per_nic", LARGE, _busbw(hdr, LARGE, pair), 24.0, "nccl-tests #119"),
+        Point("hdr_3node_4nic", LARGE, _busbw(hdr3, LARGE), 96.0, "nccl-tests #119"),
+    ]
+
+
+def validate() -> list[Point]:
+    """Every published point with the model's prediction."""
+    return a100_curve(load_published()) + maintainer_points()

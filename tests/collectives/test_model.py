@@ -1,0 +1,120 @@
+"""Behaviour of predict(): monotone busbw, saturation, algorithm choice, oversubscription, RoCE."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from slowlink import units
+from slowlink.collectives import OPS, Group, predict
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster
+
+SIZES = [2.0**k for k in range(10, 34, 2)]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_busbw_rises_with_size(ref: Cluster, op: str) -> None:
+    bw = [predict(ref, op, s).busbw_bytes_s for s in SIZES]
+    assert all(b2 >= b1 * 0.98 for b1, b2 in itertools.pairwise(bw)), bw
+
+
+def test_ref_saturates_at_the_nic(ref: Cluster) -> None:
+    """ref-64gpu: one 400G NDR NIC per node for 8 GPUs, so ~47 GB/s busbw (0.94 x 50) and the NIC named."""
+    p = predict(ref, "all_reduce", 8 * units.GiB)
+    assert "NIC" in p.bottleneck and "ib-ndr" in p.bottleneck
+    nic = 400 * units.Gbit * 0.94
+    assert 0.9 * nic <= p.busbw_bytes_s <= 1.15 * nic
+
+
+def test_single_node_saturates_at_nvlink(make: Callable[..., Cluster]) -> None:
+    c = make(nodes=1, nics=8)
+    p = predict(c, "all_gather", 8 * units.GiB)
+    assert p.bottleneck.startswith("scale-up nvlink4")
+    assert p.busbw_bytes_s == pytest.approx(0.8 * 450 * units.GB, rel=0.02)
+
+
+def test_small_messages_many_nodes_use_tree_or_low_latency_protocol(make: Callable[..., Cluster]) -> None:
+    c = make(nodes=64)
+    p = predict(c, "all_reduce", 8 * units.KiB, Group(64, 1))
+    assert p.algorithm == "tree" and p.protocol == "LL"
+
+
+def test_large_messages_use_ring_or_nvls(make: Callable[..., Cluster]) -> None:
+    assert predict(make(nodes=1), "all_reduce", 4 * units.GiB).algorithm == "nvls"
+    assert predict(make(nodes=1, link="nvlink3", gpu="a100-80gb"), "all_reduce",
+                   4 * units.GiB).algorithm == "ring"
+
+
+def test_nvls_only_where_the_switch_has_sharp(make: Callable[..., Cluster]) -> None:
+    c = make(nodes=1, link="nvlink3", gpu="a100-80gb")
+    with pytest.raises(SpecError, match="algorithm"):
+        predict(c, "all_reduce", units.GiB, algorithm="nvls")
+
+
+def test_oversubscription_only_hits_groups_that_cross_the_tier(make: Callable[..., Cluster]) -> None:
+    flat = make(nodes=128, switch_radix=64, oversubscription=4)
+    fast = make(nodes=128, switch_radix=64, oversubscription=1)
+    small = Group(ranks=8 * 16, ranks_per_node=8)    # 16 nodes: under one 32-port leaf
+    big = Group(ranks=8 * 128, ranks_per_node=8)     # 128 nodes: crosses the leaf uplinks
+    s = 4 * units.GiB
+    same = predict(fast, "all_reduce", s, small).time_s
+    assert predict(flat, "all_reduce", s, small).time_s == pytest.approx(same)
+    slow = predict(flat, "all_reduce", s, big)
+    assert slow.time_s > 3 * predict(fast, "all_reduce", s, big).time_s
+    assert "tier 0" in slow.bottleneck
+
+
+def test_untuned_roce_is_slower_than_tuned(make: Callable[..., Cluster]) -> None:
+    tuned = make(transport="roce", lossless=True)
+    untuned = make(transport="roce", lossless=False)
+    t, u = (predict(c, "all_reduce", units.GiB) for c in (tuned, untuned))
+    assert u.time_s > 1.2 * t.time_s
+    assert "tail" in u.reason
+
+
+def test_groups_per_node_share_the_nic(ref: Cluster) -> None:
+    one = predict(ref, "all_reduce", units.GiB, Group(8, 1, 1))
+    eight = predict(ref, "all_reduce", units.GiB, Group(8, 1, 8))
+    assert eight.busbw_bytes_s == pytest.approx(one.busbw_bytes_s / 8, rel=0.05)
+
+
+def test_bad_groups_are_rejected(ref: Cluster) -> None:
+    with pytest.raises(SpecError, match=r"ranks \(65\) must be <= the cluster's GPUs"):
+        predict(ref, "all_reduce", 1.0, Group(65, 8))
+    with pytest.raises(SpecError, match=r"ranks_per_node \(9\)"):
+        predict(ref, "all_reduce", 1.0, Group(16, 9))
+    with pytest.raises(SpecError, match="protocol"):
+        predict(ref, "all_reduce", 1.0, protocol="LL64")
+
+
+def test_one_rank_costs_nothing(ref: Cluster) -> None:
+    assert predict(ref, "all_reduce", units.GiB, Group(1, 1)).time_s == 0.0
+
+
+def test_json_keys(ref: Cluster) -> None:
+    j = predict(ref, "all_gather", units.MiB).to_json()
+    for key in ("size_bytes", "time_s", "algbw_gbyte_s", "busbw_gbyte_s", "algorithm", "protocol", "ranks",
+                "bottleneck", "reason"):
+        assert key in j
+    assert j["algbw_gbyte_s"] * units.GB * j["time_s"] == pytest.approx(units.MiB)
+
+
+def test_pod_boundary_ratio_applies_only_across_pods(make: Callable[..., Cluster]) -> None:
+    """Llama 3 style: 3 tiers, [1, 1, 7], 3072-GPU pods (arXiv 2407.21783 sec. 3.3)."""
+    c = make(nodes=1024, nics=8, topology="rail-optimized", tiers=3, oversubscription=[1, 1, 7],
+             pod_gpus=3072)
+    s = 4 * units.GiB
+    inside = predict(c, "all_reduce", s, Group(ranks=2048, ranks_per_node=8))
+    across = predict(c, "all_reduce", s, Group(ranks=8192, ranks_per_node=8))
+    assert "tier" not in inside.bottleneck
+    assert "tier 2 (7:1)" in across.bottleneck
+    assert across.busbw_bytes_s < inside.busbw_bytes_s / 3
+
+
+def test_slow_transport_latency_scales_small_messages(make: Callable[..., Cluster]) -> None:
+    ib = predict(make(nodes=8), "all_reduce", 8 * units.KiB)
+    eth = predict(make(nodes=8, transport="ethernet", lossless=False, speed=100), "all_reduce", 8 * units.KiB)
+    assert eth.time_s > 2 * ib.time_s

@@ -1,0 +1,51 @@
+"""slowlink.units: parsing sizes, rates, ratios and sweeps, nccl-tests' conventions."""
+
+from __future__ import annotations
+
+import pytest
+
+from slowlink import units
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("8", 8.0), ("1KiB", 1024.0), ("1K", 1024.0), ("1KB", 1000.0), ("1.5 GiB", 1.5 * 2**30),
+    ("64MiB", 64 * 2**20), ("1GB", 1e9), (4096, 4096.0),
+])
+def test_parse_size(text: str | int, value: float) -> None:
+    assert units.parse_size(text) == value
+
+
+@pytest.mark.parametrize("bad", ["1 parsec", "GiB", "-1", "", "1.2.3MiB"])
+def test_parse_size_rejects(bad: str) -> None:
+    with pytest.raises(ValueError, match="is not a size"):
+        units.parse_size(bad)
+
+
+def test_parse_rate_bits_and_bytes() -> None:
+    assert units.parse_rate("400Gb/s") == 50e9
+    assert units.parse_rate("50GByte/s") == 50e9
+    assert units.parse_rate(200) == 25e9
+    with pytest.raises(ValueError, match="is not a rate"):
+        units.parse_rate("fast")
+
+
+def test_parse_ratio() -> None:
+    assert units.parse_ratio("4:1") == 4.0
+    assert units.parse_ratio(7) == 7.0
+    with pytest.raises(ValueError, match="must be >= 1"):
+        units.parse_ratio("1:2")
+
+
+def test_parse_sweep_like_nccl_tests() -> None:
+    sizes = units.parse_sweep("8:8GiB:2")
+    assert sizes[0] == 8 and sizes[-1] == 8 * 2**30 and len(sizes) == 31
+    with pytest.raises(ValueError, match="MIN:MAX:FACTOR"):
+        units.parse_sweep("8:64")
+    with pytest.raises(ValueError, match="must be > 1"):
+        units.parse_sweep("8:64:1")
+
+
+def test_format_size() -> None:
+    assert units.format_size(1024) == "1KiB"
+    assert units.format_size(1.5 * 2**30) == "1.5GiB"
+    assert units.format_size(12) == "12B"
