@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
+from slowlink.collectives.model import Prediction
 from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
@@ -25,28 +25,6 @@ _BUS: dict[str, Callable[[int], float]] = {
         "all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
         "send_recv": lambda n: 1.0}
-
-
-@dataclass(frozen=True)
-class FlowPrediction:
-    """Same fields as the analytical ``Prediction`` (see the shared API in HELPERS.md)."""
-
-    op: str
-    size_bytes: float
-    ranks: int
-    time_s: float
-    algbw_bytes_s: float
-    busbw_bytes_s: float
-    algorithm: str
-    protocol: str
-    bottleneck: str
-    reason: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"size_bytes": self.size_bytes, "time_s": self.time_s,
-                "algbw_gbyte_s": self.algbw_bytes_s / 1e9, "busbw_gbyte_s": self.busbw_bytes_s / 1e9,
-                "algorithm": self.algorithm, "protocol": self.protocol, "ranks": self.ranks,
-                "bottleneck": self.bottleneck, "reason": self.reason}
 
 
 def _add(flows: list[Flow], paths: list[tuple[float, tuple[int, ...]]], size: float, tag: str,
@@ -81,7 +59,7 @@ def all_to_all_flows(topo: Topology, ranks: list[int], size_bytes: float, tag: s
 
 
 def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: list[int] | None = None,
-                        topo: Topology | None = None) -> tuple[FlowPrediction, SimResult]:
+                        topo: Topology | None = None) -> tuple[Prediction, SimResult]:
     """Simulate ``op`` of ``size_bytes`` (nccl-tests convention) over ``ranks`` (default: every GPU)."""
     topo = topo or build(cluster)
     rk = ranks if ranks is not None else list(range(cluster.gpus))
@@ -103,7 +81,7 @@ def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: lis
                          "all_to_all or send_recv")
     hot = int(np.argmax(res.peak_utilisation))
     algbw = size_bytes / time_s if time_s > 0 else float("inf")
-    pred = FlowPrediction(op, size_bytes, n, time_s, algbw, algbw * _BUS[op](n), algo, "Simple",
+    pred = Prediction(op, size_bytes, n, time_s, algbw, algbw * _BUS[op](n), algo, "Simple",
                           topo.names[hot], f"flow sim: hottest link {topo.names[hot]} at "
                           f"{res.peak_utilisation[hot]:.0%} of capacity")
     return pred, res
