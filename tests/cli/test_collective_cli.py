@@ -110,3 +110,25 @@ def test_bad_options_exit_2(args: tuple[str, ...], needle: str) -> None:
     assert code == 2, out
     assert needle in out
     assert "Traceback" not in out
+
+
+def test_flow_fidelity_same_schema_and_agrees_on_uncontended_all_to_all() -> None:
+    from slowlink.cli.main import app as _app
+
+    args = ["collective", "examples/ref-64gpu.yaml", "--op", "all_gather", "--size", "1GiB", "--json"]
+    ana = json.loads(CliRunner().invoke(_app, args).stdout)
+    flow_res = CliRunner().invoke(_app, [*args, "--fidelity", "flow"])
+    assert flow_res.exit_code == 0, flow_res.output
+    flow = json.loads(flow_res.stdout)
+    assert set(ana) <= set(flow)
+    # Both models are bound by the one 400G NIC per node at 1 GiB: they agree within 15%.
+    assert abs(flow["time_s"] - ana["time_s"]) / ana["time_s"] < 0.15
+
+
+def test_flow_fidelity_unsupported_op_is_a_clean_error() -> None:
+    from slowlink.cli.main import app as _app
+
+    res = CliRunner().invoke(_app, ["collective", "examples/ref-64gpu.yaml", "--op", "broadcast",
+                                    "--size", "1MiB", "--fidelity", "flow"])
+    assert res.exit_code == 2
+    assert "not simulated" in res.output and "Traceback" not in res.output

@@ -15,7 +15,7 @@ from slowlink.collectives.model import default_group
 from slowlink.collectives.validate import validate
 from slowlink.errors import SpecError
 from slowlink.report.collective import DTYPE_BYTES, sweep_table, validation_table
-from slowlink.spec.cluster import load_cluster
+from slowlink.spec.cluster import Cluster, load_cluster
 
 out = Console(highlight=False, width=170)  # nccl-tests tables are wide; never wrap a row
 
@@ -30,14 +30,32 @@ def _sizes(size: str | None, sweep: str | None) -> list[float]:
         raise SpecError(f"{flag}: {exc}") from None
 
 
-def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int | None) -> list[Prediction]:
-    """Predictions for each size (the library call behind the command)."""
+def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int | None,
+                   fidelity: str = "analytical") -> list[Prediction]:
+    """Predictions for each size (the library call behind the command), analytical or flow-level."""
     cluster = load_cluster(cluster_file)
     if ranks is not None and (ranks < 1 or ranks > cluster.gpus):
         raise SpecError(f"--ranks ({ranks}) must be between 1 and the cluster's GPUs ({cluster.nodes} x "
                         f"{cluster.gpus_per_node} = {cluster.gpus})")
+    if fidelity == "flow":
+        return _flow(cluster, op, sizes, ranks)
+    if fidelity != "analytical":
+        raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
     group = default_group(cluster, ranks)
     return [predict(cluster, op, s, group) for s in sizes]
+
+
+def _flow(cluster: Cluster, op: str, sizes: list[float], ranks: int | None) -> list[Prediction]:
+    """The flow simulator on the cluster's topology graph (block placement, the first ``ranks`` GPUs)."""
+    from slowlink.sim.collectives import simulate_collective
+    from slowlink.topology.fabric import build
+
+    topo = build(cluster)
+    gpu_ids = list(range(ranks if ranks is not None else cluster.gpus))
+    try:
+        return [simulate_collective(cluster, op, s, gpu_ids, topo)[0] for s in sizes]
+    except ValueError as exc:
+        raise SpecError(f"--op with --fidelity flow: {exc}") from None
 
 
 @clean_errors
@@ -48,12 +66,14 @@ def collective(
     sweep: Annotated[str | None, typer.Option("--sweep", help="MIN:MAX:FACTOR, e.g. 8:8GiB:2.")] = None,
     ranks: Annotated[int | None, typer.Option("--ranks", help="Ranks (default: every GPU).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
+    fidelity: Annotated[str, typer.Option("--fidelity", help="analytical (NCCL's model) or flow (simulator).")]
+    = "analytical",
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
     """Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."""
     if dtype not in DTYPE_BYTES:
         raise SpecError(f"--dtype ({dtype!r}) is not one of {', '.join(DTYPE_BYTES)}")
-    preds = run_collective(cluster_file, op, _sizes(size, sweep), ranks)
+    preds = run_collective(cluster_file, op, _sizes(size, sweep), ranks, fidelity)
     if as_json:
         objs = [p.to_json() for p in preds]
         print_json(objs[0] if size is not None else objs)
