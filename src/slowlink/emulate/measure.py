@@ -1,0 +1,65 @@
+"""Bounded TCP throughput between node namespaces, with plain Python sockets (a script per endpoint)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from slowlink.emulate.net import sh
+from slowlink.emulate.plan import Plan
+from slowlink.errors import EmulationError
+
+_SERVER = """
+import socket, sys, time, json
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen(8); print('ready', flush=True)
+c, _ = s.accept(); n = 0; t0 = None
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    if t0 is None: t0 = time.monotonic()
+    n += len(b)
+print(json.dumps({'bytes': n, 'time_s': time.monotonic() - t0}), flush=True)
+"""
+_CLIENT = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+end = time.monotonic() + float(sys.argv[3]); buf = b'x' * (1 << 16)
+while time.monotonic() < end: c.sendall(buf)
+c.close()
+"""
+
+
+def throughput(plan: Plan, pairs: list[tuple[int, int]], duration_s: float = 1.5,
+               port: int = 5201) -> list[float]:
+    """Run one TCP stream per (src, dst) pair at the same time; return each one's bytes/s."""
+    servers = []
+    for i, (_, dst) in enumerate(pairs):
+        p = subprocess.Popen(["ip", "netns", "exec", plan.nodes[dst], sys.executable, "-c", _SERVER,
+                              str(port + i)], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None
+        if p.stdout.readline().strip() != "ready":
+            raise EmulationError(f"throughput server on node {dst} did not start")
+        servers.append(p)
+    clients = [subprocess.Popen(["ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _CLIENT,
+                                 plan.addresses[dst], str(port + i), str(duration_s)])
+               for i, (src, dst) in enumerate(pairs)]
+    rates = []
+    try:
+        for c in clients:
+            c.wait(timeout=duration_s + 20)
+        for p in servers:
+            out, _ = p.communicate(timeout=20)
+            r = json.loads(out.strip().splitlines()[-1])
+            rates.append(r["bytes"] / r["time_s"])
+    finally:
+        for p in servers + clients:
+            if p.poll() is None:
+                p.kill()
+    return rates
+
+
+def ping_ok(plan: Plan, src: int, dst: int) -> bool:
+    return sh("ip", "netns", "exec", plan.nodes[src], "ping", "-c1", "-W1", plan.addresses[dst],
+              check=False).returncode == 0
