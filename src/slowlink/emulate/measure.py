@@ -45,21 +45,36 @@ def throughput(plan: Plan, pairs: list[tuple[int, int]], duration_s: float = 1.5
     clients = [subprocess.Popen(["ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _CLIENT,
                                  plan.addresses[dst], str(port + i), str(duration_s)])
                for i, (src, dst) in enumerate(pairs)]
-    rates = []
+    rates: list[float] = []
     try:
         for c in clients:
             c.wait(timeout=duration_s + 20)
-        for p in servers:
-            out, _ = p.communicate(timeout=20)
+        for srv in servers:
+            out, _ = srv.communicate(timeout=20)
             r = json.loads(out.strip().splitlines()[-1])
             rates.append(r["bytes"] / r["time_s"])
     finally:
-        for p in servers + clients:
-            if p.poll() is None:
-                p.kill()
+        for proc in servers:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in clients:  # type: ignore[assignment]
+            if proc.poll() is None:
+                proc.kill()
     return rates
 
 
-def ping_ok(plan: Plan, src: int, dst: int) -> bool:
-    return sh("ip", "netns", "exec", plan.nodes[src], "ping", "-c1", "-W1", plan.addresses[dst],
-              check=False).returncode == 0
+_PROBE = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], 9), timeout=float(sys.argv[2])).close()
+except ConnectionRefusedError:
+    pass
+except OSError:
+    sys.exit(1)
+"""
+
+
+def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0) -> bool:
+    """Whether node ``src`` reaches ``dst``: a TCP connect to a closed port answers refused when reachable."""
+    return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.addresses[dst],
+              str(timeout_s), check=False).returncode == 0

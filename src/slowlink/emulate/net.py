@@ -7,6 +7,7 @@ what was made; ``down`` removes it, and a prefix sweep removes anything left by 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import signal
 import subprocess
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from slowlink.emulate.plan import PREFIX, Link, Plan
 from slowlink.errors import EmulationError, field_error
@@ -95,12 +97,12 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
     return asdict(plan)
 
 
-def plan_from_json(data: dict[str, object]) -> Plan:
+def plan_from_json(data: dict[str, Any]) -> Plan:
     d = dict(data)
-    d["links"] = tuple(Link(**x) for x in d["links"])  # type: ignore[arg-type, attr-defined]
+    d["links"] = tuple(Link(**x) for x in d["links"])
     for key in ("nodes", "switches", "addresses"):
-        d[key] = tuple(d[key])  # type: ignore[call-overload]
-    return Plan(**d)  # type: ignore[arg-type]
+        d[key] = tuple(d[key])
+    return Plan(**d)
 
 
 def current(run_id: str | None = None) -> Plan:
@@ -135,10 +137,8 @@ def kill_all(ns: str, sig: int = signal.SIGKILL) -> int:
     """Send ``sig`` to every process in namespace ``ns``; return how many there were."""
     pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), sig)
-        except ProcessLookupError:
-            pass
     return len(pids)
 
 
@@ -204,12 +204,15 @@ def spawn(plan: Plan, cmd: list[str], nodes: list[int] | None = None) -> list[su
     """Start ``cmd`` in each node namespace (all nodes unless ``nodes``) with the rendezvous env vars."""
     if not cmd:
         raise EmulationError("run needs a command after --")
-    ranks = list(range(len(plan.nodes))) if nodes is None else nodes
-    for k in ranks:
-        if not 0 <= k < len(plan.nodes):
-            raise EmulationError(field_error("node", k, f"must be in 0..{len(plan.nodes) - 1}"))
+    ranks = list(range(len(plan.nodes))) if nodes is None else [check_node(plan, k) for k in nodes]
     return [subprocess.Popen(["ip", "netns", "exec", plan.nodes[k], *cmd], env=node_env(plan, k))
             for k in ranks]
+
+
+def check_node(plan: Plan, k: int) -> int:
+    if not 0 <= k < len(plan.nodes):
+        raise EmulationError(field_error("node", k, f"must be in 0..{len(plan.nodes) - 1}"))
+    return k
 
 
 def run(plan: Plan, cmd: list[str], nodes: list[int] | None = None, timeout_s: float = 600) -> list[int]:

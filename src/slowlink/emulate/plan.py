@@ -54,7 +54,8 @@ class Plan:
         for link in self.links:
             if link.name == name:
                 return link
-        raise EmulationError(field_error("link", name, f"is not a link; links: {[x.name for x in self.links]}"))
+        names = [x.name for x in self.links]
+        raise EmulationError(field_error("link", name, f"is not a link; links: {names}"))
 
 
 def new_run_id() -> str:
@@ -80,14 +81,14 @@ def build_plan(cluster: Cluster, scale: float = DEFAULT_SCALE, nodes: int | None
     topo = cluster.fabric.topology
     links: list[Link] = []
     if topo == "single-switch" or cluster.fabric.tiers == 1 or n <= _per_leaf(cluster, n):
-        switches = (ns("sw0"),)
+        switches: tuple[str, ...] = (ns("sw0"),)
         for k in range(n):
             links.append(Link(f"n{k}", node_ns[k], "eth0", switches[0], f"p{k}", rate))
         topo = "single-switch"
     else:
         per_leaf = _per_leaf(cluster, n)
         leaves = -(-n // per_leaf)
-        switches = tuple(ns(f"leaf{j}") for j in range(leaves)) + (ns("spine"),)
+        switches = (*(ns(f"leaf{j}") for j in range(leaves)), ns("spine"))
         for k in range(n):
             links.append(Link(f"n{k}", node_ns[k], "eth0", switches[k // per_leaf], f"p{k}", rate))
         up = per_leaf * rate / cluster.fabric.oversubscription[0]
@@ -102,3 +103,12 @@ def _per_leaf(cluster: Cluster, n: int) -> int:
     """Nodes under one leaf: half the switch radix split evenly, but at least two leaves when n >= 4."""
     radix_nodes = max(1, cluster.fabric.switch_radix // 2 // max(1, cluster.compute_nics.per_node))
     return min(radix_nodes, max(1, n // 2)) if n >= 4 else n
+
+
+def plan_summary(plan: Plan) -> str:
+    """A few lines for the terminal: run id, topology, nodes with addresses, links with rates."""
+    lines = [f"emulation {plan.run_id}: {plan.topology}, {len(plan.nodes)} nodes, scale {plan.scale:g}"]
+    lines += [f"  node {k}: {ns} {addr}" for k, (ns, addr) in enumerate(zip(plan.nodes, plan.addresses,
+                                                                             strict=True))]
+    lines += [f"  link {x.name}: {x.a} <-> {x.b} {x.rate_bytes_s / units.Mbit:g} Mbit/s" for x in plan.links]
+    return "\n".join(lines)
