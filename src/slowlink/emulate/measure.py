@@ -78,3 +78,21 @@ def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0) -> bool:
     """Whether node ``src`` reaches ``dst``: a TCP connect to a closed port answers refused when reachable."""
     return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.addresses[dst],
               str(timeout_s), check=False).returncode == 0
+
+
+def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s: float = 120) -> list[float]:
+    """Time a gloo ``op`` of ``size_bytes`` across every node namespace; the per-iteration times, seconds."""
+    import os
+    import tempfile
+
+    from slowlink.emulate.net import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        codes = run(plan, [sys.executable, "-m", "slowlink.emulate.collective", op, str(size_bytes),
+                           str(iters), out], timeout_s=timeout_s)
+        if any(codes) or not os.path.exists(out):
+            raise EmulationError(f"gloo {op} failed across the emulation (exit codes {codes})")
+        with open(out) as f:
+            times: list[float] = json.load(f)["times_s"]
+    return times

@@ -196,7 +196,7 @@ def node_env(plan: Plan, rank: int, port: int = 29513) -> dict[str, str]:
     env.update(NODE_RANK=str(rank), RANK=str(rank), WORLD=str(len(plan.nodes)),
                WORLD_SIZE=str(len(plan.nodes)), NNODES=str(len(plan.nodes)),
                MASTER_ADDR=plan.addresses[0], MASTER_PORT=str(port), NODE_ADDR=plan.addresses[rank],
-               SLOWLINK_EMULATE_RUN=plan.run_id)
+               SLOWLINK_EMULATE_RUN=plan.run_id, GLOO_SOCKET_IFNAME="eth0")
     return env
 
 
