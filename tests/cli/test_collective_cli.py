@@ -113,11 +113,9 @@ def test_bad_options_exit_2(args: tuple[str, ...], needle: str) -> None:
 
 
 def test_flow_fidelity_same_schema_and_agrees_on_uncontended_all_to_all() -> None:
-    from slowlink.cli.main import app as _app
-
     args = ["collective", "examples/ref-64gpu.yaml", "--op", "all_gather", "--size", "1GiB", "--json"]
-    ana = json.loads(CliRunner().invoke(_app, args).stdout)
-    flow_res = CliRunner().invoke(_app, [*args, "--fidelity", "flow"])
+    ana = json.loads(CliRunner().invoke(app, args).stdout)
+    flow_res = CliRunner().invoke(app, [*args, "--fidelity", "flow"])
     assert flow_res.exit_code == 0, flow_res.output
     flow = json.loads(flow_res.stdout)
     assert set(ana) <= set(flow)
@@ -126,9 +124,7 @@ def test_flow_fidelity_same_schema_and_agrees_on_uncontended_all_to_all() -> Non
 
 
 def test_flow_fidelity_unsupported_op_is_a_clean_error() -> None:
-    from slowlink.cli.main import app as _app
-
-    res = CliRunner().invoke(_app, ["collective", "examples/ref-64gpu.yaml", "--op", "broadcast",
+    res = CliRunner().invoke(app, ["collective", "examples/ref-64gpu.yaml", "--op", "broadcast",
                                     "--size", "1MiB", "--fidelity", "flow"])
     assert res.exit_code == 2
     assert "not simulated" in res.output and "Traceback" not in res.output
