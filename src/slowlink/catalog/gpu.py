@@ -22,6 +22,12 @@ class GpuEntry(BaseModel):
     hbm_gib: float = Field(gt=0, description="HBM capacity, GiB.")
     hbm_gbyte_s: float = Field(gt=0, description="HBM bandwidth, GB/s.")
     arch: str = Field(description="Architecture family, e.g. ampere, hopper, blackwell, cdna3.")
+    sms: int = Field(100, ge=1, description="Streaming multiprocessors (CUs): the width of one GEMM wave.")
+    gemm_fraction: float = Field(
+        0.85, gt=0, le=1, description="Share of the FP16/BF16 peak a large square GEMM sustains (clock and "
+        "power limits), as measured with cuBLAS/hipBLASLt.")
+    gemm_fp8_fraction: float = Field(
+        0.7, gt=0, le=1, description="The same for FP8 GEMMs (scaling and conversion included).")
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class Gpu:
     hbm_bytes: float
     hbm_bw_bytes_s: float
     arch: str
+    sms: int = 100
+    gemm_fraction: dict[str, float] | None = None
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -45,6 +53,9 @@ class Gpu:
             hbm_bytes=entry.hbm_gib * units.GiB,
             hbm_bw_bytes_s=entry.hbm_gbyte_s * units.GB,
             arch=entry.arch,
+            sms=entry.sms,
+            gemm_fraction={"bf16": entry.gemm_fraction, "fp16": entry.gemm_fraction,
+                           "fp8": entry.gemm_fp8_fraction, "fp32": entry.gemm_fraction},
         )
 
     def peak(self, precision: str) -> float:
@@ -55,3 +66,8 @@ class Gpu:
                 f"it has {', '.join(sorted(self.peak_flops))}"
             )
         return self.peak_flops[precision]
+
+    def sustained(self, precision: str) -> float:
+        """FLOP/s a large square GEMM sustains in ``precision``: peak x the measured GEMM fraction."""
+        frac = (self.gemm_fraction or {}).get(precision, 0.85)
+        return self.peak(precision) * frac

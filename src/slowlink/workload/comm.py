@@ -1,66 +1,112 @@
-"""Communication per step and per parallel dimension, through the collective model.
+"""Communication per step and per parallel dimension, with the groups placed on the real cluster.
 
-Groups are placed in Megatron order (tp fastest, then cp, dp, pp): a dimension of size d whose members are
-``stride`` ranks apart has min(d, gpus_per_node // stride) members per node, and gpus_per_node divided by
-that identical groups share each node's NICs.
-  TP (per layer, per micro-batch): with SP 2 all-gathers + 2 reduce-scatters of b*s*h bytes forward and
-     as many backward, else 2 all-reduces each way; full recompute repeats the forward ones.
-  DP (per step): all-reduce of the local gradients (ZeRO 0) or reduce-scatter + all-gather of the
-     parameters (ZeRO >= 1), in grad_comm_dtype; exposed unless overlap.grad_reduce.
-  PP (per micro-batch): send_recv of b*s*h/tp (scatter/gather) forward and backward per virtual stage.
+Groups come from :func:`slowlink.workload.placement.dimension_groups` (Megatron order, tp fastest) and
+are priced by a :data:`CommCost`: the analytical default goes through :func:`slowlink.collectives.predict`,
+the flow simulator (``slowlink.sim.step.flow_cost``) plugs in the same way. Volumes, per micro-batch and
+per layer unless said otherwise (b sequences, s tokens, h hidden, activations in 2 bytes):
+  TP: with SP 2 all-gathers + 2 reduce-scatters of b*s*h/cp bytes forward and as many backward, else
+      2 all-reduces each way; full recompute repeats the forward ones (Korthikanti et al. 2022, Sec. 4.2).
+  CP: ring attention passes K and V (2*b*(s/cp)*h_kv/tp values) cp-1 times forward, K, V, dK, dV
+      backward (Liu et al. 2023, Ring Attention); each hop hides behind one block of attention.
+  EP: dispatch + combine all_to_all of b*s/cp*top_k*h (/tp with SP) bytes forward and backward, per MoE layer.
+  PP: send_recv of b*s*h/cp (/tp, scatter/gather) forward and backward, per virtual stage.
+  DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter + all-gather of the parameters
+      (ZeRO 1/2); ZeRO 3 also all-gathers the parameters forward and backward each micro-batch.
 """
 
 from __future__ import annotations
 
-from slowlink.collectives import Group, predict
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from slowlink.collectives import Group, Prediction, predict
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.memory import params_per_gpu
-from slowlink.workload.spec import Workload
+from slowlink.workload.placement import Dimension, dimension_groups
+from slowlink.workload.spec import ParallelSpec
 
-_DTYPE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+CommCost = Callable[[str, float, list[list[int]]], float]
+# (op, size_bytes in the nccl-tests convention, groups = every concurrent communicator of that
+#  dimension as lists of RANKS) -> seconds until all of them finish. op in all_reduce, all_gather,
+#  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
 
-
-def group(cluster: Cluster, size: int, stride: int) -> Group:
-    """The communicator of a dimension of ``size`` ranks, ``stride`` ranks apart, placed in blocks."""
-    g = cluster.gpus_per_node
-    per_node = max(1, min(size, g // stride)) if stride < g else 1
-    return Group(size, per_node, max(1, g // per_node))
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 
-def tp_layer_s(w: Workload, cluster: Cluster) -> float:
-    """Exposed TP seconds of one layer, one micro-batch, forward + backward (+ recompute)."""
-    p, m, t = w.parallel, w.model, w.training
-    if p.tp == 1:
-        return 0.0
-    size = t.micro_batch * m.seq_len / p.cp * m.hidden * _DTYPE[t.precision if t.precision != "fp8" else "bf16"]
-    grp = group(cluster, p.tp, 1)
-    if p.sequence_parallel:
-        one = predict(cluster, "all_gather", size, grp).time_s + predict(cluster, "reduce_scatter", size, grp).time_s
-        fwd = 2.0 * one
-    else:
-        fwd = 2.0 * predict(cluster, "all_reduce", size, grp).time_s
-    passes = 3.0 if t.recompute == "full" else 2.0
-    return 0.0 if w.overlap.tp_comm else fwd * passes
+def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
+    """The collective model's :class:`Group` of the first communicator, from the ranks of all of them.
+
+    ranks_per_node is the most members on one node, span_nodes the nodes it touches, groups_per_node the
+    communicators that cross nodes from the first group's first node (they share its NICs). For
+    send_recv, pairs leaving one node spread over its NICs (one pair per NIC, like nccl-tests sendrecv).
+    """
+    gpn = cluster.gpus_per_node
+    first = groups[0]
+    nodes = [r // gpn for r in first]
+    span = len(set(nodes))
+    per_node = max(nodes.count(n) for n in set(nodes))
+    if span == 1:
+        return Group(len(first), per_node, 1)
+    arr = np.asarray(groups) // gpn
+    if op == "send_recv":
+        src_node = first[0] // gpn
+        out = arr[:, 0] == src_node
+        crossing = out & (arr[:, 1] != src_node)
+        pairs = int(crossing.sum())
+        return Group(2, 1, max(1, -(-pairs // max(1, cluster.compute_nics.per_node))))
+    multi = (arr != arr[:, :1]).any(axis=1)
+    sharing = int(((arr == nodes[0]).any(axis=1) & multi).sum())
+    return Group(len(first), per_node, max(1, min(sharing, gpn // per_node)), span)
 
 
-def dp_step_s(w: Workload, cluster: Cluster) -> float:
-    """Seconds of the DP gradient reduction (and ZeRO parameter all-gather) per step."""
-    p = w.parallel
-    if p.dp * p.cp == 1:
-        return 0.0
-    grp = group(cluster, p.dp * p.cp, p.tp)
-    grad = params_per_gpu(w) * _DTYPE[w.training.grad_comm_dtype]
-    if p.zero == 0:
-        return predict(cluster, "all_reduce", grad, grp).time_s
-    params = params_per_gpu(w) * 2.0
-    return predict(cluster, "reduce_scatter", grad, grp).time_s + predict(cluster, "all_gather", params, grp).time_s
+def analytical_cost(cluster: Cluster) -> CommCost:
+    """The :data:`CommCost` of the analytical collective model (``slowlink.collectives.predict``)."""
+
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        if not groups or len(groups[0]) < 2 or size_bytes <= 0:
+            return 0.0
+        return predict(cluster, op, size_bytes, group_shape(cluster, op, groups)).time_s
+
+    return cost
 
 
-def pp_microbatch_s(w: Workload, cluster: Cluster) -> float:
-    """Seconds of pipeline send/recv for one micro-batch on one stage (forward + backward, all chunks)."""
-    p, m, t = w.parallel, w.model, w.training
-    if p.pp == 1:
-        return 0.0
-    size = t.micro_batch * m.seq_len / p.cp * m.hidden * 2.0 / p.tp  # scatter/gather (Narayanan 2021)
-    grp = group(cluster, 2, p.tp * p.cp * p.dp)
-    return 2.0 * p.vp * predict(cluster, "send_recv", size, grp).time_s
+def explain(cluster: Cluster, op: str, size_bytes: float, groups: list[list[int]]) -> Prediction | None:
+    """The analytical prediction (algorithm, bottleneck link in words) of one priced collective."""
+    if not groups or len(groups[0]) < 2 or size_bytes <= 0:
+        return None
+    return predict(cluster, op, size_bytes, group_shape(cluster, op, groups))
+
+
+def _key(p: ParallelSpec) -> tuple[int, int, int, int, int]:
+    return (p.tp, p.cp, p.dp, p.pp, p.ep)
+
+
+@functools.lru_cache(maxsize=256)
+def _groups(key: tuple[int, int, int, int, int], dim: Dimension) -> list[list[int]]:
+    tp, cp, dp, pp, ep = key
+    return dimension_groups(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep), dim)
+
+
+def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
+    """Every communicator of ``dim`` (tp, cp, dp, dp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
+
+    edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
+    [stage i, stage i+1] pairs of every pipeline boundary, cp_pairs the ring neighbours of context parallelism.
+    """
+    key = _key(p)
+    if dim == "edp":
+        return [g[k::p.ep] for g in _groups(key, "dp") for k in range(p.ep)]
+    if dim == "pp_pairs":
+        return [[g[i], g[i + 1]] for g in _groups(key, "pp") for i in range(len(g) - 1)]
+    if dim == "cp_pairs":
+        return [[g[i], g[(i + 1) % len(g)]] for g in _groups(key, "cp") for i in range(len(g))]
+    if dim in ("tp", "cp", "dp", "dp_cp", "ep", "pp"):
+        return _groups(key, dim)  # type: ignore[arg-type]
+    raise ValueError(f"dim ({dim!r}) is not a communicator kind")
+
+
+def tp_spans_nodes(p: ParallelSpec, cluster: Cluster) -> bool:
+    """True when a TP group leaves the scale-up domain (allowed, but its traffic crosses the network)."""
+    dom = max(cluster.scale_up.domain_gpus, 1)
+    return p.tp > 1 and any(len({r // dom for r in g}) > 1 for g in groups_of(p, "tp")[:1])

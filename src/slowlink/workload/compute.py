@@ -1,29 +1,54 @@
-"""Compute time of one micro-batch on one pipeline stage, from the GPU's peak and one efficiency model.
+"""Compute time of one layer for one micro-batch on one GPU: every GEMM priced by its shape and precision.
 
-Achievable-efficiency model (one set of constants for every case, no per-case fitting):
-  GEMM time      = F_gemm / (peak(precision) * E_MAX[precision] * F_g / (F_g + F_HALF))
-                   where F_g is the FLOPs of one per-GPU GEMM (the QKV projection: 2 * T * h * 3h/tp),
-                   a saturating curve: small GEMMs lose to launch and wave-quantisation tails;
-  attention core = F_core / (peak * E_MAX * E_ATTN)  (softmax-bound batched GEMMs);
-  elementwise    = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU,
-                   softmax are memory bound; their traffic scales with the activations they write,
-                   Korthikanti et al. 2022 Table 2).
-Backward costs twice the forward for every term; recomputation adds forward terms.
+One efficiency model for every case (constants below, no per-case fitting):
+  t(GEMM m x n x k, batch) = max(2*m*n*k*batch / (sustained * E_GEMM * q_wave * k_eff),  bytes / HBM bw)
+    sustained = peak(precision) x the GPU's measured large-GEMM fraction (catalog: clock/power limits)
+    q_wave    = useful tiles / (waves x SMs), best of the tile shapes cuBLAS picks from: the tile padding
+                and the last partial wave of output tiles (wave quantisation)
+    k_eff     = k / (k + K_HALF): the main loop's prologue/epilogue per output tile (short inner dims,
+                e.g. the head dimension of the attention-score GEMMs, lose most)
+    bytes     = dtype * batch * (m*k + k*n + m*n): arithmetic intensity, the roofline's memory side
+  elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
+                memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2)
+Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp), MLP in
+(T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s, d) and context
+(s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k, n)
+and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
+Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
+(selective, the 5*a*s/h term of Korthikanti et al. 2022).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
-from slowlink.workload.flops import layer_forward, logits_forward
 from slowlink.workload.memory import activation_bytes_per_layer
 from slowlink.workload.spec import Workload
 
-E_MAX = {"fp16": 0.72, "bf16": 0.72, "fp8": 0.55}  # share of peak large GEMMs reach (cuBLAS, A100/H100)
-F_HALF = 2.0e9  # FLOPs of a GEMM that reaches half of E_MAX
-E_ATTN = 0.6  # attention-core GEMMs relative to plain GEMMs
+E_GEMM = 0.93  # share of the sustained GEMM rate inside a training layer (epilogues, launch gaps)
+K_HALF = 48.0  # inner dimension at which a tile's main loop reaches half its rate
 ELEMENTWISE_RW = 2.0  # bytes moved per activation byte kept (one write, one read)
+TILES = ((256, 128), (128, 256), (128, 128))  # output tile shapes (m, n) of cuBLAS/CUTLASS kernels
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One (batched) GEMM: C[m, n] = A[m, k] @ B[k, n], ``batch`` times."""
+
+    m: float
+    n: float
+    k: float
+    batch: float = 1.0
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.batch
+
+    def backward(self) -> tuple[Gemm, Gemm]:
+        """Data gradient dA = dC @ B^T (m, k, n) and weight gradient dB = A^T @ dC (k, n, m)."""
+        return Gemm(self.m, self.k, self.n, self.batch), Gemm(self.k, self.n, self.m, self.batch)
 
 
 @dataclass(frozen=True)
@@ -32,43 +57,82 @@ class StageCompute:
 
     forward_s: float
     backward_s: float
+    attn_core_s: float = 0.0
 
     @property
     def total_s(self) -> float:
         return self.forward_s + self.backward_s
 
 
-def gemm_efficiency(w: Workload, gpu_precision: str) -> float:
-    """E_MAX * F_g / (F_g + F_HALF) for the QKV GEMM of one micro-batch on one GPU."""
+def wave_quantisation(g: Gemm, sms: int) -> float:
+    """Useful output tiles over launched tile slots (waves x SMs), best tile shape."""
+    best = 0.0
+    for tm, tn in TILES:
+        tiles = g.batch * math.ceil(g.m / tm) * math.ceil(g.n / tn)
+        waves = math.ceil(tiles / sms)
+        best = max(best, g.batch * g.m * g.n / (tm * tn) / (waves * sms))
+    return best
+
+
+def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
+    """Seconds of one GEMM on ``gpu`` (see the module docstring)."""
+    if g.flops <= 0:
+        return 0.0
+    rate = gpu.sustained(precision) * E_GEMM * wave_quantisation(g, gpu.sms) * g.k / (g.k + K_HALF)
+    dtype = 1.0 if precision == "fp8" else 2.0
+    mem = dtype * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) / gpu.hbm_bw_bytes_s
+    return max(g.flops / rate, mem)
+
+
+def layer_gemms(w: Workload) -> list[Gemm]:
+    """Forward weight GEMMs of one layer on one GPU (MoE experts included)."""
     m, p, t = w.model, w.parallel, w.training
     tokens = t.micro_batch * m.seq_len / p.cp
-    f_g = 2.0 * tokens * m.hidden * 3 * m.hidden / p.tp
-    return E_MAX[gpu_precision] * f_g / (f_g + F_HALF)
+    h, tp = m.hidden, p.tp
+    h_kv = h * m.kv_heads / m.heads
+    mats = 2 if m.gated_mlp else 1
+    out = [Gemm(tokens, (h + 2 * h_kv) / tp, h), Gemm(tokens, h, h / tp)]
+    if m.moe is None:
+        return out + [Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
+    e = m.moe
+    local = e.experts / p.ep
+    per_expert = tokens * e.top_k * p.ep / e.experts
+    out += [Gemm(tokens, e.experts, h),
+            Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h, local),
+            Gemm(per_expert, h, e.expert_ffn_hidden / tp, local)]
+    if e.shared_experts:
+        f = e.expert_ffn_hidden * e.shared_experts
+        out += [Gemm(tokens, mats * f / tp, h), Gemm(tokens, h, f / tp)]
+    return out
+
+
+def attention_gemms(w: Workload) -> list[Gemm]:
+    """Forward attention-core GEMMs (scores and context), batched over micro-batch x local heads."""
+    m, p, t = w.model, w.parallel, w.training
+    d = m.hidden / m.heads
+    batch = t.micro_batch * m.heads / p.tp
+    q = m.seq_len / p.cp
+    return [Gemm(q, m.seq_len, d, batch), Gemm(q, d, m.seq_len, batch)]
 
 
 def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     """Forward and backward seconds of one layer for one micro-batch on one GPU (see module docstring)."""
-    t, p = w.training, w.parallel
-    lf = layer_forward(w.model, t.micro_batch)
-    split = p.tp * p.cp
-    peak = gpu.peak(t.precision)
-    eff = gemm_efficiency(w, t.precision)
-    gemm_s = lf.gemm / split / (peak * eff)
-    core_s = lf.attn_core / split / (peak * E_MAX[t.precision] * E_ATTN)
-    elem_s = ELEMENTWISE_RW * activation_bytes_per_layer(_no_recompute(w)) / gpu.hbm_bw_bytes_s
-    fwd = gemm_s + core_s + elem_s
-    extra = {"none": 0.0, "selective": core_s, "full": fwd}[t.recompute]
-    return StageCompute(forward_s=fwd, backward_s=2.0 * fwd + extra)
+    prec = w.training.precision
+    gemms = layer_gemms(w)
+    fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
+    bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
+    core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
+    bw = gpu.hbm_bw_bytes_s
+    elem = ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="none") / bw
+    elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
+    fwd = fwd_gemm + core + elem
+    extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
+    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + 2.0 * (core + elem) + extra, attn_core_s=core)
 
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:
     """Forward + backward seconds of the output projection for one micro-batch (on the last stage)."""
-    t, p = w.training, w.parallel
-    f = 3.0 * logits_forward(w.model, t.micro_batch) / (p.tp * p.cp)
-    return f / (gpu.peak(t.precision) * gemm_efficiency(w, t.precision))
-
-
-def _no_recompute(w: Workload) -> Workload:
-    from dataclasses import replace
-
-    return replace(w, training=w.training.model_copy(update={"recompute": "none"}))
+    m, p, t = w.model, w.parallel, w.training
+    g = Gemm(t.micro_batch * m.seq_len / p.cp, m.vocab / p.tp, m.hidden)
+    prec = t.precision
+    return gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())

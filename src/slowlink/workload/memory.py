@@ -47,16 +47,21 @@ def params_per_gpu(w: Workload) -> float:
     return dense / (p.tp * p.pp) + expert / (p.tp * p.pp * p.ep)
 
 
-def activation_bytes_per_layer(w: Workload) -> float:
-    """Bytes of activations one layer keeps per micro-batch (Korthikanti et al. 2022, Table 2)."""
+def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> float:
+    """Bytes of activations one layer keeps per micro-batch (Korthikanti et al. 2022, Table 2).
+
+    ``recompute`` overrides the workload's mode (the compute model prices the traffic of every
+    activation, kept or not, with ``"none"``).
+    """
     m, p, t = w.model, w.parallel, w.training
+    mode = t.recompute if recompute is None else recompute
     sbh = m.seq_len / p.cp * t.micro_batch * m.hidden
     attn = 5.0 * m.heads * m.seq_len / (m.hidden * p.tp)
     sp = p.sequence_parallel and p.tp > 1
-    if t.recompute == "full":
+    if mode == "full":
         return 2.0 * sbh / (p.tp if sp else 1)
     base = 34.0 / p.tp if sp else 10.0 + 24.0 / p.tp
-    return sbh * (base + (0.0 if t.recompute == "selective" else attn))
+    return sbh * (base + (0.0 if mode == "selective" else attn))
 
 
 def memory(w: Workload) -> Memory:

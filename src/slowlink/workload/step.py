@@ -1,26 +1,33 @@
-"""The step model: checks the plan, then step time = pipeline (micro-batches + bubble) + optimizer.
+"""The step model: checks the plan, then step time = pipeline (micro-batches + bubble) + DP + optimizer.
 
-  t_mb     = layers_on_busiest_stage * (fwd + bwd of one layer) (+ logits on the last stage)
-  pipeline = (m + (pp - 1) / vp) * t_mb        (1F1B bubble (pp-1)/m; interleaved (pp-1)/(vp*m);
-                                                Narayanan et al. 2021 Sec. 2.2)
-  optimizer = 18 bytes read+written per local parameter... (Adam, fp32 states) / HBM bandwidth
-Communication per dimension comes from the collective model (slowlink.collectives.predict) once it is
-merged; until then comm_s is empty and step time is compute + bubble + optimizer.
+  t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ logits on the
+              last stage) + PP send/recv of one micro-batch
+  pipeline  = (m + (pp - 1) / vp) * t_mb     (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
+                                              Narayanan et al. 2021 Sec. 2.2)
+  optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth
+  step      = pipeline + exposed DP + optimizer
+Communication is priced by a :data:`~slowlink.workload.comm.CommCost` (analytical by default) on the
+groups of :mod:`slowlink.workload.placement`; exposure rules are in :mod:`slowlink.workload.traffic`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.comm import dp_step_s, pp_microbatch_s, tp_layer_s
+from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.spec import Workload
+from slowlink.workload.traffic import DimComm, all_dims
 
-ADAM_BYTES_PER_PARAM = 40.0  # read+write of fp32 master, m, v (24), read fp32 grad (4)... + bf16 param write
+ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
+DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
+             "ep": "EP all-to-all (dispatch + combine)", "pp": "PP send/recv between stages",
+             "dp": "DP gradient reduction"}
 
 
 @dataclass(frozen=True)
@@ -35,16 +42,27 @@ class StepResult:
     optimizer_s: float
     memory: Memory
     comm_s: dict[str, float] = field(default_factory=dict)
+    comm_total_s: dict[str, float] = field(default_factory=dict)
+    tp_spans_nodes: bool = False
+    bottleneck: str = ""
+    bottleneck_dim: str = ""
+
+    @property
+    def exposed_comm_s(self) -> float:
+        return sum(self.comm_s.values())
 
     def to_json(self) -> dict[str, object]:
-        exposed = sum(self.comm_s.values())
+        exposed = self.exposed_comm_s
+        total = sum(self.comm_total_s.values())
         return {
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
             "tflops_per_gpu": self.tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
             "compute_s": self.compute_s, "exposed_comm_s": exposed, "comm_s": self.comm_s,
-            "bubble_s": self.bubble_s, "optimizer_s": self.optimizer_s,
-            "comm_compute_ratio": exposed / self.compute_s if self.compute_s else 0.0,
-            "memory_gib_per_gpu": self.memory.total_bytes / 2**30, "memory": self.memory.to_json(),
+            "total_comm_s": self.comm_total_s, "bubble_s": self.bubble_s, "optimizer_s": self.optimizer_s,
+            "comm_compute_ratio": total / self.compute_s if self.compute_s else 0.0,
+            "memory_gib_per_gpu": self.memory.total_bytes / units.GiB, "memory": self.memory.to_json(),
+            "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
+            "bottleneck_dim": self.bottleneck_dim,
         }
 
 
@@ -83,30 +101,63 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     return t.global_batch // (t.micro_batch * p.dp)
 
 
-def plan(w: Workload, cluster: Cluster) -> StepResult:
-    """Step time, throughput, MFU/HFU and memory of ``w`` on ``cluster``."""
+def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None) -> StepResult:
+    """Step time, throughput, MFU/HFU, memory and the bottleneck of ``w`` on ``cluster``.
+
+    ``cost`` prices every collective (default: the analytical model, :func:`analytical_cost`).
+    """
     micro = check_plan(w, cluster)
     mem = memory(w)
     check_fits(mem, cluster.gpu.hbm_bytes)
+    price = cost if cost is not None else analytical_cost(cluster)
     first, mid, last = stage_layers(w)
-    lcomp = layer_compute(w, cluster.gpu)
-    tp_s = tp_layer_s(w, cluster)
-    pp_s = pp_microbatch_s(w, cluster)
-    lc = lcomp.total_s + tp_s
-    t_mb = max(first * lc, mid * lc, last * lc + logits_compute_s(w, cluster.gpu)) + pp_s
-    compute = micro * (t_mb - pp_s - max(first, mid, last) * tp_s)
-    dp_s = dp_step_s(w, cluster)
-    window = max(first, mid, last) * lcomp.backward_s if w.overlap.grad_reduce else 0.0
-    dp_exposed = max(0.0, dp_s - window)
-    comm = {"tp": micro * max(first, mid, last) * tp_s, "pp": micro * pp_s, "dp": dp_exposed}
+    busiest = max(first, mid, last)
+    lc = layer_compute(w, cluster.gpu)
+    dims = all_dims(w, cluster, price, lc, busiest, micro)
+    tp = dims["tp"]
+    tp_exp = max(0.0, tp.total_s - lc.total_s) if w.overlap.tp_comm else tp.exposed_s
+    per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
+    per_layer = lc.total_s + per_layer_wait
+    logits = logits_compute_s(w, cluster.gpu)
+    pp_mb = dims["pp"].exposed_s
+    t_mb = max(first * per_layer, mid * per_layer, last * per_layer + logits) + pp_mb
+    compute = micro * max(first * lc.total_s, mid * lc.total_s, last * lc.total_s + logits)
     bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     opt = ADAM_BYTES_PER_PARAM * params_per_gpu(w) / shard / cluster.gpu.hbm_bw_bytes_s
-    step = micro * t_mb + bubble + opt + dp_exposed
+    step = micro * t_mb + bubble + opt + dims["dp"].exposed_s
+    exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
+               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
+    totals = {"tp": micro * busiest * tp.total_s, "cp": micro * busiest * dims["cp"].total_s,
+              "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
+              "dp": dims["dp"].total_s}
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)
     hf = hardware_flops_per_step(w.model, gb, w.training.recompute) / (step * cluster.gpus)
+    spans = tp_spans_nodes(w.parallel, cluster)
+    dim, words = bottleneck(w, cluster, dims, exposed, step, compute, bubble, spans)
     return StepResult(step_time_s=step, tokens_per_s=gb * w.model.seq_len / step, tflops_per_gpu=mf / 1e12,
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
-                      memory=mem, comm_s=comm)
+                      memory=mem, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
+                      bottleneck=words, bottleneck_dim=dim)
+
+
+def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed: dict[str, float],
+               step: float, compute: float, bubble: float, spans: bool) -> tuple[str, str]:
+    """(dimension, sentence): the largest wait of the step, which link carries it and its share."""
+    dim = max(exposed, key=lambda k: exposed[k])
+    wait = exposed[dim]
+    if wait < 0.02 * step and bubble < 0.05 * step:
+        return "compute", f"compute-bound: compute is {compute / step:.0%} of the step; no wait above 2%"
+    if bubble > wait:
+        return "pp_bubble", (f"pipeline bubble: {bubble:.3g} s, {bubble / step:.0%} of the step "
+                             f"(pp {w.parallel.pp}, vp {w.parallel.vp}, "
+                             f"{w.training.global_batch // (w.training.micro_batch * w.parallel.dp)} micro-batches)")
+    d = dims[dim]
+    pred = explain(cluster, d.op, d.size_bytes, groups_of(w.parallel, d.groups))
+    link = pred.bottleneck if pred is not None else "the network"
+    text = f"{DIM_WORDS[dim]} over {link}: {wait:.3g} s exposed, {wait / step:.0%} of the step"
+    if dim == "tp" and spans:
+        text += " (the TP group spans nodes)"
+    return dim, text

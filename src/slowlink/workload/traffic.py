@@ -1,0 +1,135 @@
+"""Seconds of each parallel dimension's traffic per step, total and exposed (what the step waits for).
+
+Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on the busiest stage):
+  TP  exposed unless overlap.tp_comm, then only what exceeds the layer's compute;
+  CP  each ring hop hides behind one block of attention (1/cp of the attention core);
+  EP  exposed (the all-to-all sits between router and experts);
+  PP  exposed (1F1B send/recv on the critical path);
+  DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
+      overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
+      overlap.param_gather; ZeRO 3 gathers forward and backward each micro-batch, hidden behind its compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slowlink.spec.cluster import Cluster
+from slowlink.workload.comm import DTYPE_BYTES, CommCost, groups_of
+from slowlink.workload.compute import StageCompute
+from slowlink.workload.memory import params_per_gpu
+from slowlink.workload.spec import Workload
+
+ACT_BYTES = 2.0  # activations and their gradients travel in 16 bits (also under FP8 GEMMs)
+
+
+@dataclass(frozen=True)
+class DimComm:
+    """One dimension's traffic: ``layer_s`` per layer and micro-batch (tp, cp, ep), ``mb_s`` per
+    micro-batch (pp), ``step_s`` per step (dp); the largest collective names the link."""
+
+    total_s: float
+    exposed_s: float
+    op: str
+    size_bytes: float
+    groups: str
+
+
+def _act(w: Workload) -> float:
+    """b*s*h/cp activation bytes of one micro-batch."""
+    return w.training.micro_batch * w.model.seq_len / w.parallel.cp * w.model.hidden * ACT_BYTES
+
+
+def tp_layer(w: Workload, cost: CommCost) -> DimComm:
+    """TP seconds of one layer and micro-batch: (total, exposed before the compute overlap)."""
+    p = w.parallel
+    if p.tp == 1:
+        return DimComm(0.0, 0.0, "all_reduce", 0.0, "tp")
+    grp, size = groups_of(p, "tp"), _act(w)
+    if p.sequence_parallel:
+        one, op = 2.0 * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
+    else:
+        one, op = 2.0 * cost("all_reduce", size, grp), "all_reduce"
+    passes = 3.0 if w.training.recompute == "full" else 2.0
+    return DimComm(one * passes, one * passes, op, size, "tp")
+
+
+def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
+    """Ring-attention seconds of one layer and micro-batch; each hop hides behind a block of attention."""
+    p, m = w.parallel, w.model
+    if p.cp == 1:
+        return DimComm(0.0, 0.0, "send_recv", 0.0, "cp_pairs")
+    kv = 2.0 * w.training.micro_batch * m.seq_len / p.cp * m.hidden * m.kv_heads / m.heads / p.tp * ACT_BYTES
+    hop = cost("send_recv", kv, groups_of(p, "cp_pairs"))
+    passes = 1.0 + 2.0 + (1.0 if w.training.recompute == "full" else 0.0)
+    hidden = lc.attn_core_s / p.cp
+    return DimComm((p.cp - 1) * hop * passes, (p.cp - 1) * max(0.0, hop - hidden) * passes, "send_recv", kv,
+                   "cp_pairs")
+
+
+def ep_layer(w: Workload, cost: CommCost) -> DimComm:
+    """EP all-to-all seconds of one MoE layer and micro-batch (dispatch + combine, forward + backward)."""
+    p, m = w.parallel, w.model
+    if m.moe is None or p.ep == 1:
+        return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
+    split = p.tp if p.sequence_parallel else 1
+    size = w.training.micro_batch * m.seq_len / (p.cp * split) * m.moe.top_k * m.hidden * ACT_BYTES
+    passes = 4.0 + (2.0 if w.training.recompute == "full" else 0.0)
+    t = passes * cost("all_to_all", size, groups_of(p, "ep"))
+    return DimComm(t, t, "all_to_all", size, "ep")
+
+
+def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
+    """Pipeline send/recv seconds of one micro-batch on one stage (forward + backward, every chunk)."""
+    p = w.parallel
+    if p.pp == 1:
+        return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
+    size = _act(w) / p.tp  # scatter/gather (Narayanan et al. 2021, Sec. 4.1) or SP
+    t = 2.0 * p.vp * cost("send_recv", size, groups_of(p, "pp_pairs"))
+    return DimComm(t, t, "send_recv", size, "pp_pairs")
+
+
+def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
+    """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed."""
+    p, o = w.parallel, w.overlap
+    if p.dp * p.cp == 1:
+        return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
+    dense_n, expert_n = _local_params(w)
+    g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
+    dim = "dp_cp" if p.cp > 1 else "dp"
+    reduce_op = "all_reduce" if p.zero == 0 else "reduce_scatter"
+    red = cost(reduce_op, dense_n * g_bytes, groups_of(p, dim))
+    if expert_n and p.dp // p.ep > 1:
+        red += cost(reduce_op, expert_n * g_bytes, groups_of(p, "edp"))
+    gather = 0.0
+    if p.zero >= 1:
+        gather = cost("all_gather", dense_n * 2.0, groups_of(p, dim))
+        if expert_n and p.dp // p.ep > 1:
+            gather += cost("all_gather", expert_n * 2.0, groups_of(p, "edp"))
+    red_exp = max(0.0, red - layers * lc.backward_s) if o.grad_reduce else red
+    if p.zero >= 3:
+        total_g = 2.0 * micro * gather
+        gat_exp = micro * max(0.0, 2.0 * gather - layers * lc.total_s) if o.param_gather else total_g
+    else:
+        total_g = gather
+        gat_exp = max(0.0, gather - layers * lc.forward_s) if o.param_gather else gather
+    return DimComm(red + total_g, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
+
+
+def _local_params(w: Workload) -> tuple[float, float]:
+    """(dense, expert) parameters of one GPU's shard of the model (before ZeRO)."""
+    from slowlink.workload.flops import params
+
+    dense, expert = params(w.model)
+    p = w.parallel
+    if not expert:
+        return params_per_gpu(w), 0.0
+    return dense / (p.tp * p.pp), expert / (p.tp * p.pp * p.ep)
+
+
+def all_dims(w: Workload, cluster: Cluster, cost: CommCost, lc: StageCompute, layers: int,
+             micro: int) -> dict[str, DimComm]:
+    """Every dimension's traffic; tp/cp/ep per layer and micro-batch, pp per micro-batch, dp per step."""
+    del cluster
+    return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost),
+            "pp": pp_microbatch(w, cost), "dp": dp_step(w, cost, lc, layers, micro)}
