@@ -14,6 +14,8 @@ Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h
 (T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s, d) and context
 (s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k, n)
 and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
+Fused (flash) attention: the attention core costs FLASH_CAUSAL of it (causal blocks skipped), 2.5x forward
+backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
 (selective, the 5*a*s/h term of Korthikanti et al. 2022).
 """
@@ -27,9 +29,10 @@ from slowlink.catalog import Gpu
 from slowlink.workload.memory import activation_bytes_per_layer
 from slowlink.workload.spec import Workload
 
-E_GEMM = 0.93  # share of the sustained GEMM rate inside a training layer (epilogues, launch gaps)
-K_HALF = 48.0  # inner dimension at which a tile's main loop reaches half its rate
-ELEMENTWISE_RW = 2.0  # bytes moved per activation byte kept (one write, one read)
+E_GEMM = 0.88  # share of the sustained GEMM rate inside a training layer (epilogues, launch gaps)
+K_HALF = 190.0  # inner dimension at which a tile's main loop reaches half its rate
+ELEMENTWISE_RW = 1.1  # bytes moved per activation byte kept, at the HBM rate (fused kernels read+write)
+FLASH_CAUSAL = 0.5  # share of the s x s score blocks a causal fused kernel computes
 TILES = ((256, 128), (128, 256), (128, 128))  # output tile shapes (m, n) of cuBLAS/CUTLASS kernels
 
 
@@ -125,9 +128,13 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     bw = gpu.hbm_bw_bytes_s
     elem = ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="none") / bw
     elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
+    flash = w.training.flash_attention
+    if flash:  # causal blocks skipped; scores stay on chip; backward recomputes them (2.5x forward)
+        core, elem, elem_attn = FLASH_CAUSAL * core, elem - elem_attn, 0.0
     fwd = fwd_gemm + core + elem
-    extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
-    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + 2.0 * (core + elem) + extra, attn_core_s=core)
+    extra = {"none": 0.0, "selective": 0.0 if flash else core + elem_attn, "full": fwd}[w.training.recompute]
+    core_bwd = (2.5 if flash else 2.0) * core
+    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + extra, attn_core_s=core)
 
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:

@@ -5,7 +5,7 @@ Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of f
 gradients, 3 also the weights. Activations per layer and micro-batch (Korthikanti et al. 2022, Sec. 4):
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
   with sequence parallelism: s*b*h*(34/t + 5*a*s/(h*t))
-  selective recompute:       drops the 5*a*s/(h*t) term
+  selective recompute:       drops the 5*a*s/(h*t) term (so does fused/flash attention)
   full recompute:            2*s*b*h (the layer input; /t with SP)
 A 1F1B first stage holds pp micro-batches of its layers; interleaving multiplies by 1 + (pp-1)/(pp*vp).
 """
@@ -61,7 +61,7 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     if mode == "full":
         return 2.0 * sbh / (p.tp if sp else 1)
     base = 34.0 / p.tp if sp else 10.0 + 24.0 / p.tp
-    return sbh * (base + (0.0 if mode == "selective" else attn))
+    return sbh * (base + (0.0 if mode == "selective" or t.flash_attention else attn))
 
 
 def memory(w: Workload) -> Memory:

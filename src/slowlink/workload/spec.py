@@ -43,6 +43,9 @@ class TrainingSpec(BaseModel):
     precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Precision of the GEMMs.")
     recompute: Literal["none", "selective", "full"] = Field("selective", description="Activation recomputation.")
     grad_comm_dtype: Literal["fp32", "bf16", "fp8"] = Field("bf16", description="Gradient traffic dtype.")
+    flash_attention: bool = Field(
+        True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
+        "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
 
 
 class ParallelSpec(BaseModel):

@@ -101,14 +101,16 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     return t.global_batch // (t.micro_batch * p.dp)
 
 
-def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None) -> StepResult:
+def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_memory: bool = True) -> StepResult:
     """Step time, throughput, MFU/HFU, memory and the bottleneck of ``w`` on ``cluster``.
 
-    ``cost`` prices every collective (default: the analytical model, :func:`analytical_cost`).
+    ``cost`` prices every collective (default: the analytical model, :func:`analytical_cost`);
+    ``check_memory`` False skips the HBM check (validation of published runs that did fit).
     """
     micro = check_plan(w, cluster)
     mem = memory(w)
-    check_fits(mem, cluster.gpu.hbm_bytes)
+    if check_memory:
+        check_fits(mem, cluster.gpu.hbm_bytes)
     price = cost if cost is not None else analytical_cost(cluster)
     first, mid, last = stage_layers(w)
     busiest = max(first, mid, last)
