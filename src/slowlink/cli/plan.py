@@ -1,4 +1,4 @@
-"""CLI for the plan area: `slowlink plan` and `slowlink validate` (published runs)."""
+"""CLI for the plan area: `slowlink plan`, `slowlink scale` and `slowlink validate` (published runs)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,26 @@ import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.errors import SpecError
-from slowlink.spec.cluster import load_cluster
+from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import load_workload
-from slowlink.workload.step import plan
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
+_FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collective model) or flow (simulator).")
+
+
+def comm_cost(fidelity: str, cluster: Cluster) -> CommCost | None:
+    """The CommCost of ``--fidelity``: None (the analytical default) or the flow simulator's."""
+    if fidelity == "analytical":
+        return None
+    if fidelity == "flow":
+        from slowlink.sim.step import flow_cost  # type: ignore[import-not-found,unused-ignore]
+
+        cost: CommCost = flow_cost(cluster)
+        return cost
+    raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
 
 
 @clean_errors
@@ -22,9 +35,12 @@ def plan_cmd(
     files: list[Path] = _FILES,
     workload: Path | None = _WORKLOAD,
     as_json: bool = _JSON,
+    fidelity: str = _FIDELITY,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
-    from slowlink.report.plan import plan_table
+    from slowlink.report.plan import bottleneck_lines, plan_table
+    from slowlink.workload.advice import advise
+    from slowlink.workload.step import plan
 
     if workload is None:
         if len(files) != 2:
@@ -34,26 +50,33 @@ def plan_cmd(
         clusters, wpath = list(files), workload
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
-    results = [plan(w, c) for c in loaded]
+    costs = [comm_cost(fidelity, c) for c in loaded]
+    results = [plan(w, c, k) for c, k in zip(loaded, costs, strict=True)]
+    advice = [advise(w, c, r, k) for c, r, k in zip(loaded, results, costs, strict=True)]
     if as_json:
-        print_json(results[0].to_json() if len(results) == 1 else
-                   {c.name: r.to_json() for c, r in zip(loaded, results, strict=True)})
-    else:
-        out.print(plan_table([c.name for c in loaded], results))
+        js = [r.to_json() | {"advice": [a.to_json() for a in adv]} for r, adv in zip(results, advice, strict=True)]
+        print_json(js[0] if len(js) == 1 else {c.name: j for c, j in zip(loaded, js, strict=True)})
+        return
+    names = [c.name for c in loaded]
+    out.print(plan_table(names, results))
+    for line in bottleneck_lines(names, results, advice):
+        out.print(line, soft_wrap=True)
 
 
 @clean_errors
 def validate_runs(ctx: typer.Context) -> None:
-    """Model every published run and print predicted vs measured step time, the mean and max error."""
+    """Model every published run: predicted vs measured, the error, the mean and max (calibration and held-out)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slowlink.report.plan import validate_table
-    from slowlink.workload.validate import cases
+    from slowlink.report.plan import error_summary, validate_table
+    from slowlink.workload.validate import cases, heldout_cases
 
     cs = cases()
-    out.print(validate_table(cs))
-    errs = [abs(c.error) for c in cs]
-    out.print(f"step-time error: mean {sum(errs) / len(errs):.1%}, max {max(errs):.1%} over {len(cs)} cases")
+    out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
+    out.print(error_summary(cs, "step-time"))
+    held = heldout_cases()
+    out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured (heldout_runs.yaml)"))
+    out.print(error_summary(held, "held-out MFU"))
 
 
 _NODES = typer.Option("1,2,4,8", "--nodes", help="Node counts, comma separated.")
@@ -64,25 +87,21 @@ _MODE = typer.Option("global-batch", "--mode", help="global-batch or per-gpu-bat
 def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _MODE,
               as_json: bool = _JSON) -> None:
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
+    from slowlink.report.plan import scale_reason, scale_table
     from slowlink.workload.scale import scale
 
-    if mode not in ("global-batch", "per-gpu-batch"):
-        raise SpecError(f"--mode ({mode!r}) must be global-batch or per-gpu-batch")
     try:
         counts = [int(x) for x in nodes.split(",")]
     except ValueError:
         raise SpecError(f"--nodes ({nodes!r}) must be comma-separated integers, e.g. 1,2,4,8") from None
     pts = scale(load_workload(workload), load_cluster(cluster), counts, mode)
-    rows = [{"nodes": p.nodes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
-             **p.result.to_json()} for p in pts]
     if as_json:
-        print_json(rows)
+        print_json([{"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
+                     "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
+                     **p.result.to_json()} for p in pts])
         return
-    for p in pts:
-        ratio = sum(p.result.comm_s.values()) / p.result.compute_s
-        out.print(f"{p.nodes:>5} nodes  {p.tokens_per_s_per_gpu:>10,.0f} tok/s/GPU  eff {p.efficiency:.1%}  "
-                  f"comm/compute {ratio:.2f}  exposed DP gradient reduction {p.result.comm_s['dp']:.3f} s",
-                  soft_wrap=True)
+    out.print(scale_table(pts, mode))
+    out.print(scale_reason(pts), soft_wrap=True)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -1,20 +1,23 @@
-"""Rendering of plan results and of the published-runs validation (rich tables)."""
+"""Rendering of plan results, scaling sweeps and the published-runs validation (rich tables)."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from slowlink.workload.step import StepResult
+from slowlink.workload.advice import Advice
+from slowlink.workload.scale import ScalePoint
+from slowlink.workload.step import DIM_WORDS, StepResult
 from slowlink.workload.validate import Case
 
 _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s", "{:,.0f}"),
          ("TFLOP/s per GPU (model)", "tflops_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.1%}"),
          ("HFU", "hfu", "{:.1%}"), ("compute (s)", "compute_s", "{:.3f}"), ("bubble (s)", "bubble_s", "{:.3f}"),
-         ("exposed comm (s)", "exposed_comm_s", "{:.3f}"), ("memory per GPU (GiB)", "memory_gib_per_gpu", "{:.1f}"))
+         ("exposed comm (s)", "exposed_comm_s", "{:.3f}"), ("comm / compute", "comm_compute_ratio", "{:.2f}"),
+         ("memory per GPU (GiB)", "memory_gib_per_gpu", "{:.1f}"))
 
 
 def plan_table(names: list[str], results: list[StepResult]) -> Table:
-    """One column per cluster."""
+    """One column per cluster; exposed and total seconds of every dimension that communicates."""
     table = Table(title="slowlink plan")
     table.add_column("")
     for n in names:
@@ -22,13 +25,72 @@ def plan_table(names: list[str], results: list[StepResult]) -> Table:
     js = [r.to_json() for r in results]
     for label, key, fmt in _ROWS:
         table.add_row(label, *(fmt.format(j[key]) for j in js))
+    for dim in ("tp", "cp", "ep", "pp", "dp"):
+        if any(r.comm_total_s.get(dim, 0.0) > 0 for r in results):
+            table.add_row(f"  {dim} exposed / total (s)",
+                          *(f"{r.comm_s[dim]:.3f} / {r.comm_total_s[dim]:.3f}" for r in results))
+    if any(r.tp_spans_nodes for r in results):
+        table.add_row("TP group spans nodes", *("YES (over the network)" if r.tp_spans_nodes else "no"
+                                                 for r in results))
     return table
 
 
-def validate_table(cases: list[Case]) -> Table:
-    table = Table(title="step time: predicted vs measured (published runs)")
-    for col in ("case", "predicted (s)", "measured (s)", "error"):
+def bottleneck_lines(names: list[str], results: list[StepResult], advice: list[list[Advice]]) -> list[str]:
+    """The bottleneck in words, then each checked piece of advice with its re-run step time and gain."""
+    lines: list[str] = []
+    for name, r, adv in zip(names, results, advice, strict=True):
+        lines.append(f"[bold]{name}[/]: {r.bottleneck}")
+        if r.tp_spans_nodes:
+            lines.append("  warning: a TP group spans nodes; its collectives cross the network every layer")
+        for a in adv:
+            lines.append(f"  advice: {a.change}: step {r.step_time_s:.3f} -> {a.step_time_s:.3f} s "
+                         f"({a.gain:.0%} faster, re-run of the model)")
+    return lines
+
+
+def scale_table(points: list[ScalePoint], mode: str) -> Table:
+    """Per-GPU throughput, efficiency, comm/compute and each dimension's exposed seconds per size."""
+    table = Table(title=f"slowlink scale ({mode})")
+    for col in ("nodes", "GPUs", "batch", "tok/s/GPU", "eff", "comm/comp", "DP exp s", "other s", "bubble s"):
+        table.add_column(col, justify="right")
+    for p in points:
+        r = p.result
+        other = r.exposed_comm_s - r.comm_s["dp"]
+        table.add_row(str(p.nodes), str(p.gpus), str(p.global_batch), f"{p.tokens_per_s_per_gpu:,.0f}",
+                      f"{p.efficiency:.1%}", f"{r.to_json()['comm_compute_ratio']:.2f}", f"{r.comm_s['dp']:.3f}",
+                      f"{other:.3f}", f"{r.bubble_s:.3f}")
+    return table
+
+
+def scale_reason(points: list[ScalePoint]) -> str:
+    """Why efficiency falls: the wait that grew most from the smallest to the largest size, in words."""
+    first, last = points[0].result, points[-1].result
+    growth = {d: last.comm_s[d] / last.step_time_s - first.comm_s[d] / first.step_time_s for d in last.comm_s}
+    growth["pp_bubble"] = last.bubble_s / last.step_time_s - first.bubble_s / first.step_time_s
+    dim = max(growth, key=lambda k: growth[k])
+    eff = points[-1].efficiency
+    if growth[dim] <= 0.01:
+        return f"efficiency {eff:.0%} at {points[-1].nodes} nodes: no wait grows with the node count"
+    what = "the pipeline bubble" if dim == "pp_bubble" else DIM_WORDS[dim]
+    text = (f"efficiency {eff:.0%} at {points[-1].nodes} nodes: {what} grows from "
+            f"{(first.bubble_s if dim == 'pp_bubble' else first.comm_s[dim]) / first.step_time_s:.0%} to "
+            f"{(last.bubble_s if dim == 'pp_bubble' else last.comm_s[dim]) / last.step_time_s:.0%} of the step")
+    if last.bottleneck_dim == dim:
+        text += f"; at {points[-1].nodes} nodes: {last.bottleneck}"
+    return text
+
+
+def validate_table(cases: list[Case], title: str) -> Table:
+    table = Table(title=title)
+    q = cases[0].quantity if cases else "value"
+    for col in ("case", f"predicted {q}", f"measured {q}", "error"):
         table.add_column(col, justify="right")
     for c in cases:
-        table.add_row(c.id, f"{c.predicted_s:.2f}", f"{c.measured_s:.2f}", f"{c.error:+.1%}")
+        fmt = "{:.2f}" if c.quantity.startswith("step") else "{:.1%}"
+        table.add_row(c.id, fmt.format(c.predicted_s), fmt.format(c.measured_s), f"{c.error:+.1%}")
     return table
+
+
+def error_summary(cases: list[Case], what: str) -> str:
+    errs = [abs(c.error) for c in cases]
+    return f"{what} error: mean {sum(errs) / len(errs):.1%}, max {max(errs):.1%} over {len(cases)} cases"

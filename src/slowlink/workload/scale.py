@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from slowlink.errors import InfeasiblePlan
+from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, plan
+
+MODES = ("global-batch", "per-gpu-batch")
 
 
 @dataclass(frozen=True)
 class ScalePoint:
     nodes: int
+    gpus: int
+    global_batch: int
     result: StepResult
     tokens_per_s_per_gpu: float
     efficiency: float
@@ -25,20 +29,24 @@ class ScalePoint:
 
 def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch") -> list[ScalePoint]:
     """Plan ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp)."""
+    if mode not in MODES:
+        raise SpecError(f"mode ({mode!r}) must be one of {', '.join(MODES)}")
+    if not nodes or min(nodes) < 1:
+        raise SpecError(f"nodes ({nodes}) must be a non-empty list of counts >= 1")
     p = w.parallel
     per_rank = w.training.global_batch // p.dp
     points: list[ScalePoint] = []
-    for n in sorted(nodes):
+    for n in sorted(set(nodes)):
         c = replace(cluster, nodes=n)
         model_par = p.tp * p.pp * p.cp
         if c.gpus % model_par:
             raise InfeasiblePlan(f"--nodes ({n}): {c.gpus} GPUs not divisible by tp*pp*cp ({model_par})")
         dp = c.gpus // model_par
         gb = w.training.global_batch if mode == "global-batch" else per_rank * dp
-        wn = replace(w, parallel=p.model_copy(update={"dp": dp}),
+        wn = replace(w, parallel=p.model_copy(update={"dp": dp, "ep": min(p.ep, dp)}),
                      training=w.training.model_copy(update={"global_batch": gb}))
         r = plan(wn, c)
         tpg = r.tokens_per_s / c.gpus
         eff = tpg / points[0].tokens_per_s_per_gpu if points else 1.0
-        points.append(ScalePoint(n, r, tpg, eff))
+        points.append(ScalePoint(n, c.gpus, gb, r, tpg, eff))
     return points

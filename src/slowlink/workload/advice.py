@@ -1,0 +1,81 @@
+"""Concrete advice for a plan, each piece checked by re-running the step model with the change.
+
+Candidates (only those that apply): keep TP inside the scale-up domain, turn on the overlaps, BF16
+gradients (BF16, FP8), a larger micro-batch, a non-blocking fabric, an RDMA fabric. A change is kept when it fits in memory and
+cuts the step by more than MIN_GAIN; the list is sorted by gain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from slowlink import units
+from slowlink.errors import SlowlinkError
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.workload.comm import CommCost
+from slowlink.workload.spec import Workload
+from slowlink.workload.step import StepResult, plan
+
+MIN_GAIN = 0.01  # a change must save 1% of the step to be worth saying
+
+
+@dataclass(frozen=True)
+class Advice:
+    change: str
+    step_time_s: float
+    gain: float  # share of the current step saved
+
+    def to_json(self) -> dict[str, object]:
+        return {"change": self.change, "step_time_s": self.step_time_s, "gain": self.gain}
+
+
+def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Cluster]]:
+    p, t, o = w.parallel, w.training, w.overlap
+    out: list[tuple[str, Workload, Cluster]] = []
+
+    def upd(section: str, **kv: object) -> Workload:
+        return replace(w, **{section: getattr(w, section).model_copy(update=kv)})
+
+    dom = cluster.scale_up.domain_gpus
+    if p.tp > dom and p.tp % dom == 0:
+        out.append((f"keep TP in the NVLink domain: tp {dom}, dp {p.dp * p.tp // dom}",
+                    upd("parallel", tp=dom, dp=p.dp * p.tp // dom), cluster))
+    for key, words in (("grad_reduce", "overlap the DP gradient reduction with the backward pass"),
+                       ("param_gather", "overlap the parameter all-gather with the forward pass"),
+                       ("tp_comm", "overlap TP collectives with the GEMMs (userbuffers / async TP)")):
+        if not getattr(o, key):
+            out.append((f"{words} (overlap.{key}: true)", upd("overlap", **{key: True}), cluster))
+    if t.grad_comm_dtype == "fp32":
+        out.append(("BF16 gradients (training.grad_comm_dtype: bf16)", upd("training", grad_comm_dtype="bf16"),
+                    cluster))
+    if t.grad_comm_dtype == "bf16" and p.dp * p.cp > 1:
+        out.append(("FP8 gradient compression (training.grad_comm_dtype: fp8)",
+                    upd("training", grad_comm_dtype="fp8"), cluster))
+    if not cluster.fabric.transport.rdma:
+        spec = cluster.spec.model_dump()
+        spec["fabric"] = {**spec["fabric"], "transport": "infiniband", "transport_profile": None}
+        spec["nics"]["compute"]["speed_gbit_s"] = 400
+        out.append(("an RDMA fabric: 400G InfiniBand NICs instead of "
+                    f"{cluster.compute_nics.speed_bytes_s / units.Gbit:g}G {cluster.fabric.transport.name}",
+                    w, cluster_from_mapping(spec, cluster.name)))
+    if t.global_batch % (2 * t.micro_batch * p.dp) == 0:
+        out.append((f"a larger micro-batch (training.micro_batch: {2 * t.micro_batch})",
+                    upd("training", micro_batch=2 * t.micro_batch), cluster))
+    if any(r > 1 for r in cluster.fabric.oversubscription):
+        fab = replace(cluster.fabric, oversubscription=(1.0,) * len(cluster.fabric.oversubscription))
+        out.append(("a non-blocking fabric (oversubscription 1:1)", w, replace(cluster, fabric=fab)))
+    return out
+
+
+def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None) -> list[Advice]:
+    """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first."""
+    out: list[Advice] = []
+    for words, w2, c2 in _candidates(w, cluster):
+        try:
+            r = plan(w2, c2, cost if c2 is cluster else None)
+        except SlowlinkError:
+            continue  # does not fit or breaks a divisibility rule: not advice
+        gain = 1.0 - r.step_time_s / base.step_time_s
+        if gain > MIN_GAIN:
+            out.append(Advice(words, r.step_time_s, gain))
+    return sorted(out, key=lambda a: -a.gain)
