@@ -74,3 +74,64 @@ def test_scale_json_and_bad_mode(tmp_path: Path) -> None:
     assert [r["nodes"] for r in rows] == [1, 2, 4] and rows[0]["scaling_efficiency"] == 1.0
     bad = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), "--mode", "weak"])
     assert bad.exit_code == 2 and "--mode ('weak') must be" in bad.output
+
+
+def test_plan_json_names_bottleneck_and_checked_advice(tmp_path: Path) -> None:
+    eth = ROOT / "examples" / "ref-64gpu-25gbe.yaml"
+    res = runner.invoke(app, ["plan", str(eth), str(_workload(tmp_path)), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert "DP gradient reduction" in data["bottleneck"]
+    assert set(data["comm_s"]) == {"tp", "cp", "ep", "pp", "dp"}
+    assert all(a["step_time_s"] < data["step_time_s"] for a in data["advice"])
+
+
+def test_plan_several_clusters_side_by_side(tmp_path: Path) -> None:
+    files = [str(ROOT / "examples" / f) for f in ("ref-64gpu.yaml", "ref-64gpu-roce.yaml", "ref-64gpu-25gbe.yaml")]
+    res = runner.invoke(app, ["plan", *files, "--workload", str(_workload(tmp_path)), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert list(data) == ["ref-64gpu", "ref-64gpu-roce", "ref-64gpu-25gbe"]
+    assert data["ref-64gpu-25gbe"]["step_time_s"] > data["ref-64gpu"]["step_time_s"]
+
+
+def test_plan_bad_fidelity_exit_2(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path)), "--fidelity", "exact"])
+    assert res.exit_code == 2
+    assert "--fidelity ('exact') must be analytical or flow" in " ".join(res.output.split())
+
+
+def test_scale_names_dp_on_25gbe(tmp_path: Path) -> None:
+    eth = ROOT / "examples" / "ref-64gpu-25gbe.yaml"
+    res = runner.invoke(app, ["scale", str(eth), str(_workload(tmp_path)), "--nodes", "1,2,8",
+                              "--mode", "per-gpu-batch"])
+    assert res.exit_code == 0, res.output
+    assert "DP gradient reduction" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--nodes", "1,x"], "--nodes ('1,x') must be comma-separated integers"),
+    (["--mode", "weak"], "--mode ('weak') must be one of global-batch, per-gpu-batch"),
+    (["--nodes", "3"], "training.global_batch (512) must be divisible by micro_batch (1) * dp (12)"),
+])
+def test_scale_bad_input_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    res = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), *args])
+    assert res.exit_code == 2
+    assert message in " ".join(res.output.split())
+
+
+def test_ep_not_dividing_dp(tmp_path: Path) -> None:
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump({"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 60},
+                                    "parallel": {"tp": 4, "dp": 12, "pp": 1, "cp": 1, "ep": 8}}))
+    res = runner.invoke(app, ["plan", str(load_six_node_cluster(tmp_path)), str(path)])
+    assert res.exit_code == 2
+    assert "parallel.ep (8) must divide dp (12)" in " ".join(res.output.split())
+
+
+def load_six_node_cluster(tmp_path: Path) -> Path:
+    data = yaml.safe_load(CLUSTER.read_text())
+    data["nodes"] = 6
+    path = tmp_path / "six.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.workload.advice import advise
+from slowlink.workload.comm import analytical_cost, group_shape, groups_of
+from slowlink.workload.spec import load_workload, workload_from_mapping
 from slowlink.workload.step import plan
-from slowlink.workload.validate import cases
+from slowlink.workload.validate import cases, heldout_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,12 +28,82 @@ def test_slower_fabric_exposes_more_dp_comm() -> None:
 
 def test_published_runs_step_time_error() -> None:
     # Korthikanti et al. 2022 Tables 3/5 and Narayanan et al. 2021 Table 1 (shared/calibration).
-    # Issue 3's target is mean <= 5%, max <= 10%; this model reaches mean 7.0%, max 18.5% today, so the
-    # assert guards against regressions with the current tolerance (mean 8%, max 20%).
+    # Issue 3's target is mean <= 5%, max <= 10%; the model reaches max 9.8%, mean 5.4%: the max is
+    # asserted at the target, the mean at 6% (not yet the target).
     errs = [abs(c.error) for c in cases()]
     assert len(errs) == 18
-    assert sum(errs) / len(errs) < 0.08
-    assert max(errs) < 0.20
+    assert sum(errs) / len(errs) < 0.06
+    assert max(errs) <= 0.10
+
+
+def test_heldout_runs_are_reported_as_mfu() -> None:
+    # heldout_runs.yaml: Llama 3 (Dubey et al. 2024, Table 4) and MegaScale (Jiang et al. 2024); never tuned on.
+    held = heldout_cases()
+    assert {c.quantity for c in held} == {"MFU"}
+    assert len(held) >= 4
+    assert all(0.2 < c.predicted_s < 0.8 for c in held)
+
+
+def test_cost_function_is_used_for_every_dimension() -> None:
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    w = replace(w, overlap=w.overlap.model_copy(update={"grad_reduce": False, "param_gather": False}))
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    base = analytical_cost(cluster)
+    seen: list[str] = []
+
+    def double(op: str, size: float, groups: list[list[int]]) -> float:
+        seen.append(op)
+        return 2.0 * base(op, size, groups)
+
+    one, two = plan(w, cluster), plan(w, cluster, double)
+    assert two.comm_s["tp"] == pytest.approx(2 * one.comm_s["tp"])
+    assert two.comm_s["dp"] == pytest.approx(2 * one.comm_s["dp"])
+    assert two.compute_s == one.compute_s
+    assert {"all_gather", "reduce_scatter"} <= set(seen)
+
+
+def test_tp_group_spanning_nodes_is_flagged_and_costs_more() -> None:
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    inside = plan(w, cluster)
+    w16 = replace(w, parallel=w.parallel.model_copy(update={"tp": 16, "dp": 4}),
+                  model=replace(w.model, heads=32, kv_heads=16))
+    across = plan(w16, cluster)
+    assert across.tp_spans_nodes and not inside.tp_spans_nodes
+    assert across.comm_s["tp"] > 3 * inside.comm_s["tp"]
+    assert "spans nodes" in across.bottleneck
+
+
+def test_groups_follow_megatron_placement() -> None:
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    dp = groups_of(w.parallel, "dp")
+    shape = group_shape(cluster, "all_reduce", dp)
+    # tp 2: a dp group takes every other GPU: 4 per node on 8 nodes, 2 groups share each node's NIC.
+    assert (shape.ranks, shape.ranks_per_node, shape.groups_per_node, shape.span_nodes) == (32, 4, 2, 8)
+
+
+def test_25gbe_bottleneck_names_dp_and_advice_is_checked() -> None:
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu-25gbe.yaml")
+    r = plan(w, cluster)
+    assert r.bottleneck_dim == "dp" and "25G" in r.bottleneck
+    adv = advise(w, cluster, r)
+    assert adv and all(a.step_time_s < r.step_time_s for a in adv)
+    assert adv[0].gain == pytest.approx(1 - adv[0].step_time_s / r.step_time_s)
+
+
+def test_cp_and_ep_traffic_appear_when_used() -> None:
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    cp = workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 64},
+                                "parallel": {"tp": 2, "cp": 4, "dp": 8}})
+    assert plan(cp, cluster).comm_total_s["cp"] > 0
+    moe = workload_from_mapping({"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 64},
+                                 "parallel": {"tp": 2, "dp": 32, "ep": 8, "zero": 3}})
+    r = plan(moe, cluster)
+    assert r.comm_total_s["ep"] > 0 and r.comm_s["ep"] > 0
+    assert r.comm_total_s["dp"] > plan(replace(moe, parallel=moe.parallel.model_copy(update={"zero": 1})),
+                                       cluster).comm_total_s["dp"]
 
 
 def test_scale_efficiency_falls_faster_on_25gbe() -> None:
@@ -39,3 +114,6 @@ def test_scale_efficiency_falls_faster_on_25gbe() -> None:
     eth = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu-25gbe.yaml"), [1, 2, 8], "per-gpu-batch")
     assert eth[-1].efficiency < ib[-1].efficiency - 0.2
     assert eth[-1].result.comm_s["dp"] > eth[0].result.comm_s["dp"]
+    from slowlink.report.plan import scale_reason
+
+    assert "DP gradient reduction" in scale_reason(eth)

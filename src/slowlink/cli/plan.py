@@ -88,8 +88,10 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
               as_json: bool = _JSON) -> None:
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
     from slowlink.report.plan import scale_reason, scale_table
-    from slowlink.workload.scale import scale
+    from slowlink.workload.scale import MODES, scale
 
+    if mode not in MODES:
+        raise SpecError(f"--mode ({mode!r}) must be one of {', '.join(MODES)}")
     try:
         counts = [int(x) for x in nodes.split(",")]
     except ValueError:

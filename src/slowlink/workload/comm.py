@@ -102,7 +102,7 @@ def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
     if dim == "cp_pairs":
         return [[g[i], g[(i + 1) % len(g)]] for g in _groups(key, "cp") for i in range(len(g))]
     if dim in ("tp", "cp", "dp", "dp_cp", "ep", "pp"):
-        return _groups(key, dim)  # type: ignore[arg-type]
+        return _groups(key, dim)
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")
 
 

@@ -96,7 +96,7 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     mats = 2 if m.gated_mlp else 1
     out = [Gemm(tokens, (h + 2 * h_kv) / tp, h), Gemm(tokens, h, h / tp)]
     if m.moe is None:
-        return out + [Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
+        return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
     local = e.experts / p.ep
     per_expert = tokens * e.top_k * p.ep / e.experts
