@@ -1,8 +1,8 @@
 """Concrete advice for a plan, each piece checked by re-running the step model with the change.
 
 Candidates (only those that apply): keep TP inside the scale-up domain, turn on the overlaps, compressed
-gradients (BF16, FP8), a larger micro-batch, a non-blocking fabric, an RDMA fabric. A change is kept when it fits in memory and
-cuts the step by more than MIN_GAIN; the list is sorted by gain.
+gradients (BF16, FP8), a larger micro-batch, a non-blocking fabric, an RDMA fabric. A change is kept
+when it fits in memory and cuts the step by more than MIN_GAIN; the list is sorted by gain.
 """
 
 from __future__ import annotations
