@@ -5,7 +5,8 @@ non-blocking fat tree. Korthikanti 'present' = selective recompute + SP, 'full' 
 SP, vp as given, micro-batch as given. Narayanan Table 1 does not give micro-batch or vp: one rule for
 every row: micro_batch 1, unfused attention (both papers predate flash attention), vp = the largest of
 3, 2, 1 that divides layers/pp when pp > 1 (else 1), full recompute, SP off, no distributed optimizer
-(zero 0: gradient all-reduce, unsharded Adam) and the gradient all-reduce after the backward pass (no overlap), as the 2021 Megatron-LM did.
+(zero 0: gradient all-reduce, unsharded Adam), the gradient all-reduce after the backward pass
+(no overlap), as the 2021 Megatron-LM did.
 Held-out runs (heldout_runs.yaml: other GPUs, fabrics, scales) are modelled as written there and
 reported apart; no constant is set from them.
 """
