@@ -4,7 +4,8 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   TP  exposed unless overlap.tp_comm, then only what exceeds the layer's compute;
   CP  each ring hop hides behind one block of attention (1/cp of the attention core);
   EP  exposed (the all-to-all sits between router and experts);
-  PP  exposed (1F1B send/recv on the critical path);
+  PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
+      over the TP group, Narayanan et al. 2021 Sec. 4.1);
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
       overlap.param_gather; ZeRO 3 gathers forward and backward each micro-batch, hidden behind its compute.
@@ -86,6 +87,8 @@ def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
     size = _act(w) / p.tp  # scatter/gather (Narayanan et al. 2021, Sec. 4.1) or SP
     t = 2.0 * p.vp * cost("send_recv", size, groups_of(p, "pp_pairs"))
+    if p.tp > 1 and not p.sequence_parallel:  # the receiver re-assembles the tensor over NVLink
+        t += 2.0 * p.vp * cost("all_gather", _act(w), groups_of(p, "tp"))
     return DimComm(t, t, "send_recv", size, "pp_pairs")
 
 
