@@ -67,12 +67,13 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
     return out
 
 
-def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None) -> list[Advice]:
+def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None,
+           *, check_memory: bool = True) -> list[Advice]:
     """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first."""
     out: list[Advice] = []
     for words, w2, c2 in _candidates(w, cluster):
         try:
-            r = plan(w2, c2, cost if c2 is cluster else None)
+            r = plan(w2, c2, cost if c2 is cluster else None, check_memory=check_memory)
         except SlowlinkError:
             continue  # does not fit or breaks a divisibility rule: not advice
         gain = 1.0 - r.step_time_s / base.step_time_s

@@ -63,10 +63,15 @@ def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
 def analytical_cost(cluster: Cluster) -> CommCost:
     """The :data:`CommCost` of the analytical collective model (``slowlink.collectives.predict``)."""
 
+    shapes: dict[tuple[str, int], tuple[list[list[int]], Group]] = {}  # keeps groups alive: ids stay unique
+
     def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
         if not groups or len(groups[0]) < 2 or size_bytes <= 0:
             return 0.0
-        return predict(cluster, op, size_bytes, group_shape(cluster, op, groups)).time_s
+        key = (op, id(groups))
+        if key not in shapes:
+            shapes[key] = (groups, group_shape(cluster, op, groups))
+        return predict(cluster, op, size_bytes, shapes[key][1]).time_s
 
     return cost
 
@@ -94,9 +99,14 @@ def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
     edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
     [stage i, stage i+1] pairs of every pipeline boundary, cp_pairs the ring neighbours of context parallelism.
     """
-    key = _key(p)
+    return _derived(_key(p), dim)
+
+
+@functools.lru_cache(maxsize=256)
+def _derived(key: tuple[int, int, int, int, int], dim: str) -> list[list[int]]:
+    ep = key[4]
     if dim == "edp":
-        return [g[k::p.ep] for g in _groups(key, "dp") for k in range(p.ep)]
+        return [g[k::ep] for g in _groups(key, "dp") for k in range(ep)]
     if dim == "pp_pairs":
         return [[g[i], g[i + 1]] for g in _groups(key, "pp") for i in range(len(g) - 1)]
     if dim == "cp_pairs":
