@@ -56,19 +56,22 @@ def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
 
 
 def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: list[int] | None = None,
-                        topo: Topology | None = None) -> tuple[Prediction, SimResult]:
+                        topo: Topology | None = None, *, algorithm: str | None = None
+                        ) -> tuple[Prediction, SimResult]:
     """Simulate ``op`` of ``size_bytes`` (nccl-tests convention) over ``ranks`` (default: every GPU).
 
     Returns the prediction (same schema as the analytical model; ``reason`` names the hottest link) and
-    the engine result of the phase that took longest.
+    the engine result of the phase that took longest. ``algorithm`` forces ring / tree / nvls /
+    hierarchical instead of the analytical model's pick.
     """
     topo = topo or build(cluster)
     rk = ranks if ranks is not None else list(range(cluster.gpus))
     n = len(rk)
     groups = [[rk[0], rk[-1]]] if op == "send_recv" else [rk]
     ana = choose_algorithm(cluster, topo, op, size_bytes, groups)
+    algo = algorithm or ana.algorithm
     total, worst_t, worst = 0.0, -1.0, None
-    for ph in phases(topo, op, ana.algorithm, groups, size_bytes):
+    for ph in phases(topo, op, algo, groups, size_bytes):
         t, res = run_phase(topo, ph)
         total += t
         if t > worst_t:
@@ -76,7 +79,7 @@ def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: lis
     assert worst is not None
     hot = int(np.argmax(worst.peak_utilisation))
     algbw = size_bytes / total if total > 0 else float("inf")
-    pred = Prediction(op, size_bytes, n, total, algbw, algbw * busbw_factor(op, n), ana.algorithm, "Simple",
-                      topo.names[hot], f"flow sim ({ana.algorithm}): hottest link {topo.names[hot]} at "
+    pred = Prediction(op, size_bytes, n, total, algbw, algbw * busbw_factor(op, n), algo, "Simple",
+                      topo.names[hot], f"flow sim ({algo}): hottest link {topo.names[hot]} at "
                       f"{worst.peak_utilisation[hot]:.0%} of capacity")
     return pred, worst
