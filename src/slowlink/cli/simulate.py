@@ -44,7 +44,7 @@ def heatmap(r: ScenarioResult, path: Path, top: int = 40) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SlowlinkError("--heatmap needs matplotlib: pip install 'slowlink[plot]'") from None
+        raise SlowlinkError("--heatmap needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
     rates = r.sim.link_rate_bytes_s
     if rates is None:
         raise SlowlinkError("--heatmap: the run is too large to keep a utilisation timeline "
