@@ -1,13 +1,17 @@
-"""Small clusters of every topology, shared by the simulator tests."""
+"""Small clusters of every topology, shared by the simulator tests (fixtures ``make_cluster``,
+``topology_cluster``; tests taking ``topology`` run once per topology)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 
 
-def make_cluster(nodes: int = 8, gpn: int = 4, nics: int = 2, domain: int | None = None, gpu: str = "h100-sxm",
+def _make_cluster(nodes: int = 8, gpn: int = 4, nics: int = 2, domain: int | None = None, gpu: str = "h100-sxm",
                  link: str = "nvlink4", placement: dict[str, Any] | None = None, **fabric: Any) -> Cluster:
     fab = {"transport": "infiniband", "tiers": 2, **fabric}
     extra = {"placement": placement} if placement else {}
@@ -36,8 +40,23 @@ TOPOLOGIES: dict[str, dict[str, Any]] = {
 }
 
 
-def topology_cluster(name: str) -> Cluster:
+def _topology_cluster(name: str) -> Cluster:
     fab = dict(TOPOLOGIES[name])
     domain = fab.pop("_domain", None)
     frag = fab.pop("_placement", False)
-    return make_cluster(domain=domain, placement={"mode": "fragmented", "seed": 5} if frag else None, **fab)
+    return _make_cluster(domain=domain, placement={"mode": "fragmented", "seed": 5} if frag else None, **fab)
+
+
+@pytest.fixture
+def make_cluster() -> Callable[..., Cluster]:
+    return _make_cluster
+
+
+@pytest.fixture
+def topology_cluster() -> Callable[[str], Cluster]:
+    return _topology_cluster
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "topology" in metafunc.fixturenames:
+        metafunc.parametrize("topology", sorted(TOPOLOGIES))

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from slowlink import units
 from slowlink.collectives.constants import SCALE_UP_EFFICIENCY
 from slowlink.collectives.model import predict
 from slowlink.sim.collectives import simulate_collective
+from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
-from tests.sim.conftest import make_cluster
 
 
-def test_uncontended_ring_matches_closed_form() -> None:
+def test_uncontended_ring_matches_closed_form(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=8, gpn=8, nics=8, routing="adaptive")
     size = 1 * units.GiB
     pred, _ = simulate_collective(c, "all_reduce", size, topo=build(c, nics_per_leaf=16), algorithm="ring")
@@ -32,7 +34,7 @@ def test_uncontended_ring_matches_closed_form() -> None:
     ("all_reduce", 8, 8, 8), ("all_gather", 8, 8, 8), ("reduce_scatter", 4, 8, 1),
     ("all_to_all", 8, 1, 1), ("send_recv", 2, 8, 8)])
 def test_uncontended_symmetric_agrees_with_the_analytical_model_within_5_percent(
-        op: str, nodes: int, gpn: int, nics: int) -> None:
+        op: str, nodes: int, gpn: int, nics: int, make_cluster: Callable[..., Cluster]) -> None:
     # Bandwidth-bound size: the model's latency and pipeline-fill terms are < 3% of its time here.
     c = make_cluster(nodes=nodes, gpn=gpn, nics=nics, routing="adaptive")
     size = 8 * units.GiB
@@ -43,7 +45,7 @@ def test_uncontended_symmetric_agrees_with_the_analytical_model_within_5_percent
     assert abs(flow.time_s - ana.time_s) / ana.time_s < 0.05, (flow.time_s, ana.time_s)
 
 
-def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case() -> None:
+def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case(make_cluster: Callable[..., Cluster]) -> None:
     """8 hosts, 2 leaves of 4 NICs, 4 spines; at 4:1 a leaf's uplinks total one NIC line rate.
 
     Each host sends size/8 to each of the 7 others; 4/8 of its bytes leave its leaf. At 1:1 the NIC
@@ -59,7 +61,7 @@ def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case() -> None:
     assert abs(t[4] / t[1] - 2.0) / 2.0 < 0.10
 
 
-def test_collective_inside_one_leaf_unchanged_by_oversubscription() -> None:
+def test_collective_inside_one_leaf_unchanged_by_oversubscription(make_cluster: Callable[..., Cluster]) -> None:
     t = []
     for o in (1, 4):
         c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1)
@@ -67,7 +69,7 @@ def test_collective_inside_one_leaf_unchanged_by_oversubscription() -> None:
     assert abs(t[0] - t[1]) / t[0] < 1e-9
 
 
-def test_ring_crosses_each_leaf_boundary_once_so_4_to_1_does_not_bind() -> None:
+def test_ring_crosses_each_leaf_boundary_once_so_4_to_1_does_not_bind(make_cluster: Callable[..., Cluster]) -> None:
     # A ring over 2 leaves of 4 hosts crosses the cut with one flow each way: 1 NIC's worth of traffic on
     # a leaf uplink capacity of 4 line / 4 = 1 line > e line. The ring is NIC-bound either way.
     t = []
@@ -77,7 +79,7 @@ def test_ring_crosses_each_leaf_boundary_once_so_4_to_1_does_not_bind() -> None:
     assert abs(t[1] / t[0] - 1) < 1e-9
 
 
-def test_ecmp_is_never_faster_than_spraying_and_seed_is_deterministic() -> None:
+def test_ecmp_is_never_faster_than_spraying_and_seed_is_deterministic(make_cluster: Callable[..., Cluster]) -> None:
     res = {}
     for routing in ("ecmp", "adaptive"):
         c = make_cluster(nodes=8, gpn=1, nics=1, routing=routing, ecmp_seed=3)
@@ -89,12 +91,12 @@ def test_ecmp_is_never_faster_than_spraying_and_seed_is_deterministic() -> None:
     assert (a.finish_s == b.finish_s).all()
 
 
-def test_algorithm_follows_the_analytical_pick() -> None:
+def test_algorithm_follows_the_analytical_pick(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=8, gpn=8, nics=8)
     for size in (64 * units.KiB, 1 * units.GiB):
         assert simulate_collective(c, "all_reduce", size)[0].algorithm == predict(c, "all_reduce", size).algorithm
 
 
-def test_unsimulated_op_is_a_value_error() -> None:
+def test_unsimulated_op_is_a_value_error(make_cluster: Callable[..., Cluster]) -> None:
     with pytest.raises(ValueError, match="not simulated"):
         simulate_collective(make_cluster(), "broadcast", units.MiB)

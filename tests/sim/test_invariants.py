@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from slowlink import units
 from slowlink.sim.engine import simulate
 from slowlink.sim.flows import phases
+from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
-from tests.sim.conftest import TOPOLOGIES, topology_cluster
 
 CASES = [("all_reduce", "ring"), ("all_reduce", "tree"), ("all_reduce", "nvls"),
          ("all_reduce", "hierarchical"), ("all_gather", "ring"), ("reduce_scatter", "hierarchical"),
          ("all_to_all", "p2p"), ("send_recv", "p2p")]
 
 
-@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
 @pytest.mark.parametrize(("op", "algorithm"), CASES)
-def test_invariants(topology: str, op: str, algorithm: str) -> None:
+def test_invariants(topology: str, op: str, algorithm: str, topology_cluster: Callable[[str], Cluster]) -> None:
     c = topology_cluster(topology)
     topo = build(c)
     ranks = list(range(c.gpus))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from slowlink import units
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.step import flow_cost
+from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
 from slowlink.workload.placement import dimension_groups
 from slowlink.workload.spec import ParallelSpec
-from tests.sim.conftest import make_cluster
 
 
-def test_one_group_equals_simulate_collective() -> None:
+def test_one_group_equals_simulate_collective(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=4, gpn=4, nics=2, switch_radix=4)
     topo = build(c)
     cost = flow_cost(c, topo)
@@ -20,7 +22,7 @@ def test_one_group_equals_simulate_collective() -> None:
     assert abs(cost("all_gather", units.GiB, [ranks]) - alone) / alone < 1e-9
 
 
-def test_concurrent_groups_contend_on_shared_links() -> None:
+def test_concurrent_groups_contend_on_shared_links(make_cluster: Callable[..., Cluster]) -> None:
     # dp groups of a tp 4 x dp 4 layout on 4 nodes with ONE NIC each: the 4 dp rings share every NIC.
     c = make_cluster(nodes=4, gpn=4, nics=1, switch_radix=4)
     cost = flow_cost(c)
@@ -29,14 +31,14 @@ def test_concurrent_groups_contend_on_shared_links() -> None:
     assert 3.5 < four / one <= 4.0 + 1e-9
 
 
-def test_identical_tp_groups_inside_nodes_cost_one_group() -> None:
+def test_identical_tp_groups_inside_nodes_cost_one_group(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=64, gpn=8, nics=8)
     cost = flow_cost(c)
     groups = dimension_groups(ParallelSpec(tp=8, dp=64), "tp")
     assert abs(cost("all_gather", units.MiB * 64, groups) - cost("all_gather", units.MiB * 64, groups[:1])) < 1e-12
 
 
-def test_send_recv_pairs_and_empty_inputs() -> None:
+def test_send_recv_pairs_and_empty_inputs(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=2, gpn=4, nics=4)
     cost = flow_cost(c)
     pairs = [[i, i + 4] for i in range(4)]

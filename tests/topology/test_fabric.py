@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
-from tests.sim.conftest import make_cluster
 
 
 def _switches(topo: object, prefix: str) -> set[str]:
     return {v for name in topo.names for v in name.split("->") if v.startswith(prefix)}  # type: ignore[attr-defined]
 
 
-def test_three_tier_has_pods_and_cores_and_per_tier_ratio() -> None:
+def test_three_tier_has_pods_and_cores_and_per_tier_ratio(make_cluster: Callable[..., Cluster]) -> None:
     # radix 4, o = [1, 2, 2]: leaves of 2 NICs with 2 uplinks; pods of int(4*2/3) = 2 leaves; agg uplinks
     # carry pod downlink / 2.
     c = make_cluster(nodes=8, gpn=4, nics=2, switch_radix=4, tiers=3, oversubscription=[1, 2, 2])
@@ -27,7 +29,7 @@ def test_three_tier_has_pods_and_cores_and_per_tier_ratio() -> None:
     assert pod_up == pytest.approx(2 * 2 * leaf_up / 2)
 
 
-def test_ecmp_path_crosses_the_core_between_pods_and_spraying_uses_trunks() -> None:
+def test_ecmp_path_crosses_the_core_between_pods_and_spraying_uses_trunks(make_cluster: Callable[..., Cluster]) -> None:
     ecmp = build(make_cluster(nodes=8, gpn=4, nics=2, switch_radix=4, tiers=3))
     names = [ecmp.names[i] for _, p in ecmp.gpu_paths(0, 31) for i in p]
     assert any("core:" in n for n in names) and len(names) == 6
@@ -35,13 +37,13 @@ def test_ecmp_path_crosses_the_core_between_pods_and_spraying_uses_trunks() -> N
     assert [spray.names[i] for _, p in spray.gpu_paths(0, 31) for i in p][2] == "aggs:0->cores"
 
 
-def test_rail_optimized_puts_each_nic_index_on_its_own_leaf() -> None:
+def test_rail_optimized_puts_each_nic_index_on_its_own_leaf(make_cluster: Callable[..., Cluster]) -> None:
     topo = build(make_cluster(nodes=4, gpn=4, nics=4, topology="rail-optimized"))
     leaves = {name.split("->")[1] for name in topo.names if name.startswith("nic:0:")}
     assert len(leaves) == 4
 
 
-def test_dragonfly_minimal_route_uses_one_global_link() -> None:
+def test_dragonfly_minimal_route_uses_one_global_link(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=8, gpn=4, nics=2, topology="dragonfly", switch_radix=4, dragonfly={"groups": 4})
     topo = build(c)
     path = topo.gpu_paths(0, 31)[0][1]
@@ -49,19 +51,19 @@ def test_dragonfly_minimal_route_uses_one_global_link() -> None:
     assert groups[0] == 0 and groups[-1] == 3
 
 
-def test_dragonfly_groups_must_fit() -> None:
+def test_dragonfly_groups_must_fit(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=2, gpn=1, nics=1, topology="dragonfly", dragonfly={"groups": 3})
     with pytest.raises(SpecError, match=r"fabric\.dragonfly\.groups \(3\)"):
         build(c)
 
 
-def test_scale_up_domain_spanning_nodes_keeps_traffic_on_nvlink() -> None:
+def test_scale_up_domain_spanning_nodes_keeps_traffic_on_nvlink(make_cluster: Callable[..., Cluster]) -> None:
     topo = build(make_cluster(nodes=4, gpn=4, nics=1, domain=16, link="nvlink5", gpu="gb200"))
     path = topo.gpu_paths(0, 15)[0][1]
     assert [topo.names[i] for i in path] == ["gpu:0->nvsw:0", "nvsw:0->gpu:15"]
 
 
-def test_custom_placement_moves_ranks_between_leaves() -> None:
+def test_custom_placement_moves_ranks_between_leaves(make_cluster: Callable[..., Cluster]) -> None:
     block = build(make_cluster(nodes=4, gpn=1, nics=1, switch_radix=4))
     custom = build(make_cluster(nodes=4, gpn=1, nics=1, switch_radix=4,
                                 placement={"mode": "custom", "node_order": [0, 2, 1, 3]}))
@@ -70,7 +72,7 @@ def test_custom_placement_moves_ranks_between_leaves() -> None:
     assert custom.gpu_of(1) == 2
 
 
-def test_ecmp_hash_is_seeded() -> None:
+def test_ecmp_hash_is_seeded(make_cluster: Callable[..., Cluster]) -> None:
     a = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, ecmp_seed=1))
     b = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, ecmp_seed=2))
     pairs = [(s, d) for s in range(4) for d in range(4, 8)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,9 @@ import pytest
 from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.sim.scenario import load_scenario, run_scenario
+from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
 from slowlink.topology.storage import checkpoint_flows
-from tests.sim.conftest import make_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -38,7 +39,7 @@ def test_separate_storage_fabric_leaves_the_ring_alone() -> None:
     assert abs(dur - alone) / alone < 1e-9
 
 
-def test_checkpoint_needs_storage_in_the_cluster() -> None:
+def test_checkpoint_needs_storage_in_the_cluster(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=2, gpn=1, nics=1)
     with pytest.raises(SpecError, match="storage"):
         checkpoint_flows(build(c), 2, units.GB)

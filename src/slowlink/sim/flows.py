@@ -24,6 +24,7 @@ groups sharing links contend.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -154,7 +155,7 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         worst, chain = 0.0, max(len(dm) for dm in doms) - 1
         if intra:
             for dm in doms:
-                for a, b in zip(dm, dm[1:], strict=False):
+                for a, b in itertools.pairwise(dm):
                     for s, t in ((a, b), (b, a)):
                         paths = topo.gpu_paths(s, t)
                         _add(ph.flows, paths, size_bytes, tag)
