@@ -115,6 +115,17 @@ def max_min_rates(incidence: sp.csr_matrix, capacity: FloatArray) -> FloatArray:
     return rates
 
 
+def _rates(sub: sp.csr_matrix, cap: FloatArray) -> FloatArray:
+    """Max-min rates on the links the active flows use only (the others cannot bind)."""
+    cols = np.unique(sub.indices)
+    if cols.size == cap.size:
+        return max_min_rates(sub, cap)
+    remap = np.full(cap.size, -1, dtype=np.int64)
+    remap[cols] = np.arange(cols.size)
+    small = sp.csr_matrix((sub.data, remap[sub.indices], sub.indptr), shape=(sub.shape[0], cols.size))
+    return max_min_rates(small, cap[cols])
+
+
 def _incidence(paths: list[tuple[int, ...]], n_links: int) -> sp.csr_matrix:
     lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
     rows = np.repeat(np.arange(len(paths)), lengths)
@@ -195,7 +206,7 @@ def simulate(
         if zero.size:
             finish(zero, t)
             continue
-        rates = max_min_rates(inc[idx], cap) if idx.size else np.zeros(0)
+        rates = _rates(inc[idx], cap) if idx.size else np.zeros(0)
         future = ready[pending & ~active]
         next_arrival = float(future.min()) if future.size else np.inf
         with np.errstate(divide="ignore"):
