@@ -64,7 +64,7 @@ def training_step(nodes: int = 2048) -> float:
             + 2 * micro_batches * cost("send_recv", act / p.tp, pairs)
             + cost("reduce_scatter", local, dp_g) + cost("all_gather", local, dp_g))
     dt = time.perf_counter() - t0
-    print(f"training step, {nodes * 8} GPUs: communication {comm:.2f} s (serialised sum), simulated in {dt:.2f} s")
+    print(f"{nodes * 8:>6} {dt:>10.2f}   (communication {comm:.3f} s, serialised sum)")
     return dt
 
 
@@ -99,7 +99,12 @@ def ecmp_loss() -> None:
 
 def main(max_gpus: int = 16384) -> int:
     ring_1024 = ring_table(max_gpus)
-    step_s = training_step() if max_gpus >= 16384 else 0.0
+    print(f"{'gpus':>6} {'step_sim_s':>10}")
+    step_s, nodes = 0.0, 16
+    while nodes * 8 <= max_gpus:
+        step_s = training_step(nodes)
+        nodes *= 2
+    step_s = step_s if max_gpus >= 16384 else 0.0
     oversubscription()
     ecmp_loss()
     missed = []
