@@ -8,11 +8,11 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.fabric import Topology, build
 
 
-def _switches(topo: object, prefix: str) -> set[str]:
-    return {v for name in topo.names for v in name.split("->") if v.startswith(prefix)}  # type: ignore[attr-defined]
+def _switches(topo: Topology, prefix: str) -> set[str]:
+    return {v for name in topo.names for v in name.split("->") if v.startswith(prefix)}
 
 
 def test_three_tier_has_pods_and_cores_and_per_tier_ratio(make_cluster: Callable[..., Cluster]) -> None:
