@@ -1,60 +1,121 @@
-"""Flow-simulator speed: 1 GiB ring all_reduce over N GPUs (8 per node, 8 rails, 2-tier fat tree).
+"""Flow-simulator speed and the issue's done-when measurements; exits 1 when a goal is missed.
 
-Run: PYTHONPATH=src python benchmarks/bench_sim.py [MAX_GPUS]   (prints a table; goal: 1,024 GPUs < 2 s)
+Run: PYTHONPATH=src python benchmarks/bench_sim.py [MAX_GPUS]
+Goals: 1 GiB ring all_reduce over 1,024 GPUs (2-tier fat tree, 8 rails) < 2 s; one training step of a
+16,384-GPU job (Llama-3-405B, tp 8, pp 16, dp 128, 8 x 400G rails) through ``flow_cost`` < 30 s.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from slowlink import units
 from slowlink.sim.collectives import simulate_collective
-from slowlink.spec.cluster import cluster_from_mapping
+from slowlink.sim.engine import Flow, simulate
+from slowlink.sim.step import flow_cost
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.topology.fabric import build
+from slowlink.workload.placement import dimension_groups
+from slowlink.workload.spec import ParallelSpec
+
+RING_GOAL_S, STEP_GOAL_S = 2.0, 30.0
 
 
-def main(max_gpus: int = 16384) -> None:
+def _cluster(nodes: int, gpn: int = 8, nics: int = 8, **fabric: Any) -> Cluster:
+    return cluster_from_mapping({
+        "name": "b", "nodes": nodes, "gpus_per_node": gpn, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": gpn},
+        "nics": {"compute": {"per_node": nics, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "topology": "rail-optimized", "tiers": 2, **fabric},
+    })
+
+
+def ring_table(max_gpus: int) -> float:
+    """1 GiB ring all_reduce, 8 GPUs and 8 rails per node; returns the 1,024-GPU wall time."""
     print(f"{'gpus':>6} {'flows':>7} {'sim_s':>8} {'time_ms':>9} {'busbw_GB/s':>10}")
-    n = 8
+    at_1024, n = 0.0, 8
     while n <= max_gpus:
-        c = cluster_from_mapping({
-            "name": "b", "nodes": n // 8, "gpus_per_node": 8, "gpu": "h100-sxm",
-            "scale_up": {"link": "nvlink4", "domain_gpus": 8},
-            "nics": {"compute": {"per_node": 8, "speed_gbit_s": 400}},
-            "fabric": {"transport": "infiniband", "topology": "rail-optimized", "tiers": 2},
-        })
+        c = _cluster(n // 8)
         t0 = time.perf_counter()
-        pred, res = simulate_collective(c, "all_reduce", units.GiB, topo=build(c))
+        pred, res = simulate_collective(c, "all_reduce", units.GiB, topo=build(c), algorithm="ring")
         dt = time.perf_counter() - t0
+        at_1024 = dt if n == 1024 else at_1024
         print(f"{n:>6} {res.finish_s.size:>7} {dt:>8.3f} {pred.time_s * 1e3:>9.2f} "
               f"{pred.busbw_bytes_s / 1e9:>10.1f}")
         n *= 2
+    return at_1024
+
+
+def training_step(nodes: int = 2048) -> float:
+    """Every collective of one Llama-3-405B step (tp 8, pp 16, dp nodes*8/128) through flow_cost."""
+    layers, hidden, seq, micro, micro_batches, params = 126, 16384, 8192, 1, 16, 405e9
+    p = ParallelSpec(tp=8, pp=16, dp=nodes * 8 // 128)
+    c = _cluster(nodes, tiers=3)
+    t0 = time.perf_counter()
+    cost = flow_cost(c)
+    tp_g, dp_g = dimension_groups(p, "tp"), dimension_groups(p, "dp")
+    pairs = [[g[i], g[i + 1]] for g in dimension_groups(p, "pp") for i in range(len(g) - 1)]
+    act = micro * seq * hidden * 2
+    local = params / (p.tp * p.pp) * 2
+    per_layer = (layers // p.pp) * micro_batches
+    comm = (per_layer * 2 * (cost("all_gather", act, tp_g) + cost("reduce_scatter", act, tp_g))
+            + 2 * micro_batches * cost("send_recv", act / p.tp, pairs)
+            + cost("reduce_scatter", local, dp_g) + cost("all_gather", local, dp_g))
+    dt = time.perf_counter() - t0
+    print(f"{nodes * 8:>6} {dt:>10.2f}   (communication {comm:.3f} s, serialised sum)")
+    return dt
+
+
+def oversubscription() -> None:
+    """(a) 2-tier fat tree, 8 hosts on 2 leaves of 4, 4 spines: 4:1 vs 1:1."""
+    print(f"{'case':<28} {'1:1_ms':>8} {'4:1_ms':>8} {'ratio':>6}")
+    for name, op, ranks in (("all_to_all, all leaves", "all_to_all", None),
+                            ("all_to_all, one leaf", "all_to_all", [0, 1, 2, 3]),
+                            ("ring all_reduce, all leaves", "all_reduce", None)):
+        t = []
+        for o in (1, 4):
+            c = _cluster(8, gpn=1, nics=1, topology="fat-tree", oversubscription=o, routing="adaptive")
+            t.append(simulate_collective(c, op, units.GiB, ranks, build(c, 4, 4), algorithm="ring")[0].time_s)
+        print(f"{name:<28} {t[0] * 1e3:>8.2f} {t[1] * 1e3:>8.2f} {t[1] / t[0]:>6.2f}")
 
 
 def ecmp_loss() -> None:
-    """Leaf i's 4 hosts each send 1 GiB to leaf i+1 as F parallel flows: ECMP per-flow hash vs spraying."""
-    from slowlink.sim.engine import Flow, simulate
-
+    """(b) 16 hosts, 4 leaves of 4, 4 spines: leaf i's hosts each send 1 GiB to leaf i+1 as F flows."""
     print(f"{'flows/host':>10} {'ecmp_ms':>8} {'spray_ms':>8} {'ecmp_loss':>9}")
     for per_host in (1, 2, 4, 8, 16):
         t = {}
         for routing in ("ecmp", "adaptive"):
-            c = cluster_from_mapping({
-                "name": "e", "nodes": 16, "gpus_per_node": 1, "gpu": "h100-sxm",
-                "scale_up": {"link": "nvlink4", "domain_gpus": 1},
-                "nics": {"compute": {"per_node": 1, "speed_gbit_s": 400}},
-                "fabric": {"transport": "infiniband", "tiers": 2, "routing": routing, "ecmp_seed": 1},
-            })
+            c = _cluster(16, gpn=1, nics=1, topology="fat-tree", routing=routing, ecmp_seed=1)
             topo = build(c, nics_per_leaf=4, spines=4)
             flows = [Flow(p, units.GiB / per_host * w)
                      for n in range(16) for k in range(per_host)
-                     for w, p in topo.gpu_paths(n, (n + 4) % 16, 0, (k,))]
+                     for w, p in topo.gpu_paths(n, (n + 4) % 16, 0, k)]
             t[routing] = simulate(topo.capacity_bytes_s, topo.latency_s, flows).makespan_s
         print(f"{per_host:>10} {t['ecmp'] * 1e3:>8.2f} {t['adaptive'] * 1e3:>8.2f} "
-              f"{1 - t['adaptive'] / t['ecmp']:>9.1%}")
+              f"{t['ecmp'] / t['adaptive'] - 1:>9.1%}")
+
+
+def main(max_gpus: int = 16384) -> int:
+    ring_1024 = ring_table(max_gpus)
+    print(f"{'gpus':>6} {'step_sim_s':>10}")
+    step_s, nodes = 0.0, 16
+    while nodes * 8 <= max_gpus:
+        step_s = training_step(nodes)
+        nodes *= 2
+    step_s = step_s if max_gpus >= 16384 else 0.0
+    oversubscription()
+    ecmp_loss()
+    missed = []
+    if max_gpus >= 1024 and ring_1024 >= RING_GOAL_S:
+        missed.append(f"1,024-GPU ring all_reduce took {ring_1024:.2f} s (goal < {RING_GOAL_S} s)")
+    if step_s >= STEP_GOAL_S:
+        missed.append(f"16,384-GPU training step took {step_s:.2f} s (goal < {STEP_GOAL_S} s)")
+    for m in missed:
+        print(f"GOAL MISSED: {m}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 16384)
-    ecmp_loss()
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 16384))

@@ -1,87 +1,85 @@
-"""Collectives expanded into flows on a :class:`~slowlink.topology.fabric.Topology`, then simulated.
+"""A collective on the topology graph: the analytical model's algorithm choice, expanded into flows and run.
 
-* ring (all_reduce, all_gather, reduce_scatter): ``C = nics_per_node`` channels, channel ``c`` crossing
-  node boundaries on rail ``c`` (NCCL spreads its rings over the NICs). Symmetry shortcut: every step of a
-  ring moves the same bytes over the same links, so one step is simulated and multiplied by the step
-  count (``2(n-1)`` for all_reduce, ``n-1`` otherwise). This holds when nothing else shares the links
-  during the collective; with background traffic use :func:`ring_step_flows` in a scenario instead.
-* all_to_all: one flow per (source GPU, destination GPU), ``size/n`` bytes each (nccl-tests' per-rank
-  total ``size``), all at once.
-* send_recv: one flow GPU 0 -> GPU n-1.
+``simulate_collective`` asks :func:`slowlink.collectives.predict` which algorithm NCCL would pick for this
+communicator, builds that algorithm's phases (:mod:`slowlink.sim.flows`) and runs each through the engine.
+Time = sum over phases of ``steps x (slowest drain + per-step latency)``. The one-step symmetry shortcut
+(a ring's steps are identical) holds when nothing else shares the links during the collective; with
+background traffic use a scenario (:mod:`slowlink.sim.scenario`), which chains the steps instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from slowlink.collectives.model import Prediction
-from slowlink.sim.engine import Flow, SimResult, simulate
+from slowlink.collectives.model import Group, Prediction, predict
+from slowlink.collectives.ops import busbw_factor
+from slowlink.errors import SpecError
+from slowlink.sim.engine import SimResult, simulate
+from slowlink.sim.flows import RING_STEPS, Phase, phases
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
 
-_BUS: dict[str, Callable[[int], float]] = {
-        "all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-        "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
-        "send_recv": lambda n: 1.0}
+SIMULATED = (*RING_STEPS, "all_to_all", "send_recv")
 
 
-def _add(flows: list[Flow], paths: list[tuple[float, tuple[int, ...]]], size: float, tag: str,
-         start: float = 0.0) -> None:
-    for w, p in paths:
-        flows.append(Flow(p, size * w, start, tag))
+def communicator(topo: Topology, groups: list[list[int]]) -> Group:
+    """The analytical model's description of the concurrent ``groups`` (the first group's shape)."""
+    g = groups[0]
+    per_node: dict[int, int] = {}
+    for r in g:
+        per_node[topo.node_of(r)] = per_node.get(topo.node_of(r), 0) + 1
+    rpn = max(per_node.values())
+    sharing = max(1, min(topo.gpus_per_node // rpn, len(groups)))
+    return Group(ranks=len(g), ranks_per_node=rpn, groups_per_node=sharing, span_nodes=len(per_node))
 
 
-def ring_step_flows(topo: Topology, ranks: list[int], chunk_bytes: float, tag: str = "ring",
-                    start: float = 0.0) -> list[Flow]:
-    """One ring step: every rank sends ``chunk_bytes`` to the next, split over the rail channels."""
-    flows: list[Flow] = []
-    c = topo.nics_per_node
-    for i, src in enumerate(ranks):
-        dst = ranks[(i + 1) % len(ranks)]
-        for ch in range(c):
-            _add(flows, topo.gpu_paths(src, dst, ch, (tag,)), chunk_bytes / c, tag, start)
-    return flows
+def choose_algorithm(cluster: Cluster, topo: Topology, op: str, size_bytes: float,
+                     groups: list[list[int]]) -> Prediction:
+    """The analytical prediction for one of ``groups`` (its ``.algorithm`` is what the flows follow)."""
+    if op not in SIMULATED:
+        raise ValueError(f"op ({op!r}) is not simulated: use {', '.join(SIMULATED)}")
+    if op == "send_recv":
+        nodes = len({topo.node_of(r) for r in groups[0]})
+        return predict(cluster, op, size_bytes, Group(ranks=2, ranks_per_node=1 if nodes > 1 else 2,
+                                                      span_nodes=nodes))
+    try:
+        return predict(cluster, op, size_bytes, communicator(topo, groups))
+    except SpecError:
+        return predict(cluster, op, size_bytes, Group(ranks=len(groups[0]), ranks_per_node=1))
 
 
-def all_to_all_flows(topo: Topology, ranks: list[int], size_bytes: float, tag: str = "a2a",
-                     start: float = 0.0) -> list[Flow]:
-    """Every rank sends ``size_bytes / n`` to every other rank."""
-    n = len(ranks)
-    flows: list[Flow] = []
-    for src in ranks:
-        for dst in ranks:
-            if src != dst:
-                _add(flows, topo.gpu_paths(src, dst, dst % topo.nics_per_node, (tag,)), size_bytes / n, tag,
-                     start)
-    return flows
+def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
+    """``steps x (slowest drain + per-step latency)`` of one phase, and its engine result."""
+    res = simulate(topo.capacity_bytes_s, topo.latency_s, ph.flows)
+    drain = float(res.drain_s.max() - res.start_s.min()) if ph.flows else 0.0
+    return ph.steps * (drain + ph.step_latency_s), res
 
 
 def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: list[int] | None = None,
-                        topo: Topology | None = None) -> tuple[Prediction, SimResult]:
-    """Simulate ``op`` of ``size_bytes`` (nccl-tests convention) over ``ranks`` (default: every GPU)."""
+                        topo: Topology | None = None, *, algorithm: str | None = None
+                        ) -> tuple[Prediction, SimResult]:
+    """Simulate ``op`` of ``size_bytes`` (nccl-tests convention) over ``ranks`` (default: every GPU).
+
+    Returns the prediction (same schema as the analytical model; ``reason`` names the hottest link) and
+    the engine result of the phase that took longest. ``algorithm`` forces ring / tree / nvls /
+    hierarchical instead of the analytical model's pick.
+    """
     topo = topo or build(cluster)
     rk = ranks if ranks is not None else list(range(cluster.gpus))
     n = len(rk)
-    if op in ("all_reduce", "all_gather", "reduce_scatter"):
-        steps = 2 * (n - 1) if op == "all_reduce" else n - 1
-        res = simulate(topo.capacity_bytes_s, topo.latency_s, ring_step_flows(topo, rk, size_bytes / n))
-        time_s, algo = res.makespan_s * steps, "ring"
-    elif op == "all_to_all":
-        res = simulate(topo.capacity_bytes_s, topo.latency_s, all_to_all_flows(topo, rk, size_bytes))
-        time_s, algo = res.makespan_s, "all_to_all"
-    elif op == "send_recv":
-        flows: list[Flow] = []
-        _add(flows, topo.gpu_paths(rk[0], rk[-1]), size_bytes, "p2p")
-        res = simulate(topo.capacity_bytes_s, topo.latency_s, flows)
-        time_s, algo = res.makespan_s, "p2p"
-    else:
-        raise ValueError(f"op ({op!r}) is not simulated: use all_reduce, all_gather, reduce_scatter, "
-                         "all_to_all or send_recv")
-    hot = int(np.argmax(res.peak_utilisation))
-    algbw = size_bytes / time_s if time_s > 0 else float("inf")
-    pred = Prediction(op, size_bytes, n, time_s, algbw, algbw * _BUS[op](n), algo, "Simple",
-                          topo.names[hot], f"flow sim: hottest link {topo.names[hot]} at "
-                          f"{res.peak_utilisation[hot]:.0%} of capacity")
-    return pred, res
+    groups = [[rk[0], rk[-1]]] if op == "send_recv" else [rk]
+    ana = choose_algorithm(cluster, topo, op, size_bytes, groups)
+    algo = algorithm or ana.algorithm
+    total, worst_t, worst = 0.0, -1.0, None
+    for ph in phases(topo, op, algo, groups, size_bytes):
+        t, res = run_phase(topo, ph)
+        total += t
+        if t > worst_t:
+            worst_t, worst = t, res
+    assert worst is not None
+    hot = int(np.argmax(worst.peak_utilisation))
+    algbw = size_bytes / total if total > 0 else float("inf")
+    pred = Prediction(op, size_bytes, n, total, algbw, algbw * busbw_factor(op, n), algo, "Simple",
+                      topo.names[hot], f"flow sim ({algo}): hottest link {topo.names[hot]} at "
+                      f"{worst.peak_utilisation[hot]:.0%} of capacity")
+    return pred, worst

@@ -1,7 +1,7 @@
 """A flow-level network engine: max-min fair sharing by progressive filling, event by event.
 
 It knows links (capacity in bytes/s, latency in s) and flows (a path of link ids, a size in bytes, a start
-time) and nothing of GPUs, collectives or topologies.
+time, optional predecessors) and nothing of GPUs, collectives or topologies.
 
 Model (and its shortcuts, each stated):
 
@@ -10,11 +10,14 @@ Model (and its shortcuts, each stated):
   section 6.5.2): raise all unfrozen flows' rates equally until a link saturates, freeze the flows that
   cross it, repeat. Vectorised over a flow x link incidence matrix (``scipy.sparse``); each round
   freezes at least one link, so a solve costs at most ``links`` rounds of two sparse products.
-* Shortcut 1, latency: a flow's bytes start to drain at ``start_s`` and its finish is the time the last
-  byte leaves plus the sum of its path's link latencies (store-and-forward of one byte, no pipelining
-  delay, no slow start, no congestion control transient). Latency never occupies bandwidth.
+* Shortcut 1, latency: a flow's bytes start to drain at its start and its finish is the time the last
+  byte leaves plus the sum of its path's link latencies plus its own ``delay_s`` (store-and-forward of one
+  byte, no pipelining delay, no slow start, no congestion-control transient). Latency never occupies
+  bandwidth.
 * Shortcut 2, fluid: no packets, no queues, no drops; a link is never loaded above its capacity.
 * Shortcut 3, numerical: a flow whose remaining bytes fall below ``1e-9`` of its size is finished.
+* Dependencies: a flow with ``after`` starts at ``max(start_s, finish of every flow in after)``; this is
+  how a caller chains ring steps or phases without the engine knowing what they are.
 """
 
 from __future__ import annotations
@@ -31,12 +34,18 @@ _REL_EPS = 1e-9
 
 @dataclass(frozen=True)
 class Flow:
-    """A transfer of ``size_bytes`` along ``path`` (link ids, in order), ready at ``start_s``."""
+    """A transfer of ``size_bytes`` along ``path`` (link ids, in order), ready at ``start_s``.
+
+    ``after`` lists indices (in the same flow list) of flows that must finish first; ``delay_s`` is a
+    fixed time added to the finish (e.g. per-hop software latency the caller folds into one flow).
+    """
 
     path: tuple[int, ...]
     size_bytes: float
     start_s: float = 0.0
     tag: str = ""
+    after: tuple[int, ...] = ()
+    delay_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,7 @@ class SimResult:
 
     ``segments_s`` has the boundaries of the constant-rate intervals (length k+1); ``link_rate_bytes_s``
     is k x links (the load of each link in each interval), kept only when it is small enough
-    (``k * links <= timeline_limit``), else ``None``.
+    (``k * links <= timeline_limit``), else ``None``. ``peak_utilisation`` is kept in every case.
     """
 
     start_s: FloatArray
@@ -84,13 +93,13 @@ def max_min_rates(incidence: sp.csr_matrix, capacity: FloatArray) -> FloatArray:
     rates = np.zeros(n_flows)
     if n_flows == 0:
         return rates
-    a_csc = incidence.tocsc()
+    inc_t = incidence.T.tocsr()
     residual = capacity.astype(np.float64).copy()
-    unfrozen = np.asarray(incidence.sum(axis=1)).ravel() > 0
+    unfrozen = np.diff(incidence.indptr) > 0
     rates[~unfrozen] = np.inf
     link_alive = np.ones(capacity.size, dtype=bool)
     while unfrozen.any():
-        counts = incidence.T @ unfrozen.astype(np.float64)
+        counts = inc_t @ unfrozen.astype(np.float64)
         active = (counts > 0) & link_alive
         if not active.any():
             break
@@ -101,9 +110,20 @@ def max_min_rates(incidence: sp.csr_matrix, capacity: FloatArray) -> FloatArray:
         residual -= inc * counts
         tight = active & ((residual <= _REL_EPS * capacity) | (share <= inc * (1 + 1e-12)))
         link_alive &= ~tight
-        frozen_now = np.asarray(a_csc[:, np.flatnonzero(tight)].sum(axis=1)).ravel() > 0
+        frozen_now = (incidence @ tight.astype(np.float64)) > 0
         unfrozen &= ~frozen_now
     return rates
+
+
+def _rates(sub: sp.csr_matrix, cap: FloatArray) -> FloatArray:
+    """Max-min rates on the links the active flows use only (the others cannot bind)."""
+    cols = np.unique(sub.indices)
+    if cols.size == cap.size:
+        return max_min_rates(sub, cap)
+    remap = np.full(cap.size, -1, dtype=np.int64)
+    remap[cols] = np.arange(cols.size)
+    small = sp.csr_matrix((sub.data, remap[sub.indices], sub.indptr), shape=(sub.shape[0], cols.size))
+    return max_min_rates(small, cap[cols])
 
 
 def _incidence(paths: list[tuple[int, ...]], n_links: int) -> sp.csr_matrix:
@@ -115,6 +135,18 @@ def _incidence(paths: list[tuple[int, ...]], n_links: int) -> sp.csr_matrix:
     m.sum_duplicates()
     m.data[:] = 1.0  # a path that crosses a link twice still takes one share of it (shortcut)
     return m
+
+
+def _dependents(flows: list[Flow]) -> tuple[NDArray[np.int64], sp.csr_matrix]:
+    """Per flow: how many predecessors it waits for, and a predecessor -> dependent matrix."""
+    n = len(flows)
+    src = [p for f in flows for p in f.after]
+    dst = [i for i, f in enumerate(flows) for _ in f.after]
+    if any(not 0 <= p < n for p in src):
+        raise ValueError("a flow's after lists an index outside the flow list")
+    m = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    waits = np.fromiter((len(f.after) for f in flows), dtype=np.int64, count=n)
+    return waits, m
 
 
 def simulate(
@@ -133,32 +165,58 @@ def simulate(
     inc = _incidence([f.path for f in flows], cap.size)
     size = np.array([f.size_bytes for f in flows], dtype=np.float64)
     start = np.array([f.start_s for f in flows], dtype=np.float64)
-    path_lat = inc @ lat if n else np.zeros(0)
+    tail = (inc @ lat if n else np.zeros(0)) + np.array([f.delay_s for f in flows], dtype=np.float64)
+    waits, deps = _dependents(flows)
+    ready = start.copy()
+    ready[waits > 0] = np.inf
     remaining = size.copy()
     drain = np.full(n, np.nan)
-    done = remaining <= 0
-    drain[done] = start[done]
+    done = np.zeros(n, dtype=bool)
     link_bytes = np.zeros(cap.size)
     peak = np.zeros(cap.size)
     seg_t: list[float] = []
     seg_rates: list[FloatArray] = []
     keep_timeline = True
-    t = float(start.min()) if n else 0.0
+    t = float(ready.min()) if n and np.isfinite(ready).any() else 0.0
     events = 0
+
+    def finish(idx: NDArray[np.int64], at: float) -> None:
+        remaining[idx] = 0.0
+        drain[idx] = at
+        done[idx] = True
+        if deps.nnz and idx.size:
+            sub = deps[idx]
+            hit = sub.tocoo()
+            ends = (drain[idx] + tail[idx])[hit.row]
+            np.subtract.at(waits, hit.col, 1)
+            latest = np.full(n, -np.inf)
+            np.maximum.at(latest, hit.col, ends)
+            touched = np.unique(hit.col)
+            start[touched] = np.maximum(start[touched], latest[touched])
+            released = touched[waits[touched] == 0]
+            ready[released] = start[released]
+
+    zero = np.flatnonzero((remaining <= 0) & (waits == 0))
+    finish(zero, t)
     while not done.all():
-        active = (~done) & (start <= t * (1 + 1e-15) + 1e-300)
+        pending = ~done
+        active = pending & (ready <= t * (1 + 1e-15) + 1e-300)
         idx = np.flatnonzero(active)
-        rates = np.zeros(n)
-        if idx.size:
-            rates[idx] = max_min_rates(inc[idx], cap)
-        future = start[(~done) & ~active]
+        zero = idx[remaining[idx] <= 0]
+        if zero.size:
+            finish(zero, t)
+            continue
+        rates = _rates(inc[idx], cap) if idx.size else np.zeros(0)
+        future = ready[pending & ~active]
         next_arrival = float(future.min()) if future.size else np.inf
         with np.errstate(divide="ignore"):
-            ttf = np.where(rates[idx] > 0, remaining[idx] / rates[idx], np.inf)
+            ttf = np.where(rates > 0, remaining[idx] / rates, np.inf)
         next_finish = t + float(ttf.min()) if idx.size else np.inf
         t_next = min(next_arrival, next_finish)
+        if not np.isfinite(t_next):
+            raise ValueError("flows wait on each other in a cycle (after) and can never start")
         dt = t_next - t
-        finite = np.where(np.isinf(rates[idx]), 0.0, rates[idx])
+        finite = np.where(np.isinf(rates), 0.0, rates)
         load = inc[idx].T @ finite if idx.size else np.zeros(cap.size)
         link_bytes += load * dt
         peak = np.maximum(peak, load / cap)
@@ -166,17 +224,14 @@ def simulate(
             seg_t.append(t)
             seg_rates.append(load)
             keep_timeline = len(seg_rates) * cap.size <= timeline_limit
-        remaining[idx] -= np.where(np.isinf(rates[idx]), remaining[idx], finite * dt)
-        finished = idx[(remaining[idx] <= _REL_EPS * size[idx]) | (ttf <= dt * (1 + 1e-12))]
-        remaining[finished] = 0.0
-        drain[finished] = t_next
-        done[finished] = True
+        remaining[idx] -= np.where(np.isinf(rates), remaining[idx], finite * dt)
+        finish(idx[(remaining[idx] <= _REL_EPS * size[idx]) | (ttf <= dt * (1 + 1e-12))], t_next)
         t = t_next
         events += 1
     seg_t.append(t)
     timeline = np.vstack(seg_rates) if keep_timeline and seg_rates else None
     return SimResult(
-        start_s=start, finish_s=drain + path_lat, drain_s=drain, link_bytes=link_bytes,
+        start_s=start, finish_s=drain + tail, drain_s=drain, link_bytes=link_bytes,
         link_capacity_bytes_s=cap, peak_utilisation=peak, segments_s=np.array(seg_t),
         link_rate_bytes_s=timeline, events=events, tags=tuple(f.tag for f in flows),
     )

@@ -1,142 +1,217 @@
-"""Explicit topology graphs: single switch, 2-tier fat tree and rail-optimized fabrics, with routing.
+"""Explicit topology graphs built from the cluster spec, with rank placement and routing between GPUs.
 
-Graph (``networkx.DiGraph``): vertices ``gpu:<g>``, ``nvsw:<d>`` (one scale-up switch per domain),
-``nic:<node>:<i>``, ``leaf:<k>``, ``spine:<s>``, ``stor:<t>`` and ``storsw`` (a separate storage
-switch). Vertex attribute ``kind``. Every edge is one direction of a link with ``capacity_bytes_s``,
-``latency_s`` and ``link`` (its id in the engine's arrays).
+``build(cluster)`` returns a :class:`Topology`: links as arrays for the engine (one entry per direction
+of every cable, capacity in bytes/s and latency in s), a name per link, and routing from any rank to any
+rank. The graph itself (``networkx.DiGraph``, vertex attribute ``kind``, edge attributes
+``capacity_bytes_s``, ``latency_s``, ``link``) is built on demand from the link names.
 
-Capacities: a NIC link (``nic->leaf`` and ``leaf->nic``) carries line rate x the transport's efficiency
-(what NCCL gets from it); switch-to-switch links carry line rate, divided per tier by the
-oversubscription ratio (downlink:uplink) from ``cluster.fabric.oversubscription``. Latency: each
-switch hop costs ``fabric.switch_latency_s``; the transport's fixed latency is charged once, on the NIC
-uplink. Shortcuts: PCIe between a GPU and its NIC is not modelled; 3-tier fat trees and dragonfly are not
-built yet (a SpecError says so).
+Vertices: ``gpu:<g>`` (physical GPU), ``nvsw:<d>`` (one scale-up switch per domain, which may span nodes,
+e.g. NVL72), ``nic:<node>:<i>`` (physical node), then the scale-out switches of the fabric module
+(:mod:`slowlink.topology.fattree` or :mod:`slowlink.topology.dragonfly`) and the storage vertices
+(:mod:`slowlink.topology.storage`).
+
+Capacities: a GPU's scale-up link carries its per-GPU rate x ``SCALE_UP_EFFICIENCY`` (what NCCL gets, the
+analytical model's constant); a NIC link carries line rate x the transport's efficiency; switch links
+carry line rate, divided per tier by the oversubscription ratio. Latency: each switch hop costs
+``fabric.switch_latency_s``; the transport's fixed latency is charged once per network crossing (half on
+the NIC uplink, half on the downlink); a scale-up hop costs the link's latency.
+
+Shortcuts: PCIe between a GPU and its NIC is not modelled; the scale-up switch is non-blocking; a ring
+channel leaving a node uses the NICs affine to the communicator's GPUs on that node (NCCL's PXN moves data
+over NVLink to the right rail for free).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
+from slowlink.collectives.constants import SCALE_UP_EFFICIENCY
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
+
+Path = tuple[int, ...]
+Paths = list[tuple[float, Path]]
+_MASK = (1 << 64) - 1
+
+
+def mix(*values: int) -> int:
+    """A seeded, process-stable 64-bit hash of integers (splitmix64 steps), like a switch's 5-tuple hash."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (v & _MASK)) * 0xBF58476D1CE4E5B9 & _MASK
+        h = (h ^ (h >> 31)) * 0x94D049BB133111EB & _MASK
+        h ^= h >> 29
+    return h
+
+
+def tag_id(tag: str) -> int:
+    """A stable integer for a traffic tag (part of the ECMP key)."""
+    return zlib.crc32(tag.encode())
 
 
 @dataclass
 class Topology:
-    """Links as arrays for the engine, the graph for humans, and routing between GPUs."""
+    """Links as arrays for the engine, names for humans, and routing between ranks.
 
-    graph: nx.DiGraph
+    Ranks map to GPUs by the placement: rank block ``b`` (ranks ``b*gpn .. b*gpn+gpn-1``) lives on
+    physical node ``node_of_block[b]``. ``route(src_nic, dst_nic, h)`` (NIC indices ``node * nics + i``,
+    storage endpoints after them) returns weighted paths; ``h`` is the flow's ECMP hash.
+    """
+
+    gpus_per_node: int
+    nics_per_node: int
+    domain_gpus: int
+    node_of_block: list[int]
+    kind: str = "single-switch"
+    adaptive: bool = False
+    ecmp_seed: int = 0
     capacity_bytes_s: list[float] = field(default_factory=list)
     latency_s: list[float] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     link_id: dict[tuple[str, str], int] = field(default_factory=dict)
-    nic_leaf: dict[str, str] = field(default_factory=dict)
-    spines: list[str] = field(default_factory=list)
-    gpus_per_node: int = 1
-    nics_per_node: int = 1
-    domain_gpus: int = 1
-    adaptive: bool = False
-    ecmp_seed: int = 0
+    nic_up: list[int] = field(default_factory=list)
+    nic_down: list[int] = field(default_factory=list)
+    gpu_up: list[int] = field(default_factory=list)
+    gpu_down: list[int] = field(default_factory=list)
+    route: Callable[[int, int, int], Paths] | None = None
     storage_targets: int = 0
     storage_shared: bool = False
+    storage_endpoint0: int = 0
 
-    def add_link(self, u: str, v: str, cap: float, lat: float) -> None:
-        """Add both directions of a link ``u <-> v``."""
+    def add_link(self, u: str, v: str, cap: float, lat: float) -> tuple[int, int]:
+        """Add both directions of a link ``u <-> v``; returns (id of u->v, id of v->u)."""
+        ids = []
         for a, b in ((u, v), (v, u)):
             self.link_id[(a, b)] = len(self.capacity_bytes_s)
+            ids.append(len(self.capacity_bytes_s))
             self.capacity_bytes_s.append(cap)
             self.latency_s.append(lat)
             self.names.append(f"{a}->{b}")
-            self.graph.add_edge(a, b, capacity_bytes_s=cap, latency_s=lat, link=self.link_id[(a, b)])
+        return ids[0], ids[1]
 
-    def nic_of(self, gpu: int, channel: int = 0) -> str:
-        """The NIC a GPU's traffic on ``channel`` leaves by: channel ``c`` rides rail ``c % nics`` (NCCL rings
-        cross node boundaries on one rail each; PXN-style forwarding over NVLink is assumed free)."""
-        node = gpu // self.gpus_per_node
-        return f"nic:{node}:{channel % self.nics_per_node}"
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The links as a directed graph (built on each call; for inspection, not for the engine)."""
+        g = nx.DiGraph()
+        for i, name in enumerate(self.names):
+            u, v = name.split("->")
+            g.add_edge(u, v, capacity_bytes_s=self.capacity_bytes_s[i], latency_s=self.latency_s[i], link=i)
+        for vtx in g.nodes:
+            g.nodes[vtx]["kind"] = vtx.split(":")[0]
+        return g
 
-    def _ecmp(self, key: tuple[object, ...]) -> int:
-        """Deterministic per-flow hash (seeded; crc32, so stable across processes), like a 5-tuple hash."""
-        rng = np.random.default_rng([self.ecmp_seed, zlib.crc32(repr(key).encode())])
-        return int(rng.integers(len(self.spines)))
+    @property
+    def gpus(self) -> int:
+        return len(self.node_of_block) * self.gpus_per_node
 
-    def nic_paths(self, a: str, b: str, key: tuple[object, ...]) -> list[tuple[float, tuple[int, ...]]]:
-        """(weight, path) pairs from NIC ``a`` to NIC ``b``: one ECMP path, or every spine when adaptive."""
-        la, lb = self.nic_leaf[a], self.nic_leaf[b]
-        up, down = self.link_id[(a, la)], self.link_id[(lb, b)]
-        if la == lb:
-            return [(1.0, (up, down))]
-        spines = self.spines if self.adaptive else [self.spines[self._ecmp(key)]]
-        w = 1.0 / len(spines)
-        return [(w, (up, self.link_id[(la, s)], self.link_id[(s, lb)], down)) for s in spines]
+    def gpu_of(self, rank: int) -> int:
+        """The physical GPU of a rank (placement)."""
+        g = self.gpus_per_node
+        return self.node_of_block[rank // g] * g + rank % g
 
-    def gpu_paths(self, src: int, dst: int, channel: int = 0,
-                  key: tuple[object, ...] = ()) -> list[tuple[float, tuple[int, ...]]]:
-        """Paths GPU ``src`` -> GPU ``dst``: over the scale-up switch inside a domain, else the NICs."""
-        if src // self.domain_gpus == dst // self.domain_gpus:
-            d = f"nvsw:{src // self.domain_gpus}"
-            return [(1.0, (self.link_id[(f"gpu:{src}", d)], self.link_id[(d, f"gpu:{dst}")]))]
-        return self.nic_paths(self.nic_of(src, channel), self.nic_of(dst, channel), (src, dst, channel, *key))
+    def node_of(self, rank: int) -> int:
+        return self.node_of_block[rank // self.gpus_per_node]
 
+    def domain_of(self, rank: int) -> int:
+        return self.gpu_of(rank) // self.domain_gpus
 
-def _scale_up(topo: Topology, cluster: Cluster) -> None:
-    for g in range(cluster.gpus):
-        topo.add_link(f"gpu:{g}", f"nvsw:{g // topo.domain_gpus}", cluster.scale_up.bw_bytes_s,
-                      cluster.scale_up.link.latency_s / 2)
+    def affine_nics(self, rank: int) -> list[int]:
+        """Local indices of the NICs nearest a rank's GPU (PCIe affinity: NICs split evenly over GPUs)."""
+        nics, g, local = self.nics_per_node, self.gpus_per_node, rank % self.gpus_per_node
+        if nics >= g:
+            per = nics // g
+            return list(range(local * per, local * per + per))
+        return [local * nics // g]
 
+    def nic_index(self, rank: int, local_nic: int) -> int:
+        return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node
 
-def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None = None) -> Topology:
-    """The compute fabric of ``cluster`` as a :class:`Topology`.
+    def nic_paths(self, a: int, b: int, h: int) -> Paths:
+        """Weighted paths from NIC index ``a`` to NIC index ``b`` under the fabric's routing."""
+        if a == b:
+            return [(1.0, ())]
+        if self.route is None:
+            raise SpecError("this topology has no scale-out fabric (nics.compute.per_node is 0)")
+        return self.route(a, b, h)
 
-    ``nics_per_leaf`` (default: the radix's down ports, ``radix * o / (1 + o)``) and ``spines``
-    (default: the leaf's up ports) override the sizing, e.g. to spread a small cluster over leaves.
-    """
-    f = cluster.fabric
-    if f.topology == "dragonfly" or f.tiers == 3:
-        raise SpecError(f"fabric.topology ({f.topology!r}, tiers {f.tiers}) is not built by the flow "
-                        "simulator yet: use fat-tree/rail-optimized with tiers 1-2, or single-switch")
-    nics = max(1, cluster.compute_nics.per_node)
-    topo = Topology(graph=nx.DiGraph(), gpus_per_node=cluster.gpus_per_node, nics_per_node=nics,
-                    domain_gpus=min(cluster.scale_up.domain_gpus, cluster.gpus),
-                    adaptive=f.routing == "adaptive", ecmp_seed=f.ecmp_seed)
-    _scale_up(topo, cluster)
-    line = cluster.compute_nics.speed_bytes_s
-    nic_cap = line * f.transport.efficiency
-    o = f.oversubscription[0]
-    total = cluster.nodes * nics
-    single = f.topology == "single-switch" or f.tiers == 1
-    down = total if single else (nics_per_leaf or max(1, int(f.switch_radix * o / (1 + o))))
-    order = _placement_nodes(cluster)
-    for pos, node in enumerate(order):
-        for i in range(nics):
-            if f.topology == "rail-optimized" and not single:
-                k = i * max(1, -(-cluster.nodes // max(1, down))) + pos // max(1, down)
-            else:
-                k = (pos * nics + i) // down
-            nic, leaf = f"nic:{node}:{i}", f"leaf:{k}"
-            topo.nic_leaf[nic] = leaf
-            topo.add_link(nic, leaf, nic_cap, f.transport.latency_s / 2 + f.switch_latency_s)
-    leaves = sorted({v for v in topo.nic_leaf.values()})
-    n_leaves = len(leaves)
-    if n_leaves > 1:
-        n_sp = spines or max(1, round(down / o))
-        topo.spines = [f"spine:{s}" for s in range(n_sp)]
-        per_link = down * line / o / n_sp
-        for leaf in leaves:
-            for s in topo.spines:
-                topo.add_link(leaf, s, per_link, f.switch_latency_s)
-    return topo
+    def gpu_paths(self, src: int, dst: int, local_nic: int | None = None, key: int = 0,
+                  dst_nic: int | None = None) -> Paths:
+        """Paths rank ``src`` -> rank ``dst``: over the scale-up switch inside a domain, else the NICs.
+
+        ``local_nic`` picks the NIC on the source node (default: the source GPU's first affine NIC);
+        ``dst_nic`` the one on the destination node (default: the same local index, a rail).
+        """
+        gs, gd = self.gpu_of(src), self.gpu_of(dst)
+        if gs == gd:
+            return [(1.0, ())]
+        if gs // self.domain_gpus == gd // self.domain_gpus:
+            return [(1.0, (self.gpu_up[gs], self.gpu_down[gd]))]
+        ln = self.affine_nics(src)[0] if local_nic is None else local_nic
+        a = self.nic_index(src, ln)
+        b = self.nic_index(dst, ln if dst_nic is None else dst_nic)
+        return self.nic_paths(a, b, mix(self.ecmp_seed, gs, gd, ln, key))
 
 
-def _placement_nodes(cluster: Cluster) -> list[int]:
-    """Physical node order: rank block ``p`` lives on node ``order[p]`` (block, fragmented, custom)."""
+def placement_nodes(cluster: Cluster) -> list[int]:
+    """Physical node of each rank block ``b``: block (identity), fragmented (seeded shuffle) or custom."""
     p = cluster.placement
     if p.mode == "custom" and p.node_order is not None:
         return list(p.node_order)
     if p.mode == "fragmented":
         return [int(x) for x in np.random.default_rng(p.seed).permutation(cluster.nodes)]
     return list(range(cluster.nodes))
+
+
+def _scale_up(topo: Topology, cluster: Cluster) -> None:
+    bw = cluster.scale_up.bw_bytes_s * SCALE_UP_EFFICIENCY
+    lat = cluster.scale_up.link.latency_s / 2
+    for g in range(cluster.gpus):
+        up, down = topo.add_link(f"gpu:{g}", f"nvsw:{g // topo.domain_gpus}", bw, lat)
+        topo.gpu_up.append(up)
+        topo.gpu_down.append(down)
+
+
+def _nics(topo: Topology, cluster: Cluster) -> list[str]:
+    """Compute NIC vertices in NIC-index order, with their links to a placeholder (the switch is set later)."""
+    return [f"nic:{n}:{i}" for n in range(cluster.nodes) for i in range(topo.nics_per_node)]
+
+
+def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None = None) -> Topology:
+    """The compute fabric of ``cluster`` (and its storage, when ``cluster.storage`` is given).
+
+    ``nics_per_leaf`` (default: the radix's down ports, ``radix * o / (1 + o)``) and ``spines`` (default:
+    ``nics_per_leaf / o``) override the fat tree's sizing, e.g. to spread a small cluster over leaves.
+    Cost: O(GPUs + NICs + switch links) time and memory.
+    """
+    from slowlink.topology import dragonfly, fattree, storage
+
+    f = cluster.fabric
+    topo = Topology(gpus_per_node=cluster.gpus_per_node, nics_per_node=max(1, cluster.compute_nics.per_node),
+                    domain_gpus=min(cluster.scale_up.domain_gpus, cluster.gpus),
+                    node_of_block=placement_nodes(cluster), kind=f.topology,
+                    adaptive=f.routing == "adaptive", ecmp_seed=f.ecmp_seed)
+    _scale_up(topo, cluster)
+    if cluster.compute_nics.per_node == 0:
+        return topo
+    endpoints = _nics(topo, cluster)
+    line = cluster.compute_nics.speed_bytes_s
+    caps = [line * f.transport.efficiency] * len(endpoints)
+    targets = storage.converged_endpoints(cluster)
+    if targets:
+        topo.storage_endpoint0 = len(endpoints)
+        endpoints += [name for name, _ in targets]
+        caps += [cap for _, cap in targets]
+    if f.topology == "dragonfly":
+        if targets:
+            raise SpecError("storage.shared_with_compute (True) on a dragonfly fabric is not built: use a "
+                            "separate storage fabric (nics.storage) or a fat tree")
+        dragonfly.build_dragonfly(topo, cluster, endpoints, caps)
+    else:
+        fattree.build_fat_tree(topo, cluster, endpoints, caps, nics_per_leaf, spines)
+    storage.attach(topo, cluster)
+    return topo

@@ -1,0 +1,173 @@
+"""Multi-traffic scenarios: several collectives and checkpoint bursts on one fabric at once.
+
+A scenario file names a cluster file and a list of traffics. Each collective is expanded into the phases
+of the analytical model's algorithm (:mod:`slowlink.sim.flows`); unlike ``simulate_collective`` the steps
+are *chained* (not multiplied), so background traffic that comes and goes changes each step: a phase of
+``s`` steps becomes ``k = min(s, 32)`` copies of ``s / k`` steps' bytes each, separated by barriers (a
+zero-byte flow that waits for every flow of the copy, plus the copy's per-step latency). Shortcut: the
+barrier makes a copy wait for its slowest rank (NCCL's ranks drift apart by at most one chunk).
+Every traffic is also run alone, so its slowdown is measured against the same model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from slowlink import units
+from slowlink.errors import SpecError
+from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.sim.collectives import SIMULATED, choose_algorithm
+from slowlink.sim.engine import Flow, SimResult, simulate
+from slowlink.sim.flows import phases
+from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.topology.fabric import Topology, build
+from slowlink.topology.storage import checkpoint_flows
+
+_STRICT = ConfigDict(extra="forbid")
+MAX_COPIES = 32
+
+
+class TrafficSpec(BaseModel):
+    model_config = _STRICT
+    name: str = Field(description="Name shown in the report.")
+    kind: Literal["collective", "checkpoint"] = Field(description="A collective, or a checkpoint burst.")
+    op: Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"] | None = Field(
+        None, description="collective: the operation.")
+    size: str | float | None = Field(None, description="collective: size (nccl-tests), e.g. 1GiB.")
+    ranks: list[int] | None = Field(None, description="collective: the communicator's ranks (default all).")
+    first_rank: int | None = Field(None, ge=0, description="collective: first rank of a contiguous range.")
+    count: int | None = Field(None, ge=2, description="collective: ranks in the contiguous range.")
+    algorithm: Literal["ring", "tree", "nvls", "hierarchical"] | None = Field(
+        None, description="collective: force an algorithm (default: the analytical model's pick).")
+    bytes_per_node: str | float | None = Field(None, description="checkpoint: bytes each node writes, e.g. 4GB.")
+    start_us: float = Field(0.0, ge=0, description="When the traffic starts, microseconds.")
+
+    @field_validator("size", "bytes_per_node")
+    @classmethod
+    def _size(cls, value: str | float | None) -> str | float | None:
+        if value is not None:
+            units.parse_size(value)
+        return value
+
+
+class ScenarioSpec(BaseModel):
+    model_config = _STRICT
+    name: str | None = Field(None, description="Name shown in the report.")
+    cluster: str = Field(description="Cluster file, relative to the scenario file.")
+    traffic: list[TrafficSpec] = Field(min_length=1, description="Traffics that share the fabric.")
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    name: str
+    kind: str
+    algorithm: str
+    start_s: float
+    finish_s: float
+    alone_s: float
+    bytes: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.finish_s - self.start_s
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    name: str
+    traffic: list[TrafficResult]
+    sim: SimResult
+    link_names: list[str]
+
+
+def _ranks(t: TrafficSpec, cluster: Cluster, where: str) -> list[int]:
+    if t.ranks is not None:
+        bad = [r for r in t.ranks if not 0 <= r < cluster.gpus]
+        if bad or len(set(t.ranks)) != len(t.ranks) or len(t.ranks) < 2:
+            raise SpecError(f"{where}.ranks ({t.ranks!r}) must be >= 2 distinct ranks in 0..{cluster.gpus - 1}")
+        return list(t.ranks)
+    if t.first_rank is not None or t.count is not None:
+        first, count = t.first_rank or 0, t.count or cluster.gpus - (t.first_rank or 0)
+        if first + count > cluster.gpus or count < 2:
+            raise SpecError(f"{where}: first_rank ({first}) + count ({count}) must be <= the cluster's GPUs "
+                            f"({cluster.gpus}) and count >= 2")
+        return list(range(first, first + count))
+    return list(range(cluster.gpus))
+
+
+def _chain(phs: list[Any], start: float, tag: str, base: int) -> list[Flow]:
+    """Phases as chained copies with barrier flows (indices offset by ``base`` in the final list)."""
+    out: list[Flow] = []
+    prev: tuple[int, ...] = ()
+    for ph in phs:
+        k = max(1, min(ph.steps, MAX_COPIES))
+        scale = ph.steps / k
+        for _ in range(k):
+            ids = []
+            for f in ph.flows:
+                ids.append(base + len(out))
+                out.append(Flow(f.path, f.size_bytes * scale, start, tag, prev))
+            out.append(Flow((), 0.0, start, tag, tuple(ids), scale * ph.step_latency_s))
+            prev = (base + len(out) - 1,)
+    return out
+
+
+def _flows(t: TrafficSpec, cluster: Cluster, topo: Topology, where: str, base: int) -> tuple[list[Flow], str]:
+    start = t.start_us * units.US
+    if t.kind == "checkpoint":
+        if t.bytes_per_node is None:
+            raise SpecError(f"{where}.bytes_per_node (None) is required for kind checkpoint")
+        return [Flow(f.path, f.size_bytes, start, t.name) for f in
+                checkpoint_flows(topo, cluster.nodes, units.parse_size(t.bytes_per_node))], "checkpoint"
+    if t.op is None or t.size is None:
+        raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size!r}) are required for kind collective "
+                        f"(op: one of {', '.join(SIMULATED)})")
+    ranks = _ranks(t, cluster, where)
+    size = units.parse_size(t.size)
+    groups = [[ranks[0], ranks[-1]]] if t.op == "send_recv" else [ranks]
+    algo = t.algorithm or choose_algorithm(cluster, topo, t.op, size, groups).algorithm
+    return _chain(phases(topo, t.op, algo, groups, size), start, t.name, base), algo
+
+
+def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
+    """Every traffic together, then each alone; per traffic its time, alone time and bytes."""
+    topo = build(cluster)
+    all_flows: list[Flow] = []
+    spans: list[tuple[int, int, str]] = []
+    alone: list[float] = []
+    for i, t in enumerate(spec.traffic):
+        flows, algo = _flows(t, cluster, topo, f"traffic.{i}", len(all_flows))
+        own, _ = _flows(t, cluster, topo, f"traffic.{i}", 0)
+        alone.append(simulate(topo.capacity_bytes_s, topo.latency_s, own).makespan_s)
+        spans.append((len(all_flows), len(all_flows) + len(flows), algo))
+        all_flows += flows
+    res = simulate(topo.capacity_bytes_s, topo.latency_s, all_flows)
+    out = []
+    for t, (a, b, algo), al in zip(spec.traffic, spans, alone, strict=True):
+        out.append(TrafficResult(t.name, t.kind, algo, float(res.start_s[a:b].min()),
+                                 float(res.finish_s[a:b].max()), al, float(sum(f.size_bytes for f in all_flows[a:b]))))
+    return ScenarioResult(spec.name or "scenario", out, res, topo.names)
+
+
+def load_scenario(path: Path | str) -> tuple[ScenarioSpec, Cluster]:
+    """Read and validate a scenario file and its cluster; every failure names the field."""
+    p = Path(path)
+    try:
+        spec = ScenarioSpec.model_validate(read_mapping(p))
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, str(p))) from None
+    return spec, load_cluster(p.parent / spec.cluster)
+
+
+def hottest(result: ScenarioResult, k: int = 10) -> list[dict[str, Any]]:
+    """The ``k`` links with the highest mean utilisation over the run, with their peak."""
+    util = result.sim.busy_utilisation()
+    order = np.argsort(-util, kind="stable")[:k]
+    return [{"link": result.link_names[i], "mean_utilisation": float(util[i]),
+             "peak_utilisation": float(result.sim.peak_utilisation[i]),
+             "bytes": float(result.sim.link_bytes[i])} for i in order if result.sim.link_bytes[i] > 0]

@@ -1,0 +1,50 @@
+"""The flow simulator as the step model's collective cost: ``flow_cost(cluster)(op, size_bytes, groups)``.
+
+``groups`` are every concurrent communicator of one parallel dimension, as lists of ranks (Megatron order,
+:func:`slowlink.workload.placement.dimension_groups`); ranks map to GPUs through the cluster placement, as
+the topology does. For ``send_recv`` each group is ``[src_rank, dst_rank]``. All groups run at once and
+contend on shared links. The cost is the time until every group has finished, in seconds.
+
+Shortcuts, each exact where stated:
+
+* the algorithm is the analytical model's pick for one group (``predict(...).algorithm``), expanded into
+  phases by :mod:`slowlink.sim.flows` (ring steps simulated once and repeated: exact when the steps are
+  identical, i.e. no other traffic shares the links during the collective);
+* each phase is split into link-disjoint components and every distinct component is simulated once
+  (:mod:`slowlink.sim.symmetry`; exact): identical groups over identical links cost one simulation;
+* results are cached per ``(op, size_bytes, groups)`` for the life of the returned function (exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from slowlink.sim.collectives import choose_algorithm
+from slowlink.sim.flows import phases
+from slowlink.sim.symmetry import solve
+from slowlink.spec.cluster import Cluster
+from slowlink.topology.fabric import Topology, build
+
+CostFn = Callable[[str, float, list[list[int]]], float]
+
+
+def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
+    """A cost function ``cost(op, size_bytes, groups) -> seconds`` backed by the flow simulator."""
+    tp = topo or build(cluster)
+    cache: dict[tuple[str, float, tuple[tuple[int, ...], ...]], float] = {}
+
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        groups = [list(g) for g in groups if len(g) > 1]
+        if size_bytes <= 0 or not groups:
+            return 0.0
+        key = (op, float(size_bytes), tuple(tuple(g) for g in groups))
+        if key not in cache:
+            algo = choose_algorithm(cluster, tp, op, size_bytes, groups).algorithm
+            total = 0.0
+            for ph in phases(tp, op, algo, groups, size_bytes):
+                total += ph.steps * (solve(tp.capacity_bytes_s, tp.latency_s, ph.flows).drain_s
+                                     + ph.step_latency_s)
+            cache[key] = total
+        return cache[key]
+
+    return cost

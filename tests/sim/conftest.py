@@ -1,0 +1,62 @@
+"""Small clusters of every topology, shared by the simulator tests (fixtures ``make_cluster``,
+``topology_cluster``; tests taking ``topology`` run once per topology)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+
+
+def _make_cluster(nodes: int = 8, gpn: int = 4, nics: int = 2, domain: int | None = None, gpu: str = "h100-sxm",
+                 link: str = "nvlink4", placement: dict[str, Any] | None = None, **fabric: Any) -> Cluster:
+    fab = {"transport": "infiniband", "tiers": 2, **fabric}
+    extra = {"placement": placement} if placement else {}
+    return cluster_from_mapping({**extra,
+        "name": "t", "nodes": nodes, "gpus_per_node": gpn, "gpu": gpu,
+        "scale_up": {"link": link, "domain_gpus": domain or gpn},
+        "nics": {"compute": {"per_node": nics, "speed_gbit_s": 400}},
+        "fabric": fab,
+    })
+
+
+TOPOLOGIES: dict[str, dict[str, Any]] = {
+    "single-switch": {"topology": "single-switch"},
+    "fat2-ecmp": {"switch_radix": 4},
+    "fat2-4to1-ecmp": {"switch_radix": 10, "oversubscription": 4},
+    "fat2-spray": {"switch_radix": 4, "routing": "adaptive"},
+    "fat3-ecmp": {"switch_radix": 4, "tiers": 3},
+    "fat3-spray-1-1-2": {"switch_radix": 4, "tiers": 3, "oversubscription": [1, 1, 2], "routing": "adaptive"},
+    "rail2": {"topology": "rail-optimized", "switch_radix": 4},
+    "rail3": {"topology": "rail-optimized", "switch_radix": 4, "tiers": 3},
+    "dragonfly-ecmp": {"topology": "dragonfly", "switch_radix": 4, "dragonfly": {"groups": 4}},
+    "dragonfly-spray": {"topology": "dragonfly", "switch_radix": 4, "routing": "adaptive",
+                        "dragonfly": {"groups": 4, "global_links_per_switch": 2}},
+    "nvl-spanning-nodes": {"switch_radix": 4, "_domain": 8},
+    "fragmented": {"switch_radix": 4, "_placement": True},
+}
+
+
+def _topology_cluster(name: str) -> Cluster:
+    fab = dict(TOPOLOGIES[name])
+    domain = fab.pop("_domain", None)
+    frag = fab.pop("_placement", False)
+    return _make_cluster(domain=domain, placement={"mode": "fragmented", "seed": 5} if frag else None, **fab)
+
+
+@pytest.fixture
+def make_cluster() -> Callable[..., Cluster]:
+    return _make_cluster
+
+
+@pytest.fixture
+def topology_cluster() -> Callable[[str], Cluster]:
+    return _topology_cluster
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "topology" in metafunc.fixturenames:
+        metafunc.parametrize("topology", sorted(TOPOLOGIES))

@@ -1,0 +1,49 @@
+"""flow_cost: the step model's contract (ranks, concurrent groups, send_recv pairs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from slowlink import units
+from slowlink.sim.collectives import simulate_collective
+from slowlink.sim.step import flow_cost
+from slowlink.spec.cluster import Cluster
+from slowlink.topology.fabric import build
+from slowlink.workload.placement import dimension_groups
+from slowlink.workload.spec import ParallelSpec
+
+
+def test_one_group_equals_simulate_collective(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=4, gpn=4, nics=2, switch_radix=4)
+    topo = build(c)
+    cost = flow_cost(c, topo)
+    ranks = list(range(c.gpus))
+    alone = simulate_collective(c, "all_gather", units.GiB, ranks, topo)[0].time_s
+    assert abs(cost("all_gather", units.GiB, [ranks]) - alone) / alone < 1e-9
+
+
+def test_concurrent_groups_contend_on_shared_links(make_cluster: Callable[..., Cluster]) -> None:
+    # dp groups of a tp 4 x dp 4 layout on 4 nodes with ONE NIC each: the 4 dp rings share every NIC.
+    c = make_cluster(nodes=4, gpn=4, nics=1, switch_radix=4)
+    cost = flow_cost(c)
+    groups = dimension_groups(ParallelSpec(tp=4, dp=4), "dp")
+    one, four = cost("reduce_scatter", units.GiB, groups[:1]), cost("reduce_scatter", units.GiB, groups)
+    assert 3.5 < four / one <= 4.0 + 1e-9
+
+
+def test_identical_tp_groups_inside_nodes_cost_one_group(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=64, gpn=8, nics=8)
+    cost = flow_cost(c)
+    groups = dimension_groups(ParallelSpec(tp=8, dp=64), "tp")
+    assert abs(cost("all_gather", units.MiB * 64, groups) - cost("all_gather", units.MiB * 64, groups[:1])) < 1e-12
+
+
+def test_send_recv_pairs_and_empty_inputs(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=2, gpn=4, nics=4)
+    cost = flow_cost(c)
+    pairs = [[i, i + 4] for i in range(4)]
+    t = cost("send_recv", units.GiB, pairs)
+    nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    assert units.GiB / nic < t < 1.01 * units.GiB / nic + 1e-4
+    assert cost("send_recv", 0.0, pairs) == 0.0
+    assert cost("all_reduce", units.GiB, [[3]]) == 0.0
