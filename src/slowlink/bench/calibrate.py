@@ -7,6 +7,7 @@ hop latency = a / ring_steps(op, n) and busbw = 1 / b (see ``slowlink.collective
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
 from pathlib import Path
@@ -107,10 +108,8 @@ def calibrate(result: Path, cluster_file: Path, profile_path: Path | None = None
     profile_path = profile_path or cluster_file.with_name(f"{stem}.calibration.yaml")
     write_profile(profile, profile_path)
     rel = Path(profile_path).resolve()
-    try:
+    with contextlib.suppress(ValueError):  # outside the cluster's folder: keep the absolute path
         rel = rel.relative_to(cluster_file.resolve().parent)
-    except ValueError:
-        pass
     out_cluster = cluster_file.with_name(f"{stem}.calibrated.yaml")
     out_cluster.write_text(calibrated_cluster_text(cluster_file.read_text(), str(rel)))
     load_cluster(out_cluster)  # the file we wrote must load

@@ -124,9 +124,9 @@ def _run(dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool, rank: 
         if op == "all_reduce":
             dist.all_reduce(b.inplace, op=op_)
         elif op == "all_gather":
-            dist.all_gather_into_tensor(b.inplace, b.in_view)
+            dist.all_gather_single(b.inplace, b.in_view)
         elif op == "reduce_scatter":
-            dist.reduce_scatter_tensor(b.out_view, b.inplace, op=op_)
+            dist.reduce_scatter_single(b.out_view, b.inplace, op=op_)
         elif op == "broadcast":
             dist.broadcast(b.inplace, src=root)
         elif op == "reduce":
@@ -136,9 +136,9 @@ def _run(dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool, rank: 
         b.out.copy_(b.src)
         dist.all_reduce(b.out, op=op_)
     elif op == "all_gather":
-        dist.all_gather_into_tensor(b.out, b.src)
+        dist.all_gather_single(b.out, b.src)
     elif op == "reduce_scatter":
-        dist.reduce_scatter_tensor(b.out, b.src, op=op_)
+        dist.reduce_scatter_single(b.out, b.src, op=op_)
     elif op == "all_to_all":
         dist.all_to_all_single(b.out, b.src)
     elif op == "broadcast":

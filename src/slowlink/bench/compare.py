@@ -112,7 +112,7 @@ def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> lis
     if not keys:
         raise SpecError("compare --nodes: the results share no rows")
     moves = []
-    for (name, rec), m in zip(recs, per, strict=True):
+    for (name, _rec), m in zip(recs, per, strict=True):
         rows = []
         for k in keys:
             metric, lower, size, v = m[k]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import logging
 import os
 import socket
 import sys
@@ -113,8 +114,11 @@ def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: s
     A :class:`BenchError` in a rank is written to ``error_dir`` for the launcher, then the rank exits 2 so
     that the launcher stops the others at once.
     """
+    import warnings
+
     import torch.distributed as dist
 
+    warnings.filterwarnings("ignore", category=UserWarning, module="torch.distributed.fsdp")
     rank = int(os.environ.get("RANK", "0"))
     _watchdog(timeout_s, rank)
     try:
@@ -163,6 +167,8 @@ def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: flo
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    for name in ("torch.distributed.elastic", "torch.multiprocessing"):  # failures are reported below
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex[:8],
                        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
                        monitor_interval=0.1, start_method="spawn",

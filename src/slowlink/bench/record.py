@@ -53,7 +53,7 @@ def environment(backend: str, hostnames: list[str] | None = None, cluster_file: 
     env: dict[str, Any] = {
         "slowlink": __version__, "python": platform.python_version(), "platform": platform.platform(),
         "torch": torch.__version__, "backend": backend, "cuda": torch.version.cuda,
-        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,  # type: ignore[no-untyped-call]
         "driver": _driver_version() if cuda else None,
         "device": torch.cuda.get_device_name(0) if cuda else _cpu_model(),
         "cpu_threads": torch.get_num_threads(), "host": socket.gethostname(),

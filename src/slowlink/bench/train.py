@@ -153,8 +153,8 @@ def _comm_only(torch: Any, dist: Any, cfg: TrainConfig, world: int, device: str)
         if cfg.mode == "ddp":
             dist.all_reduce(grads)
         else:
-            dist.all_gather_into_tensor(grads, shard)
-            dist.reduce_scatter_tensor(shard, grads)
+            dist.all_gather_single(grads, shard)
+            dist.reduce_scatter_single(shard, grads)
 
     once()
     _sync(torch, device)

@@ -26,6 +26,8 @@ _CLUSTER = typer.Option(None, "--cluster", help="Cluster file this run describes
 _SLURM = typer.Option(None, "--emit-slurm", help="Write an sbatch script for this command and exit.")
 _NODES = typer.Option(2, "--nodes", help="--emit-slurm: nodes of the job.")
 _GPN = typer.Option(8, "--gpus-per-node", help="--emit-slurm: ranks (GPUs) per node.")
+_CATALOG_OUT = typer.Option(None, "--catalog-out", help="Write a catalog file with the peaks.")
+_TRAIN_CLUSTER = typer.Option(None, "--cluster", help="Cluster file: peak for MFU, and plan to compare.")
 _PARTITION = typer.Option(None, "--partition", help="--emit-slurm: Slurm partition.")
 
 
@@ -141,3 +143,104 @@ def register(app: typer.Typer, validate_app: typer.Typer) -> None:
 
     app.add_typer(bench_app, name="bench")
     baseline.register(app, bench_app)
+
+
+@clean_errors
+def compute(
+    shapes: str = typer.Option("512,1024,2048", "--shapes", help="N (square) or MxNxK, comma separated."),
+    dtypes: str = typer.Option("fp32,bf16,fp16", "--dtypes", help="fp32, bf16, fp16, comma separated."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (one rank's share of the cores)."),
+    catalog_out: Path | None = _CATALOG_OUT,
+    name: str = typer.Option("measured-device", "--name", help="--catalog-out: the GPU entry's name."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = _NO_RESULTS,
+    cluster: Path | None = _CLUSTER,
+) -> None:
+    """Achieved GEMM TFLOP/s by shape and dtype, the measured peak, and memory bandwidth."""
+    from slowlink.bench.compute import catalog_entry, parse_shapes, run_compute, write_catalog
+    from slowlink.report.bench import compute_table
+
+    dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
+    res = run_compute(parse_shapes(shapes), dts, threads)
+    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "copy_gbyte_s", "memory_gib")}
+    save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
+                "none", cluster, results, no_results, summary)
+    if catalog_out is not None:
+        arch = "cpu" if res["device"] == "cpu" else "gpu"
+        write_catalog(catalog_out, name, catalog_entry(summary, arch),
+                      f"{res['device']} with {res['threads']} thread(s)")
+        err.print(f"catalog: {catalog_out} (gpu: {name}); list it under a cluster file's catalog:")
+    if as_json:
+        print_json({"rows": res["rows"], "summary": summary})
+        return
+    out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
+    peaks = ", ".join(f"{k} {v:.3f}" for k, v in summary["peak_tflops"].items())
+    out.print(f"peak TFLOP/s: {peaks}; copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s")
+
+
+@clean_errors
+def train(
+    mode: str = typer.Option("ddp", "--mode", help="ddp or fsdp."),
+    nproc: str = typer.Option("2", "--nproc", help="Rank counts, comma separated (e.g. 1,2)."),
+    layers: int = typer.Option(4, "--layers", help="Transformer blocks."),
+    hidden: int = typer.Option(512, "--hidden", help="Hidden size."),
+    heads: int = typer.Option(8, "--heads", help="Attention heads."),
+    ffn_hidden: int = typer.Option(2048, "--ffn-hidden", help="MLP hidden size."),
+    vocab: int = typer.Option(8192, "--vocab", help="Vocabulary."),
+    seq_len: int = typer.Option(256, "--seq-len", help="Sequence length."),
+    batch: int = typer.Option(4, "--batch", help="Sequences per rank per step."),
+    steps: int = typer.Option(8, "--steps", help="Timed steps."),
+    warmup_steps: int = typer.Option(2, "--warmup-steps", help="Warm-up steps."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads per rank (default: cores / ranks)."),
+    backend: str = _BACKEND,
+    timeout_s: float = _TIMEOUT,
+    cluster: Path | None = _TRAIN_CLUSTER,
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = _NO_RESULTS,
+) -> None:
+    """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
+    from slowlink.bench import launch
+    from slowlink.bench.train import TrainConfig, config_dict
+    from slowlink.report.bench import train_table
+
+    try:
+        counts = [int(x) for x in nproc.split(",")]
+    except ValueError:
+        raise BenchError(f"--nproc ({nproc!r}) must be comma-separated integers, e.g. 1,2") from None
+    cfg = TrainConfig(mode=mode, layers=layers, hidden=hidden, heads=heads, ffn_hidden=ffn_hidden, vocab=vocab,
+                      seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads)
+    cfg.check()
+    peak = _peak(cluster, cfg.precision)
+    be = launch.resolve_backend(backend)
+    rows, hosts = [], []
+    for n in counts:
+        res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
+        rows += res["rows"]
+        hosts += res["hostnames"]
+    for r in rows:
+        r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None
+        if cluster is not None:
+            from slowlink.bench.train_plan import compare_with_plan
+
+            r["plan"] = compare_with_plan(r, cfg, cluster)
+    save_record("train", mode, {"rows": rows, "hostnames": sorted(set(hosts))}, config_dict(cfg), be, cluster,
+                results, no_results)
+    if as_json:
+        print_json(rows)
+        return
+    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}"))
+
+
+def _peak(cluster: Path | None, precision: str) -> float | None:
+    """The per-rank peak FLOP/s of the cluster file's GPU (a `bench compute --catalog-out` entry on CPU)."""
+    if cluster is None:
+        return None
+    from slowlink.spec.cluster import load_cluster
+
+    return load_cluster(cluster).gpu.peak(precision)
+
+
+bench_app.command("compute")(compute)
+bench_app.command("train")(train)

@@ -55,7 +55,7 @@ class Profile(BaseModel):
 
     def fit_for(self, op: str, scope: str) -> OpFit | None:
         """The fit of ``op`` in ``scope``, else that scope's all_reduce fit, else None."""
-        by_key = {(f.op, f.scope): f for f in self.fits}
+        by_key: dict[tuple[str, str], OpFit] = {(f.op, f.scope): f for f in self.fits}
         return by_key.get((op, scope)) or by_key.get(("all_reduce", scope))
 
 

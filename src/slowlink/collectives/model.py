@@ -2,8 +2,8 @@
 
 For each algorithm + protocol that can run, time = latency + bytes / bandwidth (+ pipeline fill); the
 least time wins (NCCL ``ncclTopoGetAlgoInfo``). A cluster with a calibrated profile (``calibration:``)
-uses its measured alpha-beta fit instead (``calibration.py``) unless an algorithm or protocol is forced. algbw = size / time and busbw = algbw x the op's
-nccl-tests factor (doc/PERFORMANCE.md).
+uses its measured alpha-beta fit instead (``calibration.py``) unless an algorithm or protocol is forced.
+algbw = size / time and busbw = algbw x the op's nccl-tests factor (doc/PERFORMANCE.md).
 """
 
 from __future__ import annotations
