@@ -60,7 +60,7 @@ def model_params(cfg: TrainConfig) -> tuple[int, int]:
     """(parameters without the embedding, embedding parameters) of :func:`build_model`."""
     h, f = cfg.hidden, cfg.ffn_hidden
     block = (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 4 * h
-    return cfg.layers * block + 2 * h + h * cfg.vocab, cfg.vocab * h
+    return cfg.layers * block + 2 * h + h * cfg.vocab + cfg.vocab, cfg.vocab * h
 
 
 def model_flops_per_step(cfg: TrainConfig, ranks: int) -> float:
