@@ -1,9 +1,17 @@
+"""Collective sweeps on 2 gloo ranks: every op correct, wrong reductions caught, dead ranks named."""
+
 import pytest
 
-from slowlink.bench.collectives import BenchConfig, busbw_factor, launch_local
+from slowlink.bench.collectives import BenchConfig, busbw_factor, redops_for, total_wrong
+from slowlink.bench.launch import launch_local
 from slowlink.errors import BenchError
 
 pytest.importorskip("torch")
+TARGET = "slowlink.bench.collectives:sweep_rank"
+
+
+def _run(cfg: BenchConfig, timeout_s: float = 120) -> list[dict]:
+    return list(launch_local(TARGET, cfg, 2, "gloo", timeout_s)["rows"])
 
 
 def test_busbw_factors() -> None:
@@ -12,20 +20,28 @@ def test_busbw_factors() -> None:
     assert busbw_factor("send_recv", 4) == 1.0
 
 
+def test_redops_all_without_nccl_has_no_avg() -> None:
+    assert redops_for("all_reduce", "all", "gloo") == ("sum", "prod", "min", "max")
+    assert redops_for("all_gather", "all", "gloo") == ("none",)
+    with pytest.raises(BenchError, match=r"-o/--redop \(avg\) needs the nccl backend"):
+        redops_for("all_reduce", "avg", "gloo")
+
+
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                 "broadcast", "reduce", "send_recv"])
-def test_every_op_is_correct(op: str) -> None:
-    rows = launch_local(BenchConfig(op=op, sizes_bytes=(4096.0,), iters=1, warmup_iters=0), 2)
-    assert rows[0]["wrong"] == 0 and rows[0]["ranks"] == 2 and rows[0]["time_s"] > 0
+def test_every_op_is_correct_in_and_out_of_place(op: str) -> None:
+    rows = _run(BenchConfig(op=op, sizes_bytes=(4096.0,), iters=1, warmup_iters=0, redop="all", dtype="half"))
+    assert total_wrong(rows) == 0
+    assert all(r["ranks"] == 2 and r["time_s"] > 0 for r in rows)
+    assert (rows[0]["in_place"] is None) == (op in ("all_to_all", "send_recv"))
 
 
 def test_wrong_reduction_is_caught() -> None:
-    rows = launch_local(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0,
-                                    fault_rank=1), 2)
-    assert rows[0]["wrong"] == 1
+    rows = _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0, fault="wrong_redop"))
+    assert rows[0]["wrong"] > 0 and rows[0]["in_place"]["wrong"] > 0
 
 
 def test_dead_rank_is_named() -> None:
-    with pytest.raises(BenchError, match="rank 1 died"):
-        launch_local(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0,
-                                 die_rank=1), 2, timeout_s=60)
+    with pytest.raises(BenchError, match="rank 1 died with exit code 3"):
+        _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0, die_rank=1),
+             timeout_s=60)

@@ -1,29 +1,123 @@
+"""`slowlink bench`, `baseline`, `compare`, `calibrate` and `collective --compare` through the CLI."""
+
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from slowlink.cli.main import app
 
 pytest.importorskip("torch")
 runner = CliRunner()
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def test_json_rows() -> None:
+def _rows(time_scale: float = 1.0) -> list[dict]:
+    """An all_reduce sweep on 2 ranks that follows t = 2 ms + size / 0.8 GB/s."""
+    rows = []
+    for k in range(20, 27):
+        s = 2**k
+        t = (2e-3 + s / 0.8e9) * time_scale
+        rows.append({"op": "all_reduce", "size_bytes": s, "count": s // 4, "type": "float", "redop": "sum",
+                     "root": -1, "ranks": 2, "time_s": t, "algbw_gbyte_s": s / t / 1e9,
+                     "busbw_gbyte_s": s / t / 1e9, "wrong": 0, "in_place": None})
+    return rows
+
+
+def _record(path: Path, time_scale: float = 1.0, host: str = "a") -> Path:
+    path.write_text(json.dumps({"kind": "collectives", "env": {"hostnames": [host, host], "backend": "gloo"},
+                                "config": {}, "rows": _rows(time_scale)}))
+    return path
+
+
+def test_json_rows_and_record(tmp_path: Path) -> None:
     res = runner.invoke(app, ["bench", "collectives", "--nproc", "2", "-b", "4KiB", "-e", "8KiB", "-n", "1",
-                              "-w", "0", "--json"])
+                              "-w", "0", "--json", "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert [r["size_bytes"] for r in rows] == [4096, 8192]
-    assert all({"time_s", "algbw_gbyte_s", "busbw_gbyte_s", "wrong"} <= set(r) for r in rows)
+    assert all({"time_s", "algbw_gbyte_s", "busbw_gbyte_s", "wrong", "in_place"} <= set(r) for r in rows)
+    rec = json.loads(next(tmp_path.glob("collectives-all_reduce-*.json")).read_text())
+    assert rec["env"]["backend"] == "gloo" and len(rec["env"]["hostnames"]) == 2 and rec["env"]["torch"]
 
 
 @pytest.mark.parametrize(("args", "msg"), [
-    (["-o", "scan"], "op ('scan') must be one of"),
+    (["--op", "scan"], "--op ('scan') must be one of"),
+    (["-o", "all_reduce"], "-o/--redop ('all_reduce') must be one of"),
     (["-b", "8MiB", "-e", "1MiB"], "need 0 < minbytes <= maxbytes"),
-    (["--backend", "nccl"], "backend ('nccl')"),
+    (["--backend", "mpi"], "--backend ('mpi') must be one of"),
+    (["-d", "complex"], "-d/--datatype ('complex')"),
 ])
 def test_bad_input_exit_2(args: list[str], msg: str) -> None:
     res = runner.invoke(app, ["bench", "collectives", *args])
     assert res.exit_code == 2
     assert msg in res.output and "Traceback" not in res.output
+
+
+def test_emit_slurm_writes_torchrun_script(tmp_path: Path) -> None:
+    path = tmp_path / "job.sbatch"
+    res = runner.invoke(app, ["bench", "collectives", "-b", "1MiB", "--emit-slurm", str(path), "--nodes", "4",
+                              "--gpus-per-node", "8"])
+    assert res.exit_code == 0, res.output
+    text = path.read_text()
+    assert "#SBATCH --nodes=4" in text and "--nproc-per-node 8" in text and "--rdzv-backend c10d" in text
+    assert "slowlink bench collectives" in text and "-b 1MiB" in text and "--emit-slurm" not in text
+
+
+def test_compare_flags_a_20pct_slower_copy_and_passes_an_identical_one(tmp_path: Path) -> None:
+    base = _record(tmp_path / "base.json")
+    slow = _record(tmp_path / "slow.json", 1.2)
+    saved = runner.invoke(app, ["baseline", "save", "ref", str(base), "--dir", str(tmp_path / "b")])
+    assert saved.exit_code == 0, saved.output
+    same = runner.invoke(app, ["compare", "ref", str(base), "--dir", str(tmp_path / "b")])
+    assert same.exit_code == 0 and "no regression in 7 rows" in same.output
+    moved = runner.invoke(app, ["compare", "ref", str(slow), "--dir", str(tmp_path / "b")])
+    assert moved.exit_code == 1 and "7 of 7 rows regressed" in moved.output
+    loose = runner.invoke(app, ["compare", str(base), str(slow), "--tolerance", "25"])
+    assert loose.exit_code == 0
+
+
+def test_compare_nodes_finds_the_slow_one(tmp_path: Path) -> None:
+    files = [_record(tmp_path / f"n{i}.json", 1.3 if i == 2 else 1.0, host=f"node{i}") for i in range(4)]
+    res = runner.invoke(app, ["compare", "--nodes", *map(str, files), "--json"])
+    assert res.exit_code == 1
+    moves = json.loads(res.stdout)["moves"]
+    assert [m["node"] for m in moves if m["status"] == "regressed"] == ["node2"]
+
+
+def test_calibrate_then_collective_compare_within_15pct(tmp_path: Path) -> None:
+    for name in ("bench-localhost.yaml", "bench-cpu-catalog.yaml"):
+        (tmp_path / name).write_text((EXAMPLES / name).read_text())
+    rec = _record(tmp_path / "sweep.json")
+    res = runner.invoke(app, ["calibrate", str(rec), "--cluster", str(tmp_path / "bench-localhost.yaml"), "--json"])
+    assert res.exit_code == 0, res.output
+    fit = json.loads(res.stdout)["fits"][0]
+    assert fit["busbw_gbyte_s"] == pytest.approx(0.8, rel=1e-6)
+    assert fit["hop_latency_us"] == pytest.approx(1000.0, rel=1e-6)  # 2 ms over 2 ring steps
+    cal = tmp_path / "bench-localhost.calibrated.yaml"
+    assert yaml.safe_load(cal.read_text())["calibration"] == "bench-localhost.calibration.yaml"
+    cmp = runner.invoke(app, ["collective", str(cal), "--compare", str(rec), "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    assert json.loads(cmp.stdout)["max_abs_error_pct"] < 15.0
+
+
+def test_missing_calibration_file_is_a_spec_error(tmp_path: Path) -> None:
+    for name in ("bench-localhost.yaml", "bench-cpu-catalog.yaml"):
+        (tmp_path / name).write_text((EXAMPLES / name).read_text())
+    bad = tmp_path / "c.yaml"
+    bad.write_text((EXAMPLES / "bench-localhost.yaml").read_text() + "calibration: nope.yaml\n")
+    res = runner.invoke(app, ["collective", str(bad), "--size", "1MiB"])
+    assert res.exit_code == 2 and "calibration ('nope.yaml') does not exist" in res.output
+
+
+def test_calibrate_refuses_wrong_rows(tmp_path: Path) -> None:
+    rows = _rows()
+    rows[0]["wrong"] = 3
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(rows))
+    (tmp_path / "bench-cpu-catalog.yaml").write_text((EXAMPLES / "bench-cpu-catalog.yaml").read_text())
+    (tmp_path / "c.yaml").write_text((EXAMPLES / "bench-localhost.yaml").read_text())
+    res = runner.invoke(app, ["calibrate", str(p), "--cluster", str(tmp_path / "c.yaml")])
+    assert res.exit_code == 2 and "#wrong 3" in res.output

@@ -1,23 +1,30 @@
-"""Collective benchmarks over torch.distributed, with nccl-tests' sizes, busbw and correctness check.
+"""Collective sweeps over torch.distributed with nccl-tests' sizes, reductions, busbw and correctness check.
 
 busbw = algbw * factor, factors from nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n;
 all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv 1.
+Every size runs out-of-place and (where torch allows it) in-place, like nccl-tests' two column groups.
 torch is imported lazily, inside the functions, so slowlink works without it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from slowlink.errors import BenchError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+REDOPS = ("sum", "prod", "min", "max", "avg")
+# nccl-tests' -d names and the torch dtype attribute each maps to.
+DTYPES: dict[str, str] = {
+    "float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64",
+    "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64",
+}
+NO_IN_PLACE = ("all_to_all", "send_recv")  # torch has no in-place form of these
 
 
 def busbw_factor(op: str, ranks: int) -> float:
@@ -41,9 +48,22 @@ def require_torch() -> Any:
     return torch
 
 
+def redops_for(op: str, redop: str, backend: str) -> tuple[str, ...]:
+    """The reductions a run covers: nccl-tests' ``-o`` (sum|prod|min|max|avg|all); 'none' for non-reducing ops."""
+    if redop != "all" and redop not in REDOPS:
+        raise BenchError(f"-o/--redop ({redop!r}) must be one of {', '.join(REDOPS)}, all")
+    if op not in REDUCING:
+        return ("none",)
+    if redop == "avg" and backend != "nccl":
+        raise BenchError(f"-o/--redop (avg) needs the nccl backend; {backend} has no AVG reduction")
+    if redop == "all":
+        return REDOPS if backend == "nccl" else REDOPS[:-1]
+    return (redop,)
+
+
 @dataclass(frozen=True)
 class BenchConfig:
-    """One sweep: sizes in bytes (nccl-tests' -b/-e/-f), iterations, op, dtype and backend."""
+    """One sweep: sizes in bytes (nccl-tests' -b/-e/-f), iterations, op, reduction, dtype and backend."""
 
     op: str
     sizes_bytes: tuple[float, ...]
@@ -51,156 +71,237 @@ class BenchConfig:
     warmup_iters: int = 5
     check: bool = True
     backend: str = "gloo"
-    fault_rank: int | None = None  # test hook: this rank corrupts its result before the check
+    redop: str = "sum"
+    dtype: str = "float"
+    root: int = 0
+    fault: str | None = None  # test hook: 'corrupt' one element on fault_rank, or 'wrong_redop' (MAX for all)
+    fault_rank: int = 0
     die_rank: int | None = None  # test hook: this rank exits after the first size
 
 
-def _run_op(dist: Any, op: str, out: Any, inp: Any, rank: int, n: int) -> None:
+@dataclass
+class _Bufs:
+    src: Any          # deterministic input of this rank
+    out: Any          # out-of-place output
+    inplace: Any      # in-place buffer (None where torch has no in-place form)
+    in_view: Any      # the in-place input view (all_gather: a slice of the output)
+    out_view: Any     # the in-place output view (reduce_scatter: a slice of the input)
+
+
+def _data(torch: Any, dtype: Any, redop: str, per: int, r: int, device: str) -> Any:
+    """Small integers, exact in every dtype; prod uses 1 and 2 only so that products stay exact."""
+    idx = torch.arange(per, device=device)
+    base = (idx + r) % 2 + 1 if redop == "prod" else (idx + r) % 3 + 1 + r
+    return base.to(dtype)
+
+
+def _torch_op(dist: Any, redop: str) -> Any:
+    return {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
+            "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG, "none": dist.ReduceOp.SUM}[redop]
+
+
+def _buffers(torch: Any, cfg: BenchConfig, redop: str, count: int, rank: int, n: int, device: str) -> _Bufs:
+    dt = getattr(torch, DTYPES[cfg.dtype])
+    per = count // n
+    src_count = per if cfg.op == "all_gather" else count
+    src = _data(torch, dt, redop, src_count, rank, device)
+    out = torch.empty(per if cfg.op == "reduce_scatter" else count, dtype=dt, device=device)
+    inplace = in_view = out_view = None
+    if cfg.op not in NO_IN_PLACE:
+        inplace = torch.empty(count, dtype=dt, device=device)
+        in_view, out_view = inplace, inplace
+        if cfg.op == "all_gather":
+            in_view = inplace.narrow(0, rank * per, per)
+        elif cfg.op == "reduce_scatter":
+            out_view = inplace.narrow(0, rank * per, per)
+    return _Bufs(src, out, inplace, in_view, out_view)
+
+
+def _run(dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool, rank: int, n: int) -> None:
+    """One collective; torch's all_reduce/broadcast/reduce are in-place, so out-of-place copies first."""
+    op, root = cfg.op, cfg.root
+    if in_place:
+        if op == "all_reduce":
+            dist.all_reduce(b.inplace, op=op_)
+        elif op == "all_gather":
+            dist.all_gather_single(b.inplace, b.in_view)
+        elif op == "reduce_scatter":
+            dist.reduce_scatter_single(b.out_view, b.inplace, op=op_)
+        elif op == "broadcast":
+            dist.broadcast(b.inplace, src=root)
+        elif op == "reduce":
+            dist.reduce(b.inplace, dst=root, op=op_)
+        return
     if op == "all_reduce":
-        out.copy_(inp)
-        dist.all_reduce(out)
+        b.out.copy_(b.src)
+        dist.all_reduce(b.out, op=op_)
     elif op == "all_gather":
-        dist.all_gather_into_tensor(out, inp)
+        dist.all_gather_single(b.out, b.src)
     elif op == "reduce_scatter":
-        dist.reduce_scatter_tensor(out, inp)
+        dist.reduce_scatter_single(b.out, b.src, op=op_)
     elif op == "all_to_all":
-        dist.all_to_all_single(out, inp)
+        dist.all_to_all_single(b.out, b.src)
     elif op == "broadcast":
-        out.copy_(inp)
-        dist.broadcast(out, src=0)
+        b.out.copy_(b.src)
+        dist.broadcast(b.out, src=root)
     elif op == "reduce":
-        out.copy_(inp)
-        dist.reduce(out, dst=0)
+        b.out.copy_(b.src)
+        dist.reduce(b.out, dst=root, op=op_)
     else:
-        reqs = [dist.isend(inp, (rank + 1) % n), dist.irecv(out, (rank - 1) % n)]
+        reqs = [dist.isend(b.src, (rank + 1) % n), dist.irecv(b.out, (rank - 1) % n)]
         for r in reqs:
             r.wait()
 
 
-def _buffers(torch: Any, op: str, count: int, rank: int, n: int) -> tuple[Any, Any]:
-    """Deterministic per-rank input (small integers, exact in float32) and an output buffer."""
-    per = count // n if op in ("all_gather",) else count
-    inp = (torch.arange(per, dtype=torch.float32) + rank) % 3 + 1 + rank
-    out_count = count // n if op == "reduce_scatter" else count
-    return torch.empty(out_count, dtype=torch.float32), inp
+def _reset_in_place(b: _Bufs) -> None:
+    """Put this rank's input where the in-place collective reads it."""
+    b.in_view.copy_(b.src)
 
 
-def _expected(torch: Any, op: str, count: int, rank: int, n: int) -> Any:
-    def data(r: int, per: int) -> Any:
-        return (torch.arange(per, dtype=torch.float32) + r) % 3 + 1 + r
+def expected(torch: Any, cfg: BenchConfig, redop: str, count: int, rank: int, n: int, device: str) -> Any:
+    """What ``rank`` must hold after the collective, computed locally from every rank's input."""
+    dt = getattr(torch, DTYPES[cfg.dtype])
+    per = count // n
 
+    def data(r: int, k: int) -> Any:
+        return _data(torch, dt, redop, k, r, device)
+
+    def reduce(k: int) -> Any:
+        stack = torch.stack([data(r, k) for r in range(n)])
+        if redop in ("sum", "none"):
+            return stack.sum(0).to(dt)
+        if redop == "avg":
+            return (stack.double().sum(0) / n).to(dt)
+        if redop == "prod":
+            return stack.prod(0).to(dt)
+        return (stack.min(0) if redop == "min" else stack.max(0)).values
+
+    op = cfg.op
     if op in ("all_reduce", "reduce"):
-        return sum(data(r, count) for r in range(n))
+        return reduce(count)
     if op == "all_gather":
-        return torch.cat([data(r, count // n) for r in range(n)])
+        return torch.cat([data(r, per) for r in range(n)])
     if op == "reduce_scatter":
-        full = sum(data(r, count) for r in range(n))
-        return full.view(n, -1)[rank]
+        return reduce(count).view(n, -1)[rank]
     if op == "all_to_all":
         return torch.cat([data(r, count).view(n, -1)[rank] for r in range(n)])
     if op == "broadcast":
-        return data(0, count)
+        return data(cfg.root, count)
     return data((rank - 1) % n, count)
 
 
-def rank_sweep(cfg: BenchConfig, rank: int, n: int) -> list[dict[str, Any]]:
+def count_wrong(torch: Any, got: Any, want: Any) -> int:
+    """Elements outside nccl-tests-like tolerance: exact for integers, relative 1e-2 for 16-bit floats."""
+    if not got.is_floating_point():
+        return int((got != want).sum())
+    rtol = 1e-2 if got.element_size() == 2 else 1e-5
+    return int((~torch.isclose(got.double(), want.double(), rtol=rtol, atol=0.0)).sum())
+
+
+def _sync(torch: Any, backend: str) -> None:
+    if backend == "nccl":
+        torch.cuda.synchronize()
+
+
+def _timed(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool,
+           rank: int, n: int) -> float:
+    """Mean seconds per iteration after warm-up, the maximum over ranks (nccl-tests reports the slowest)."""
+    for _ in range(cfg.warmup_iters):
+        _run(dist, cfg, op_, b, in_place, rank, n)
+    _sync(torch, cfg.backend)
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(cfg.iters):
+        _run(dist, cfg, op_, b, in_place, rank, n)
+    _sync(torch, cfg.backend)
+    t = torch.tensor([(time.perf_counter() - t0) / cfg.iters], dtype=torch.float64, device=b.src.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t[0])
+
+
+def _checked(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_place: bool,
+             count: int, rank: int, n: int) -> int:
+    """Run once more from fresh input and count wrong elements, summed over ranks."""
+    op_ = _torch_op(dist, "max" if cfg.fault == "wrong_redop" else redop)
+    if in_place:
+        _reset_in_place(b)
+    _run(dist, cfg, op_, b, in_place, rank, n)
+    got = (b.out_view if in_place else b.out)
+    if cfg.fault == "corrupt" and cfg.fault_rank == rank:
+        got.view(-1)[0] += 1
+    wrong = torch.zeros(1, dtype=torch.int64, device=b.src.device)
+    if not (cfg.op == "reduce" and rank != cfg.root):
+        wrong[0] = count_wrong(torch, got, expected(torch, cfg, redop, count, rank, n, str(b.src.device)))
+    dist.all_reduce(wrong)
+    return int(wrong[0])
+
+
+def _half(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_place: bool, nbytes: int,
+          count: int, rank: int, n: int) -> dict[str, Any]:
+    """The out-of-place or in-place half of a row: time_s, algbw_gbyte_s, busbw_gbyte_s, wrong."""
+    op_ = _torch_op(dist, "max" if cfg.fault == "wrong_redop" else redop)
+    if in_place:
+        _reset_in_place(b)
+    time_s = _timed(torch, dist, cfg, op_, b, in_place, rank, n)
+    wrong = _checked(torch, dist, cfg, redop, b, in_place, count, rank, n) if cfg.check else -1
+    algbw = nbytes / time_s
+    return {"time_s": time_s, "algbw_gbyte_s": algbw / 1e9,
+            "busbw_gbyte_s": algbw * busbw_factor(cfg.op, n) / 1e9, "wrong": wrong}
+
+
+def element_count(op: str, size_bytes: float, elem_bytes: int, n: int) -> int:
+    """Elements of nccl-tests' ``size``, rounded down to a multiple of the ranks (>= ranks)."""
+    return max(n, int(size_bytes) // elem_bytes // n * n) if op != "send_recv" \
+        else max(1, int(size_bytes) // elem_bytes)
+
+
+def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
+               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run the sweep on an initialised process group; every rank returns the same rows."""
     torch = require_torch()
     import torch.distributed as dist
 
+    elem = getattr(torch, DTYPES[cfg.dtype]).itemsize
     rows = []
     for i, size in enumerate(cfg.sizes_bytes):
-        count = max(n, int(size) // 4 // n * n)
-        out, inp = _buffers(torch, cfg.op, count, rank, n)
-        for _ in range(cfg.warmup_iters):
-            _run_op(dist, cfg.op, out, inp, rank, n)
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(cfg.iters):
-            _run_op(dist, cfg.op, out, inp, rank, n)
-        t = torch.tensor([(time.perf_counter() - t0) / cfg.iters], dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        wrong = torch.zeros(1, dtype=torch.int64)
-        if cfg.check:
-            _run_op(dist, cfg.op, out, inp, rank, n)
-            if cfg.fault_rank == rank:
-                out[0] += 1
-            if not (cfg.op == "reduce" and rank != 0):
-                wrong[0] = int((out != _expected(torch, cfg.op, count, rank, n)).sum())
-            dist.all_reduce(wrong)
-        time_s = float(t[0])
-        nbytes = count * 4
-        algbw = nbytes / time_s
-        rows.append({
-            "op": cfg.op, "size_bytes": nbytes, "count": count, "type": "float", "redop": "sum",
-            "root": 0 if cfg.op in ("broadcast", "reduce") else -1, "ranks": n, "time_s": time_s,
-            "algbw_gbyte_s": algbw / 1e9, "busbw_gbyte_s": algbw * busbw_factor(cfg.op, n) / 1e9,
-            "wrong": int(wrong[0]),
-        })
+        for redop in redops_for(cfg.op, cfg.redop, cfg.backend):
+            count = element_count(cfg.op, size, elem, n)
+            b = _buffers(torch, cfg, redop, count, rank, n, device)
+            nbytes = count * elem
+            oop = _half(torch, dist, cfg, redop, b, False, nbytes, count, rank, n)
+            inp = None if cfg.op in NO_IN_PLACE else _half(torch, dist, cfg, redop, b, True, nbytes, count,
+                                                             rank, n)
+            row = {"op": cfg.op, "size_bytes": nbytes, "count": count, "type": cfg.dtype, "redop": redop,
+                   "root": cfg.root if cfg.op in ("broadcast", "reduce") else -1, "ranks": n,
+                   "backend": cfg.backend, **oop, "in_place": inp}
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
         if cfg.die_rank == rank and i == 0:
             os._exit(3)
     return rows
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _worker(rank: int, n: int, port: int, cfg: BenchConfig, out_path: str, timeout_s: float) -> None:
-    import datetime
-
-    import torch.distributed as dist
-
-    dist.init_process_group(cfg.backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=n, timeout=datetime.timedelta(seconds=timeout_s))
-    rows = rank_sweep(cfg, rank, n)
-    if rank == 0:
-        Path(out_path).write_text(json.dumps(rows))
-    dist.destroy_process_group()
-
-
-def launch_local(cfg: BenchConfig, nproc: int, timeout_s: float = 120.0) -> list[dict[str, Any]]:
-    """Start ``nproc`` local ranks (spawn, free port on 127.0.0.1); a dead rank ends the run, named."""
-    require_torch()
-    if nproc < 1:
-        raise BenchError(f"nproc ({nproc}) must be >= 1")
-    import tempfile
-
-    import torch.multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    port = _free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path = str(Path(tmp) / "rows.json")
-        procs = [ctx.Process(target=_worker, args=(r, nproc, port, cfg, out_path, timeout_s), daemon=True)
-                 for r in range(nproc)]
-        for p in procs:
-            p.start()
-        try:
-            _watch(procs, timeout_s)
-        finally:
-            for p in procs:
-                if p.is_alive():
-                    p.kill()
-                p.join(5)
-        return list(json.loads(Path(out_path).read_text()))
-
-
-def _watch(procs: list[Any], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while any(p.is_alive() for p in procs):
-        for r, p in enumerate(procs):
-            if p.exitcode not in (None, 0):
-                raise BenchError(f"rank {r} died with exit code {p.exitcode}; the run was stopped")
-        if time.monotonic() > deadline:
-            raise BenchError(f"benchmark did not finish within its timeout ({timeout_s:g} s)")
-        time.sleep(0.05)
-    for r, p in enumerate(procs):
-        if p.exitcode != 0:
-            raise BenchError(f"rank {r} died with exit code {p.exitcode}; the run was stopped")
+def total_wrong(rows: list[dict[str, Any]]) -> int:
+    """#wrong over both halves of every row (-1, unchecked, counts as 0)."""
+    return sum(max(0, r["wrong"]) + max(0, (r.get("in_place") or {}).get("wrong", 0)) for r in rows)
 
 
 def config_dict(cfg: BenchConfig) -> dict[str, Any]:
     return asdict(cfg)
+
+
+def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
+    """A rank's whole job (the launcher's target): the sweep, with a progress bar on rank 0's stderr."""
+    import socket
+
+    import torch.distributed as dist
+
+    from slowlink.bench.progress import progress
+
+    hosts: list[Any] = [None] * ctx.world
+    dist.all_gather_object(hosts, socket.gethostname())
+    total = len(cfg.sizes_bytes) * len(redops_for(cfg.op, cfg.redop, cfg.backend))
+    with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as step:
+        rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_row=lambda _row: step())
+    return {"rows": rows, "hostnames": hosts}

@@ -1,16 +1,34 @@
-"""CLI for the bench area: ``slowlink bench collectives``."""
+"""CLI for the bench area: ``slowlink bench collectives|compute|train`` and, registered from here,
+``slowlink baseline``, ``slowlink compare`` and ``slowlink calibrate`` (in cli/baseline.py)."""
 
 from __future__ import annotations
 
-import typer
-from rich.table import Table
+from pathlib import Path
+from typing import Any
 
-from slowlink.cli.common import clean_errors, out, print_json
+import typer
+from rich.console import Console
+
+from slowlink.cli.common import clean_errors, err, print_json
 from slowlink.errors import BenchError
 from slowlink.units import parse_size
 
-bench_app = typer.Typer(help="Measure collectives on this machine over torch.distributed.",
+bench_app = typer.Typer(help="Measure collectives, GEMMs and a small training job on this machine.",
                         add_completion=False, no_args_is_help=True)
+out = Console(highlight=False, width=200)  # nccl-tests tables are wide; never wrap a row
+
+_NPROC = typer.Option(None, "--nproc", help="Local ranks to launch (default 2; under torchrun: this rank).")
+_BACKEND = typer.Option("auto", "--backend", help="auto (nccl with a GPU, else gloo), gloo or nccl.")
+_TIMEOUT = typer.Option(300.0, "--timeout", help="Seconds before a rendezvous or the run is given up.")
+_RESULTS = typer.Option(Path("results"), "--results", help="Folder for the JSON record.")
+_NO_RESULTS = typer.Option(False, "--no-results", help="Do not write a record.")
+_CLUSTER = typer.Option(None, "--cluster", help="Cluster file this run describes (kept in the record).")
+_SLURM = typer.Option(None, "--emit-slurm", help="Write an sbatch script for this command and exit.")
+_NODES = typer.Option(2, "--nodes", help="--emit-slurm: nodes of the job.")
+_GPN = typer.Option(8, "--gpus-per-node", help="--emit-slurm: ranks (GPUs) per node.")
+_CATALOG_OUT = typer.Option(None, "--catalog-out", help="Write a catalog file with the peaks.")
+_TRAIN_CLUSTER = typer.Option(None, "--cluster", help="Cluster file: peak for MFU, and plan to compare.")
+_PARTITION = typer.Option(None, "--partition", help="--emit-slurm: Slurm partition.")
 
 
 def _sizes(lo: str, hi: str, factor: float) -> tuple[float, ...]:
@@ -30,43 +48,89 @@ def _sizes(lo: str, hi: str, factor: float) -> tuple[float, ...]:
     return tuple(sizes)
 
 
+def emit_slurm(path: Path, args: list[str], nodes: int, gpus_per_node: int, partition: str | None) -> None:
+    """Write the sbatch script for ``slowlink bench ARGS`` and say so on stderr."""
+    from slowlink.bench.slurm import sbatch_script, write_sbatch
+
+    write_sbatch(path, sbatch_script(args, nodes, gpus_per_node, partition))
+    err.print(f"wrote {path}: sbatch {path}")
+
+
+def save_record(kind: str, label: str, result: dict[str, Any], config: dict[str, Any], backend: str,
+                cluster: Path | None, results: Path, no_results: bool,
+                summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Build the record, write it unless ``no_results``, and return it."""
+    from slowlink.bench.record import environment, make_record, write_record
+
+    rec = make_record(kind, environment(backend, result.get("hostnames"), cluster), config, result["rows"],
+                      summary)
+    if not no_results:
+        err.print(f"record: {write_record(rec, results, label)}")
+    return rec
+
+
 @clean_errors
 def collectives(
-    op: str = typer.Option("all_reduce", "-o", "--op", help="Collective to measure."),
+    op: str = typer.Option("all_reduce", "--op", help="Collective to measure."),
+    redop: str = typer.Option("sum", "-o", "--redop", help="Reduction: sum, prod, min, max, avg or all."),
+    dtype: str = typer.Option("float", "-d", "--datatype", help="float, half, bfloat16, double, int8, ..."),
     minbytes: str = typer.Option("1MiB", "-b", "--minbytes", help="Smallest size."),
     maxbytes: str = typer.Option("64MiB", "-e", "--maxbytes", help="Largest size."),
     stepfactor: float = typer.Option(2.0, "-f", "--stepfactor", help="Size multiplier."),
     iters: int = typer.Option(20, "-n", "--iters", help="Timed iterations per size."),
     warmup: int = typer.Option(5, "-w", "--warmup_iters", help="Warm-up iterations per size."),
     check: int = typer.Option(1, "-c", "--check", help="Check results (1) or not (0)."),
-    nproc: int = typer.Option(2, "--nproc", help="Local ranks to launch."),
-    backend: str = typer.Option("gloo", "--backend", help="gloo (nccl: not yet)."),
-    timeout_s: float = typer.Option(120.0, "--timeout", help="Seconds before the run is stopped."),
+    root: int = typer.Option(0, "-r", "--root", help="Root rank of broadcast and reduce."),
+    nproc: int | None = _NPROC,
+    backend: str = _BACKEND,
+    timeout_s: float = _TIMEOUT,
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = _NO_RESULTS,
+    cluster: Path | None = _CLUSTER,
+    emit: Path | None = _SLURM,
+    nodes: int = _NODES,
+    gpus_per_node: int = _GPN,
+    partition: str | None = _PARTITION,
 ) -> None:
-    """Sweep one collective over sizes, nccl-tests style (size, time, algbw, busbw, #wrong)."""
-    from slowlink.bench.collectives import OPS, BenchConfig, launch_local
+    """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
+    from slowlink.bench import launch
+    from slowlink.bench.collectives import DTYPES, OPS, BenchConfig, redops_for, total_wrong
+    from slowlink.report.bench import collectives_table
 
     if op not in OPS:
-        raise BenchError(f"op ({op!r}) must be one of {', '.join(OPS)}")
-    if backend != "gloo":
-        raise BenchError(f"backend ({backend!r}) is not supported yet; use gloo")
+        raise BenchError(f"--op ({op!r}) must be one of {', '.join(OPS)}")
+    if dtype not in DTYPES:
+        raise BenchError(f"-d/--datatype ({dtype!r}) must be one of {', '.join(DTYPES)}")
     if iters < 1 or warmup < 0:
         raise BenchError(f"iters ({iters}) must be >= 1 and warmup_iters ({warmup}) >= 0")
-    cfg = BenchConfig(op=op, sizes_bytes=_sizes(minbytes, maxbytes, stepfactor), iters=iters,
-                      warmup_iters=warmup, check=bool(check), backend=backend)
-    rows = launch_local(cfg, nproc, timeout_s)
+    sizes = _sizes(minbytes, maxbytes, stepfactor)
+    redops_for(op, redop, "nccl")  # the name is checked before anything starts
+    if emit is not None:
+        args = ["collectives", "--op", op, "-o", redop, "-d", dtype, "-b", minbytes, "-e", maxbytes,
+                "-f", f"{stepfactor:g}", "-n", str(iters), "-w", str(warmup), "-c", str(check), "-r", str(root),
+                "--backend", backend, "--timeout", f"{timeout_s:g}", "--results", str(results)]
+        emit_slurm(emit, args, nodes, gpus_per_node, partition)
+        return
+    be = launch.resolve_backend(backend)
+    redops_for(op, redop, be)
+    cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, check=bool(check),
+                      backend=be, redop=redop, dtype=dtype, root=root)
+    res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
+    if res is None:  # not rank 0 of a torchrun job
+        return
+    rows = res["rows"]
+    save_record("collectives", op, res, {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes),
+                                         "iters": iters, "warmup_iters": warmup, "check": bool(check),
+                                         "backend": be, "ranks": rows[0]["ranks"]},
+                be, cluster, results, no_results)
     if as_json:
         print_json(rows)
     else:
-        t = Table("size (B)", "count", "type", "redop", "root", "time (us)", "algbw (GB/s)",
-                  "busbw (GB/s)", "#wrong")
-        for r in rows:
-            t.add_row(str(r["size_bytes"]), str(r["count"]), r["type"], r["redop"], str(r["root"]),
-                      f"{r['time_s'] * 1e6:.1f}", f"{r['algbw_gbyte_s']:.3f}", f"{r['busbw_gbyte_s']:.3f}",
-                      str(r["wrong"]))
-        out.print(t)
-    if any(r["wrong"] for r in rows):
+        out.print(collectives_table(rows, f"{op} over {be}, {rows[0]['ranks']} ranks"))
+        wrong = total_wrong(rows)
+        out.print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
+    if total_wrong(rows):
         raise typer.Exit(1)
 
 
@@ -75,4 +139,108 @@ bench_app.command("collectives")(collectives)
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
+    from slowlink.cli import baseline
+
     app.add_typer(bench_app, name="bench")
+    baseline.register(app, bench_app)
+
+
+@clean_errors
+def compute(
+    shapes: str = typer.Option("512,1024,2048", "--shapes", help="N (square) or MxNxK, comma separated."),
+    dtypes: str = typer.Option("fp32,bf16,fp16", "--dtypes", help="fp32, bf16, fp16, comma separated."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (one rank's share of the cores)."),
+    catalog_out: Path | None = _CATALOG_OUT,
+    name: str = typer.Option("measured-device", "--name", help="--catalog-out: the GPU entry's name."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = _NO_RESULTS,
+    cluster: Path | None = _CLUSTER,
+) -> None:
+    """Achieved GEMM TFLOP/s by shape and dtype, the measured peak, and memory bandwidth."""
+    from slowlink.bench.compute import catalog_entry, parse_shapes, run_compute, write_catalog
+    from slowlink.report.bench import compute_table
+
+    dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
+    res = run_compute(parse_shapes(shapes), dts, threads)
+    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "copy_gbyte_s", "memory_gib")}
+    save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
+                "none", cluster, results, no_results, summary)
+    if catalog_out is not None:
+        arch = "cpu" if res["device"] == "cpu" else "gpu"
+        write_catalog(catalog_out, name, catalog_entry(summary, arch),
+                      f"{res['device']} with {res['threads']} thread(s)")
+        err.print(f"catalog: {catalog_out} (gpu: {name}); list it under a cluster file's catalog:")
+    if as_json:
+        print_json({"rows": res["rows"], "summary": summary})
+        return
+    out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
+    peaks = ", ".join(f"{k} {v:.3f}" for k, v in summary["peak_tflops"].items())
+    out.print(f"peak TFLOP/s: {peaks}; copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s")
+
+
+@clean_errors
+def train(
+    mode: str = typer.Option("ddp", "--mode", help="ddp or fsdp."),
+    nproc: str = typer.Option("2", "--nproc", help="Rank counts, comma separated (e.g. 1,2)."),
+    layers: int = typer.Option(4, "--layers", help="Transformer blocks."),
+    hidden: int = typer.Option(512, "--hidden", help="Hidden size."),
+    heads: int = typer.Option(8, "--heads", help="Attention heads."),
+    ffn_hidden: int = typer.Option(2048, "--ffn-hidden", help="MLP hidden size."),
+    vocab: int = typer.Option(8192, "--vocab", help="Vocabulary."),
+    seq_len: int = typer.Option(256, "--seq-len", help="Sequence length."),
+    batch: int = typer.Option(4, "--batch", help="Sequences per rank per step."),
+    steps: int = typer.Option(8, "--steps", help="Timed steps."),
+    warmup_steps: int = typer.Option(2, "--warmup-steps", help="Warm-up steps."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads per rank (default: cores / ranks)."),
+    backend: str = _BACKEND,
+    timeout_s: float = _TIMEOUT,
+    cluster: Path | None = _TRAIN_CLUSTER,
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = _NO_RESULTS,
+) -> None:
+    """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
+    from slowlink.bench import launch
+    from slowlink.bench.train import TrainConfig, config_dict
+    from slowlink.report.bench import train_table
+
+    try:
+        counts = [int(x) for x in nproc.split(",")]
+    except ValueError:
+        raise BenchError(f"--nproc ({nproc!r}) must be comma-separated integers, e.g. 1,2") from None
+    cfg = TrainConfig(mode=mode, layers=layers, hidden=hidden, heads=heads, ffn_hidden=ffn_hidden, vocab=vocab,
+                      seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads)
+    cfg.check()
+    peak = _peak(cluster, cfg.precision)
+    be = launch.resolve_backend(backend)
+    rows, hosts = [], []
+    for n in counts:
+        res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
+        rows += res["rows"]
+        hosts += res["hostnames"]
+    for r in rows:
+        r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None
+        if cluster is not None:
+            from slowlink.bench.train_plan import compare_with_plan
+
+            r["plan"] = compare_with_plan(r, cfg, cluster)
+    save_record("train", mode, {"rows": rows, "hostnames": sorted(set(hosts))}, config_dict(cfg), be, cluster,
+                results, no_results)
+    if as_json:
+        print_json(rows)
+        return
+    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}"))
+
+
+def _peak(cluster: Path | None, precision: str) -> float | None:
+    """The per-rank peak FLOP/s of the cluster file's GPU (a `bench compute --catalog-out` entry on CPU)."""
+    if cluster is None:
+        return None
+    from slowlink.spec.cluster import load_cluster
+
+    return load_cluster(cluster).gpu.peak(precision)
+
+
+bench_app.command("compute")(compute)
+bench_app.command("train")(train)

@@ -69,8 +69,13 @@ def collective(
     fidelity: Annotated[str, typer.Option("--fidelity", help="analytical (NCCL's model) or flow (simulator).")]
     = "analytical",
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    compare: Annotated[Path | None, typer.Option("--compare", help="A bench collectives result: predicted vs "
+                                                  "measured at its op, ranks and sizes.")] = None,
 ) -> None:
     """Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."""
+    if compare is not None:
+        _compare(cluster_file, compare, as_json)
+        return
     if dtype not in DTYPE_BYTES:
         raise SpecError(f"--dtype ({dtype!r}) is not one of {', '.join(DTYPE_BYTES)}")
     preds = run_collective(cluster_file, op, _sizes(size, sweep), ranks, fidelity)
@@ -81,6 +86,22 @@ def collective(
     out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"))
     if size is not None:
         out.print(f"reason: {preds[0].reason}")
+
+
+def _compare(cluster_file: Path, result: Path, as_json: bool) -> None:
+    """Predicted against measured per size, with the mean and max |error|."""
+    from slowlink.bench.calibrate import predicted_vs_measured
+    from slowlink.bench.record import load_record
+    from slowlink.report.bench import predicted_table
+
+    points = predicted_vs_measured(load_cluster(cluster_file), load_record(result))
+    errs = [abs(p["error_pct"]) for p in points]
+    summary = {"mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs)}
+    if as_json:
+        print_json({"points": points, **summary})
+        return
+    out.print(predicted_table(points, f"{points[0]['op']} x{points[0]['ranks']}: {cluster_file} vs {result}"))
+    out.print(f"mean |error| {summary['mean_abs_error_pct']:.1f}%, max |error| {summary['max_abs_error_pct']:.1f}%")
 
 
 @clean_errors

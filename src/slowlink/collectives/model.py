@@ -1,17 +1,20 @@
 """``predict``: the time of one collective on a cluster, with the algorithm and protocol NCCL would pick.
 
 For each algorithm + protocol that can run, time = latency + bytes / bandwidth (+ pipeline fill); the
-least time wins (NCCL ``ncclTopoGetAlgoInfo``). algbw = size / time and busbw = algbw x the op's
-nccl-tests factor (doc/PERFORMANCE.md).
+least time wins (NCCL ``ncclTopoGetAlgoInfo``). A cluster with a calibrated profile (``calibration:``)
+uses its measured alpha-beta fit instead (``calibration.py``) unless an algorithm or protocol is forced.
+algbw = size / time and busbw = algbw x the op's nccl-tests factor (doc/PERFORMANCE.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from slowlink import units
 from slowlink.collectives import algorithms as algo
+from slowlink.collectives.calibration import calibrated_time_s, load_profile
 from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import Links, resolve
 from slowlink.collectives.ops import busbw_factor, check_op
@@ -134,6 +137,25 @@ def _choices(name: str, value: str | None, known: tuple[str, ...]) -> tuple[str,
     return (value,)
 
 
+def _calibrated(path: Path, links: Links, op: str, size_bytes: float) -> Prediction | None:
+    """The calibrated profile's fit for this op and scope (see calibration.py), or None if it has none."""
+    scope = "network" if links.domains > 1 else "scale-up"
+    fit = load_profile(path).fit_for(op, scope)
+    if fit is None:
+        return None
+    time_s, lat_s = calibrated_time_s(fit, op, size_bytes, links.ranks)
+    algbw = size_bytes / time_s
+    where = f"scale-up {links.scale_up_name}" if scope == "scale-up" else f"NIC {links.net_name}"
+    share = lat_s / time_s
+    source = "" if fit.op == op else f" (from the {fit.op} fit)"
+    reason = (f"calibrated {fit.backend} profile {path.name}{source}: "
+              f"{'latency' if share > 0.5 else 'bandwidth'}-bound ({share:.0%} latency), "
+              f"{fit.hop_latency_us:.1f} us per step, busbw {fit.busbw_gbyte_s:.3f} GB/s")
+    return Prediction(op=op, size_bytes=size_bytes, ranks=links.ranks, time_s=time_s, algbw_bytes_s=algbw,
+                      busbw_bytes_s=algbw * busbw_factor(op, links.ranks), algorithm="calibrated",
+                      protocol=fit.backend, bottleneck=where, reason=reason)
+
+
 def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = None,
             *, algorithm: str | None = None, protocol: str | None = None) -> Prediction:
     """Predict one collective. ``size_bytes`` follows nccl-tests (see ``ops``); ``group`` None = all GPUs."""
@@ -148,6 +170,10 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
     if grp.ranks == 1 or size_bytes == 0:
         return Prediction(op, size_bytes, grp.ranks, 0.0, 0.0, 0.0, algs[0], protos[-1],
                           "none", "nothing to move: one rank or zero bytes")
+    if cluster.calibration is not None and algorithm is None and protocol is None:
+        measured = _calibrated(cluster.calibration, links, op, size_bytes)
+        if measured is not None:
+            return measured
     cands = candidates(cluster, links, op, size_bytes, algs, protos)
     if not cands:
         raise SpecError(f"algorithm ({algorithm!r}) cannot run {op} on {grp.ranks} ranks here "

@@ -271,6 +271,10 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         storage = Storage(s.system, s.shared_with_compute, s.read_gbyte_s * units.GB,
                           s.write_gbyte_s * units.GB, s.metadata_ops_s, s.targets)
     nics = spec.nics
+    calibration = base / spec.calibration if spec.calibration else None
+    if calibration is not None and not calibration.is_file():
+        raise SpecError(f"{source}: calibration ({spec.calibration!r}) does not exist next to the cluster "
+                        "file: write it with `slowlink calibrate RESULT.json --cluster FILE`")
     return Cluster(
         name=spec.name,
         nodes=spec.nodes,
@@ -283,7 +287,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         fabric=fabric,
         storage=storage,
         placement=spec.placement,
-        calibration=base / spec.calibration if spec.calibration else None,
+        calibration=calibration,
         spec=spec,
     )
 

@@ -1,0 +1,194 @@
+"""Starting ranks: N local ranks through torch's own launcher (elastic_launch, what torchrun runs), or this
+process as one rank of a torchrun job. Every failure becomes a :class:`BenchError` that names the rank.
+
+A rank runs ``target(arg, ctx)`` (a ``module:function`` name, so that spawned processes can import it) on
+an initialised process group. Three guards keep a run from hanging: the process group's own timeout,
+a per-rank watchdog that exits after ``timeout_s``, and the launcher, which stops every rank as soon as
+one fails. Ctrl-C reaches the launcher, which stops the ranks before the command returns.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import logging
+import os
+import socket
+import sys
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slowlink.bench.collectives import require_torch
+from slowlink.errors import BenchError
+
+BACKENDS = ("auto", "gloo", "nccl")
+WATCHDOG_EXIT = 124
+
+
+class Interrupted(BenchError):
+    """The user pressed Ctrl-C (or the job got SIGTERM); every rank was stopped."""
+
+    exit_code = 130
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a rank knows about its job."""
+
+    rank: int
+    world: int
+    local_rank: int
+    backend: str
+    device: str
+
+
+def resolve_backend(backend: str) -> str:
+    """auto -> nccl when torch sees a CUDA GPU, else gloo; nccl without a GPU is an error."""
+    if backend not in BACKENDS:
+        raise BenchError(f"--backend ({backend!r}) must be one of {', '.join(BACKENDS)}")
+    torch = require_torch()
+    has_gpu = bool(torch.cuda.is_available())
+    if backend == "auto":
+        return "nccl" if has_gpu else "gloo"
+    if backend == "nccl" and not has_gpu:
+        raise BenchError(f"--backend (nccl) needs a CUDA GPU, but torch {torch.__version__} sees none "
+                         f"(torch.cuda.is_available() is False, CUDA build {torch.version.cuda}); "
+                         "use --backend gloo on CPU")
+    return backend
+
+
+def under_torchrun() -> bool:
+    """True inside a rank started by torchrun (or any env:// launcher)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def init_rank(backend: str, timeout_s: float, rank: int | None = None, world: int | None = None,
+              addr: str | None = None, port: int | None = None) -> RankContext:
+    """Join the process group at MASTER_ADDR:MASTER_PORT (or the given address) within ``timeout_s``."""
+    torch = require_torch()
+    import torch.distributed as dist
+
+    env = os.environ
+    rank = int(env["RANK"]) if rank is None else rank
+    world = int(env["WORLD_SIZE"]) if world is None else world
+    addr = env.get("MASTER_ADDR", "127.0.0.1") if addr is None else addr
+    port = int(env.get("MASTER_PORT", "29500")) if port is None else port
+    local = int(env.get("LOCAL_RANK", "0"))
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    try:
+        dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    except Exception as exc:  # torch raises RuntimeError, DistNetworkError or DistStoreError here
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BenchError(f"rendezvous at tcp://{addr}:{port} (rank {rank} of {world}) could not be reached "
+                         f"or timed out within --timeout ({timeout_s:g} s): {first}") from None
+    return RankContext(rank, world, local, backend, device)
+
+
+def _resolve(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _watchdog(timeout_s: float, rank: int) -> None:
+    def fire() -> None:
+        sys.stderr.write(f"rank {rank}: did not finish within its timeout ({timeout_s:g} s); exiting\n")
+        sys.stderr.flush()
+        os._exit(WATCHDOG_EXIT)
+
+    t = threading.Timer(timeout_s, fire)
+    t.daemon = True
+    t.start()
+
+
+def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: str | None = None) -> Any:
+    """Body of one rank: watchdog, process group, ``target(arg, ctx)``, clean teardown.
+
+    A :class:`BenchError` in a rank is written to ``error_dir`` for the launcher, then the rank exits 2 so
+    that the launcher stops the others at once.
+    """
+    import warnings
+
+    import torch.distributed as dist
+
+    warnings.filterwarnings("ignore", category=UserWarning, module="torch.distributed.fsdp")
+    rank = int(os.environ.get("RANK", "0"))
+    _watchdog(timeout_s, rank)
+    try:
+        ctx = init_rank(backend, timeout_s)
+        result = _resolve(target)(arg, ctx)
+        dist.destroy_process_group()
+        return result
+    except BenchError as exc:
+        if error_dir is None:
+            raise
+        Path(error_dir, f"rank{rank}.txt").write_text(str(exc))
+        sys.stderr.write(f"rank {rank}: {exc}\n")
+        sys.stderr.flush()
+        os._exit(2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _failure_message(exc: Any, error_dir: str, timeout_s: float) -> str:
+    rank, failure = exc.get_first_failure()
+    note = Path(error_dir, f"rank{rank}.txt")
+    if note.exists():
+        return note.read_text()
+    code = failure.exitcode
+    if code == WATCHDOG_EXIT:
+        return f"rank {rank} did not finish within its timeout ({timeout_s:g} s); the run was stopped"
+    how = f"was killed by signal {-code}" if code < 0 else f"died with exit code {code}"
+    return f"rank {rank} {how}; the run was stopped"
+
+
+def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: float) -> Any:
+    """Start ``nproc`` ranks on this host through torch's elastic launcher; rank 0's return value.
+
+    A failed rank makes the launcher stop the others (``max_restarts=0``) and is named in the error.
+    """
+    require_torch()
+    if nproc < 1:
+        raise BenchError(f"--nproc ({nproc}) must be >= 1")
+    if timeout_s <= 0:
+        raise BenchError(f"--timeout ({timeout_s:g}) must be > 0 seconds")
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    for name in ("torch.distributed.elastic", "torch.multiprocessing"):  # failures are reported below
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex[:8],
+                       rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
+                       monitor_interval=0.1, start_method="spawn",
+                       rdzv_configs={"timeout": max(1, int(timeout_s))})
+    with tempfile.TemporaryDirectory(prefix="slowlink-bench-") as error_dir:
+        try:
+            results = elastic_launch(cfg, run_rank)(target, arg, backend, timeout_s, error_dir)
+        except ChildFailedError as exc:
+            raise BenchError(_failure_message(exc, error_dir, timeout_s)) from None
+        except SignalException as exc:
+            raise Interrupted(f"interrupted ({exc.sigval.name}): every rank was stopped") from None
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted (SIGINT): every rank was stopped") from None
+    return results[0]
+
+
+def run(target: str, arg: Any, nproc: int | None, backend: str, timeout_s: float) -> Any:
+    """Local launch, or (under torchrun, with no ``--nproc``) this process as one rank; None off rank 0."""
+    be = resolve_backend(backend)
+    if nproc is None and under_torchrun():
+        result = run_rank(target, arg, be, timeout_s)
+        return result if int(os.environ["RANK"]) == 0 else None
+    return launch_local(target, arg, 2 if nproc is None else nproc, be, timeout_s)

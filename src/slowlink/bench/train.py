@@ -1,0 +1,214 @@
+"""``bench train``: a small GPT-style transformer trained for N steps with DDP or FSDP on 1..N ranks.
+
+Per step (mean over timed steps after warm-up), on every rank at once:
+  step_time   = zero_grad + forward + backward + AdamW step, wrapped in DDP / FSDP (fully_shard);
+  compute     = the same on a local copy of the model, with no communication at all;
+  exposed     = max(0, step_time - compute); comm_compute_ratio = exposed / compute (the plan's ratio);
+  comm        = the step's collectives alone (DDP: all_reduce of the fp32 gradients; FSDP: all_gather of
+                the parameters + reduce_scatter of the gradients), so comm / compute is the unoverlapped ratio;
+  MFU         = model FLOPs / (step_time x ranks x peak), model FLOPs per token = 6 N + 6 L s h
+                (N: parameters without the embedding, L layers, s sequence, h hidden; causal attention;
+                PaLM, Chowdhery et al. 2022, App. B), peak = the device's measured bf16 GEMM rate.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from slowlink.errors import BenchError
+
+MODES = ("ddp", "fsdp")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Model shape, batch and the measurement's steps."""
+
+    mode: str = "ddp"
+    layers: int = 4
+    hidden: int = 512
+    heads: int = 8
+    ffn_hidden: int = 2048
+    vocab: int = 8192
+    seq_len: int = 256
+    batch: int = 4          # sequences per rank per step (the micro-batch; one micro-batch per step)
+    steps: int = 8
+    warmup_steps: int = 2
+    precision: str = "bf16"  # autocast dtype of the GEMMs; parameters and gradients stay fp32
+    threads: int | None = None
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise BenchError(f"--mode ({self.mode!r}) must be one of {', '.join(MODES)}")
+        if self.hidden % self.heads:
+            raise BenchError(f"--hidden ({self.hidden}) must be divisible by --heads ({self.heads})")
+        for name in ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "batch", "steps"):
+            if getattr(self, name) < 1:
+                raise BenchError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be >= 1")
+        if self.warmup_steps < 0:
+            raise BenchError(f"--warmup-steps ({self.warmup_steps}) must be >= 0")
+        if self.precision not in ("bf16", "fp16"):
+            raise BenchError(f"--precision ({self.precision!r}) must be bf16 or fp16")
+
+
+def model_params(cfg: TrainConfig) -> tuple[int, int]:
+    """(parameters without the embedding, embedding parameters) of :func:`build_model`."""
+    h, f = cfg.hidden, cfg.ffn_hidden
+    block = (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 4 * h
+    return cfg.layers * block + 2 * h + h * cfg.vocab + cfg.vocab, cfg.vocab * h
+
+
+def model_flops_per_step(cfg: TrainConfig, ranks: int) -> float:
+    """(6 N + 6 L s h) x tokens of the whole step (module docstring)."""
+    n, _ = model_params(cfg)
+    tokens = cfg.batch * cfg.seq_len * ranks
+    return (6.0 * n + 6.0 * cfg.layers * cfg.seq_len * cfg.hidden) * tokens
+
+
+def build_model(cfg: TrainConfig) -> Any:
+    """Embedding, ``layers`` pre-norm blocks (fused QKV, causal SDPA, GeLU MLP), final norm, logits."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            h = cfg.hidden
+            self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+            self.qkv, self.proj = nn.Linear(h, 3 * h), nn.Linear(h, h)
+            self.fc1, self.fc2 = nn.Linear(h, cfg.ffn_hidden), nn.Linear(cfg.ffn_hidden, h)
+
+        def forward(self, x: Any) -> Any:
+            b, s, h = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, cfg.heads, h // cfg.heads).permute(2, 0, 3, 1, 4)
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
+            return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+    class Gpt(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.blocks = nn.ModuleList(Block() for _ in range(cfg.layers))
+            self.ln = nn.LayerNorm(cfg.hidden)
+            self.out = nn.Linear(cfg.hidden, cfg.vocab)
+
+        def forward(self, tokens: Any) -> Any:
+            x = self.emb(tokens)
+            for blk in self.blocks:
+                x = blk(x)
+            return self.out(self.ln(x))
+
+    torch.manual_seed(cfg.seed)
+    return Gpt()
+
+
+def _sync(torch: Any, device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any) -> float:
+    """Mean seconds per optimizer step after warm-up."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cpu").manual_seed(cfg.seed + int(os.environ.get("RANK", "0")))
+    tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq_len + 1), generator=gen).to(device)
+    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float16
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device.split(":")[0], dtype=dtype):
+            logits = model(tokens[:, :-1])
+        loss = loss_fn(logits.float().reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+
+    for _ in range(cfg.warmup_steps):
+        step()
+    _sync(torch, device)
+    barrier()
+    t0 = time.perf_counter()
+    for _ in range(cfg.steps):
+        step()
+    _sync(torch, device)
+    return (time.perf_counter() - t0) / cfg.steps
+
+
+def _comm_only(torch: Any, dist: Any, cfg: TrainConfig, world: int, device: str) -> float:
+    """Seconds of the step's collectives alone (module docstring), mean of ``steps`` repeats."""
+    if world == 1:
+        return 0.0
+    n, e = model_params(cfg)
+    count = math.ceil((n + e) / world) * world
+    grads = torch.ones(count, dtype=torch.float32, device=device)
+    shard = torch.empty(count // world, dtype=torch.float32, device=device)
+
+    def once() -> None:
+        if cfg.mode == "ddp":
+            dist.all_reduce(grads)
+        else:
+            dist.all_gather_single(grads, shard)
+            dist.reduce_scatter_single(shard, grads)
+
+    once()
+    _sync(torch, device)
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(cfg.steps):
+        once()
+    _sync(torch, device)
+    return (time.perf_counter() - t0) / cfg.steps
+
+
+def _wrap(model: Any, cfg: TrainConfig, ctx: Any) -> Any:
+    if ctx.world == 1:
+        return model
+    if cfg.mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model, device_ids=None if ctx.device == "cpu" else [ctx.local_rank])
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(ctx.device.split(":")[0], (ctx.world,))
+    for blk in model.blocks:
+        fully_shard(blk, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
+    """A rank's job (the launcher's target): compute-only, distributed steps, comm alone; max over ranks."""
+    import socket
+
+    import torch
+    import torch.distributed as dist
+
+    threads = cfg.threads or max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    torch.set_num_threads(threads)
+    compute_s = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier)
+    step_s = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device, dist.barrier)
+    comm_s = _comm_only(torch, dist, cfg, ctx.world, ctx.device)
+    t = torch.tensor([step_s, compute_s, comm_s], dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    step_s, compute_s, comm_s = (float(x) for x in t)
+    hosts: list[Any] = [None] * ctx.world
+    dist.all_gather_object(hosts, socket.gethostname())
+    exposed = max(0.0, step_s - compute_s)
+    n, e = model_params(cfg)
+    row = {"mode": cfg.mode, "ranks": ctx.world, "threads_per_rank": threads,
+           "params": n + e, "tokens_per_step": cfg.batch * cfg.seq_len * ctx.world,
+           "model_flops_per_step": model_flops_per_step(cfg, ctx.world), "step_time_s": step_s,
+           "compute_s": compute_s, "exposed_comm_s": exposed, "comm_s": comm_s,
+           "comm_compute_ratio": exposed / compute_s, "unoverlapped_comm_compute_ratio": comm_s / compute_s}
+    return {"rows": [row], "hostnames": hosts}
+
+
+def config_dict(cfg: TrainConfig) -> dict[str, Any]:
+    return asdict(cfg)

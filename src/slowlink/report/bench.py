@@ -1,0 +1,75 @@
+"""Rendering benchmark results: nccl-tests-like collective tables, GEMM and training tables, comparisons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from slowlink import units
+
+
+def _half_cells(h: dict[str, Any] | None) -> list[str]:
+    if h is None:
+        return ["n/a"] * 4
+    wrong = "N/A" if h["wrong"] < 0 else str(h["wrong"])
+    return [f"{h['time_s'] / units.US:.1f}", f"{h['algbw_gbyte_s']:.3f}", f"{h['busbw_gbyte_s']:.3f}", wrong]
+
+
+def collectives_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """size, count, type, redop, root | out-of-place time, algbw, busbw, #wrong | in-place the same."""
+    t = Table(title=title)
+    for col in ("size (B)", "count", "type", "redop", "root"):
+        t.add_column(col, justify="right")
+    for side in ("out-of-place", "in-place"):
+        for col in ("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
+            t.add_column(f"{side}\n{col}", justify="right")
+    for r in rows:
+        t.add_row(str(r["size_bytes"]), str(r["count"]), r["type"], r["redop"], str(r["root"]),
+                  *_half_cells(r), *_half_cells(r.get("in_place")))
+    return t
+
+
+def compute_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """m, n, k, dtype, time, TFLOP/s."""
+    t = Table("m", "n", "k", "dtype", "time (ms)", "TFLOP/s", title=title)
+    for r in rows:
+        t.add_row(str(r["m"]), str(r["n"]), str(r["k"]), r["dtype"], f"{r['time_s'] / units.MS:.3f}",
+                  f"{r['tflops']:.3f}")
+    return t
+
+
+def train_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Per rank count and mode: step, compute-only, exposed comm, ratio, MFU and the plan's prediction."""
+    t = Table("mode", "ranks", "step (ms)", "compute (ms)", "exposed comm (ms)", "comm/compute", "MFU",
+              "plan step (ms)", "plan error", title=title)
+    for r in rows:
+        plan = r.get("plan")
+        t.add_row(r["mode"], str(r["ranks"]), f"{r['step_time_s'] / units.MS:.1f}",
+                  f"{r['compute_s'] / units.MS:.1f}", f"{r['exposed_comm_s'] / units.MS:.1f}",
+                  f"{r['comm_compute_ratio']:.3f}", "n/a" if r.get("mfu") is None else f"{r['mfu']:.1%}",
+                  "n/a" if plan is None else f"{plan['step_time_s'] / units.MS:.1f}",
+                  "n/a" if plan is None else f"{plan['error_pct']:+.1f}%")
+    return t
+
+
+def compare_table(moves: list[dict[str, Any]], title: str) -> Table:
+    """key, baseline, result, change, tolerance, status."""
+    t = Table("what", "metric", "baseline", "result", "change", "tolerance", "status", title=title)
+    for m in moves:
+        style = {"regressed": "bold red", "improved": "green"}.get(m["status"], "")
+        t.add_row(m["key"], m["metric"], f"{m['baseline']:.4g}", f"{m['result']:.4g}",
+                  f"{m['change_pct']:+.1f}%", f"{m['tolerance_pct']:.0f}%",
+                  f"[{style}]{m['status']}[/]" if style else m["status"])
+    return t
+
+
+def predicted_table(points: list[dict[str, Any]], title: str) -> Table:
+    """size, measured and predicted time and busbw, error."""
+    t = Table("size (B)", "measured (us)", "predicted (us)", "measured busbw", "predicted busbw", "error",
+              "algorithm", title=title)
+    for p in points:
+        t.add_row(f"{p['size_bytes']:.0f}", f"{p['measured_time_s'] / units.US:.1f}",
+                  f"{p['predicted_time_s'] / units.US:.1f}", f"{p['measured_busbw_gbyte_s']:.3f}",
+                  f"{p['predicted_busbw_gbyte_s']:.3f}", f"{p['error_pct']:+.1f}%", p["algorithm"])
+    return t
