@@ -35,7 +35,7 @@ def test_flat_switch_has_one_switch() -> None:
 
 
 @pytest.mark.parametrize(("kw", "msg"), [({"nodes": 0}, "nodes (0)"), ({"scale": 2.0}, "scale (2.0)"),
-                                          ({"scale": 1e-9}, "Mbit/s per node")])
+                                          ({"scale": 1e-9}, "Mbit/s per NIC")])
 def test_bad_inputs(kw: dict[str, float], msg: str) -> None:
     with pytest.raises(EmulationError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         build_plan(load_cluster(EX / "emulate-2leaf.yaml"), **kw)  # type: ignore[arg-type]

@@ -10,7 +10,8 @@ Every rank shares the host's monotonic clock (namespaces do not isolate time), s
 at one agreed instant: the ranks take the maximum of ``now + START_MARGIN_S`` and sleep until it, which
 hides the skew of a barrier's exit. An iteration's time is the last rank's end minus that instant: a rank
 whose sends still sit in its socket buffers finishes early, so one rank's clock under-reports.
-``cpu_s`` is each rank's process CPU time over the timed iterations, to tell a CPU limit from a link one.
+``cpu_share`` is each rank's process CPU time over the timed iterations / their wall time, and ``cpu_busy`` the whole machine's
+CPU use meanwhile (``/proc/stat`` is not per namespace), to tell a CPU limit from a link one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ import time
 from datetime import timedelta
 
 START_MARGIN_S = 0.05
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(total, idle) jiffies of the machine, from the first line of ``/proc/stat``."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]
 
 
 def main(argv: list[str]) -> None:
@@ -35,10 +43,10 @@ def main(argv: list[str]) -> None:
     x = torch.ones(size // 4, dtype=torch.float32)
     y = torch.empty_like(x)
     times: list[float] = []
-    cpu0 = 0.0
+    cpu0, ticks0, wall0 = 0.0, (0, 0), 0.0
     for i in range(iters + 1):  # the first iteration is a warm-up (connections, allocation)
         if i == 1:
-            cpu0 = time.process_time()
+            cpu0, ticks0, wall0 = time.process_time(), cpu_ticks(), time.monotonic()
         go = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
         dist.all_reduce(go, op=dist.ReduceOp.MAX)
         t0 = float(go.item())
@@ -49,7 +57,8 @@ def main(argv: list[str]) -> None:
         else:
             dist.all_to_all_single(y, x)
         times.append(time.monotonic() - t0)
-    cpu = time.process_time() - cpu0
+    cpu = (time.process_time() - cpu0) / max(1e-9, time.monotonic() - wall0)
+    total, idle = (b - a for a, b in zip(ticks0, cpu_ticks(), strict=True))
     mine = torch.tensor([*times[1:], cpu], dtype=torch.float64)
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
@@ -58,7 +67,8 @@ def main(argv: list[str]) -> None:
         slowest = [max(r[i] for r in per_rank) for i in range(iters)]
         with open(out, "w") as f:
             json.dump({"op": op, "size_bytes": size, "ranks": world, "times_s": slowest,
-                       "rank_times_s": [r[:-1] for r in per_rank], "cpu_s": [r[-1] for r in per_rank]}, f)
+                       "rank_times_s": [r[:-1] for r in per_rank], "cpu_share": [r[-1] for r in per_rank],
+                       "cpu_busy": 1 - idle / max(1, total)}, f)
     dist.destroy_process_group()
 
 

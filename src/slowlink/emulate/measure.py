@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from slowlink.emulate.net import sh
 from slowlink.emulate.plan import Plan
@@ -82,6 +83,13 @@ def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0) -> bool:
 
 def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s: float = 120) -> list[float]:
     """Time a gloo ``op`` of ``size_bytes`` across every node namespace; the per-iteration times, seconds."""
+    times: list[float] = collective_report(plan, op, size_bytes, iters, timeout_s)["times_s"]
+    return times
+
+
+def collective_report(plan: Plan, op: str, size_bytes: float, iters: int = 3,
+                      timeout_s: float = 120) -> dict[str, Any]:
+    """Everything :mod:`slowlink.emulate.collective` reports: times, per-rank times, CPU use."""
     import os
     import tempfile
 
@@ -94,5 +102,5 @@ def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s
         if any(codes) or not os.path.exists(out):
             raise EmulationError(f"gloo {op} failed across the emulation (exit codes {codes})")
         with open(out) as f:
-            times: list[float] = json.load(f)["times_s"]
-    return times
+            report: dict[str, Any] = json.load(f)
+    return report
