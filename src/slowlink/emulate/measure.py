@@ -75,10 +75,31 @@ except OSError:
 """
 
 
-def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0) -> bool:
-    """Whether node ``src`` reaches ``dst``: a TCP connect to a closed port answers refused when reachable."""
-    return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.addresses[dst],
+def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0, rail: int = 0) -> bool:
+    """Whether node ``src`` reaches ``dst`` on ``rail``: a TCP connect to a closed port answers refused."""
+    return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.address(dst, rail),
               str(timeout_s), check=False).returncode == 0
+
+
+_RTT = """
+import socket, sys, time
+best = float('inf')
+for _ in range(int(sys.argv[2])):
+    t0 = time.monotonic()
+    try:
+        socket.create_connection((sys.argv[1], 9), timeout=5).close()
+    except ConnectionRefusedError:
+        pass
+    best = min(best, time.monotonic() - t0)
+print(best)
+"""
+
+
+def rtt_s(plan: Plan, src: int, dst: int, tries: int = 5) -> float:
+    """Smallest of ``tries`` TCP connect round trips (SYN, RST) from node ``src`` to ``dst``, seconds."""
+    out = sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _RTT, plan.addresses[dst],
+             str(tries)).stdout
+    return float(out.strip())
 
 
 def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s: float = 120) -> list[float]:

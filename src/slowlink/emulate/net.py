@@ -259,12 +259,17 @@ def impair(plan: Plan, name: str, delay_s: float = 0.0, loss: float = 0.0) -> Pl
             tc_batch(ns, [_shape_cmd(dev, link, "replace")])
         return _updated(plan, link)
     relay = plan.relay_ns(old)
+    mac = json.loads(nsx(old.a, "ip", "-j", "link", "show", old.dev_a).stdout)[0]["address"]
     if relay in list_namespaces():
         kill_all(relay)
+        for dev in ("ra", "rb"):  # now: a namespace dies only when its last process has exited
+            nsx(relay, "ip", "link", "del", dev, check=False)
         sh("ip", "netns", "del", relay)
     sh("ip", "netns", "exec", old.a, "ip", "link", "del", old.dev_a, check=False)
     new = _updated(plan, link)
     _make_link(new, link)
+    # Keep the node's MAC, so that the neighbours' ARP entries stay right.
+    nsx(link.a, "ip", "link", "set", link.dev_a, "address", mac)
     return new
 
 
