@@ -14,6 +14,7 @@ import pytest
 from slowlink.emulate import net
 from slowlink.emulate.measure import ping_ok, throughput
 from slowlink.emulate.plan import Plan, build_plan
+from slowlink.emulate.validate import TCP_PAYLOAD_FRACTION
 from slowlink.spec.cluster import load_cluster
 
 EX = Path(__file__).parents[2] / "examples"
@@ -41,7 +42,7 @@ def tree() -> Iterator[Plan]:
 
 
 def test_cross_leaf_all_pairs_share_the_oversubscribed_uplink(tree: Plan) -> None:
-    node = tree.node_rate_bytes_s
+    node = tree.node_rate_bytes_s * TCP_PAYLOAD_FRACTION  # TCP goodput of one node link
     (within,) = throughput(tree, [(0, 1)], duration_s=1.0)
     cross = throughput(tree, [(0, 2), (1, 3), (2, 0), (3, 1)], duration_s=1.5)
     # One flow inside a leaf gets its node link; two flows per direction share one uplink of one node rate.

@@ -11,7 +11,8 @@ at one agreed instant: the ranks take the maximum of ``now + START_MARGIN_S`` an
 hides the skew of a barrier's exit. An iteration's time is the last rank's end minus that instant: a rank
 whose sends still sit in its socket buffers finishes early, so one rank's clock under-reports.
 ``cpu_share`` is each rank's process CPU time over the timed iterations / their wall time, and
-``cpu_busy`` the whole machine's CPU use meanwhile (``/proc/stat`` is not per namespace), to tell a CPU limit from a link one.
+``cpu_busy`` the whole machine's CPU use meanwhile (``/proc/stat`` is not per namespace), to tell a CPU
+limit from a link one.
 """
 
 from __future__ import annotations
