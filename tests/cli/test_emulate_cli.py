@@ -26,3 +26,17 @@ def test_status_without_emulation(monkeypatch: pytest.MonkeyPatch, tmp_path: obj
     monkeypatch.setattr(net, "STATE_DIR", tmp_path)
     r = CliRunner().invoke(app, ["emulate", "status"])
     assert r.exit_code == 2 and "no emulation is up" in r.output
+
+
+def test_validate_emulated_bad_op_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.emulate import net
+    monkeypatch.setattr(net, "check_root", lambda: None)
+    r = CliRunner().invoke(app, ["validate", "emulated", "examples/emulate-flat.yaml", "--ops", "bcast"])
+    assert r.exit_code == 2 and "ops/iters" in r.output and "Traceback" not in r.output
+
+
+def test_up_bad_delay_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.emulate import net
+    monkeypatch.setattr(net, "check_root", lambda: None)
+    r = CliRunner().invoke(app, ["emulate", "up", "examples/emulate-flat.yaml", "--delay", "n0=abc"])
+    assert r.exit_code == 2 and "LINK=NUMBER" in r.output and "Traceback" not in r.output

@@ -35,7 +35,7 @@ def test_flat_switch_has_one_switch() -> None:
 
 
 @pytest.mark.parametrize(("kw", "msg"), [({"nodes": 0}, "nodes (0)"), ({"scale": 2.0}, "scale (2.0)"),
-                                          ({"scale": 1e-9}, "Mbit/s per node")])
+                                          ({"scale": 1e-9}, "Mbit/s per NIC")])
 def test_bad_inputs(kw: dict[str, float], msg: str) -> None:
     with pytest.raises(EmulationError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         build_plan(load_cluster(EX / "emulate-2leaf.yaml"), **kw)  # type: ignore[arg-type]
@@ -45,3 +45,25 @@ def test_unknown_link_is_named() -> None:
     plan = build_plan(load_cluster(EX / "emulate-2leaf.yaml"))
     with pytest.raises(EmulationError, match="link \\('nope'\\) is not a link"):
         plan.link("nope")
+
+
+def test_rails_get_one_link_and_bridge_each() -> None:
+    plan = build_plan(load_cluster(EX / "emulate-rails.yaml"), run_id="abcd")
+    assert plan.rails == 2 and plan.topology == "single-switch"
+    assert {x.name for x in plan.links} == {f"n{k}r{r}" for k in range(4) for r in range(2)}
+    assert plan.link("n2r1").dev_a == "eth1" and plan.link("n2r1").rail == 1
+    assert plan.address(2, 1) == "10.213.1.3"
+    assert plan.node_rate_bytes_s == pytest.approx(12.5 * units.Gbit * plan.scale, rel=1e-12)
+
+
+def test_delay_and_loss_land_on_their_link() -> None:
+    plan = build_plan(load_cluster(EX / "emulate-2leaf.yaml"), delay_s={"up0": 0.005}, loss={"n1": 0.01})
+    assert plan.link("up0").delay_s == 0.005 and plan.link("n1").loss == 0.01
+    assert not plan.link("n0").impaired and plan.relay_ns(plan.link("up0")).endswith("-r-up0")
+
+
+@pytest.mark.parametrize(("kw", "msg"), [({"delay_s": {"zz": 0.1}}, "delay ('zz') is not a link"),
+                                          ({"loss": {"n0": 1.5}}, "loss of n0 (1.5) must be in")])
+def test_bad_impairments(kw: dict[str, dict[str, float]], msg: str) -> None:
+    with pytest.raises(EmulationError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        build_plan(load_cluster(EX / "emulate-2leaf.yaml"), **kw)  # type: ignore[arg-type]

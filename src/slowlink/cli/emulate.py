@@ -1,27 +1,47 @@
-"""CLI for the emulate area: `slowlink emulate up|run|status|down|link|rate|impair|kill`."""
+"""CLI for the emulate area: `slowlink emulate up|run|status|down|link|rate|impair|kill`, `validate emulated`."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
+from rich.table import Table
 
 from slowlink import units
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.emulate import net
 from slowlink.emulate.plan import DEFAULT_SCALE, build_plan, plan_summary
+from slowlink.errors import EmulationError, field_error
 from slowlink.spec.cluster import load_cluster
 
 emulate_app = typer.Typer(help="An emulated cluster in Linux network namespaces (needs root).",
                           add_completion=False, no_args_is_help=True)
 
 
+_DELAY = typer.Option(None, "--delay", help="LINK=MS: added one-way delay on a link (repeatable).")
+_LOSS = typer.Option(None, "--loss", help="LINK=FRACTION: frames dropped on a link (repeatable).")
+
+
+def _pairs(items: list[str] | None, what: str, factor: float) -> dict[str, float]:
+    table = {}
+    for item in items or []:
+        name, _, value = item.partition("=")
+        try:
+            table[name] = float(value) * factor
+        except ValueError:
+            raise EmulationError(field_error(what, item, "must be LINK=NUMBER, e.g. n0=5")) from None
+    return table
+
+
 @clean_errors
 def up_cmd(cluster: Path, scale: float = typer.Option(DEFAULT_SCALE, help="Link rate factor."),
-           nodes: int | None = typer.Option(None, help="Emulate only this many nodes.")) -> None:
+           nodes: int | None = typer.Option(None, help="Emulate only this many nodes."),
+           delay: list[str] | None = _DELAY, loss: list[str] | None = _LOSS) -> None:
     """Build the namespaces, switches and shaped links of CLUSTER."""
     net.check_root()
-    plan = net.up(build_plan(load_cluster(cluster), scale=scale, nodes=nodes))
+    plan = net.up(build_plan(load_cluster(cluster), scale=scale, nodes=nodes,
+                             delay_s=_pairs(delay, "delay", units.MS), loss=_pairs(loss, "loss", 1.0)))
     out.print(plan_summary(plan))
 
 
@@ -68,15 +88,49 @@ def rate_cmd(name: str, mbit_s: float) -> None:
 
 @clean_errors
 def impair_cmd(name: str, delay_ms: float = typer.Option(0.0), loss: float = typer.Option(0.0)) -> None:
-    """Add delay and loss to link NAME (needs netem in the kernel)."""
+    """Set link NAME's added one-way delay and loss (netem, or a relay namespace without it); 0 0 clears."""
     net.impair(net.current(), name, delay_ms * units.MS, loss)
 
 
 @clean_errors
 def kill_cmd(node: int) -> None:
     """Kill every process in node NODE's namespace."""
-    plan = net.current()
-    out.print(f"killed {net.kill_all(plan.nodes[net.check_node(plan, node)])} processes")
+    out.print(f"killed {net.kill_node(net.current(), node)} processes")
+
+
+@clean_errors
+def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
+                 ops: str = typer.Option("all_reduce,all_to_all", help="Collectives, comma-separated."),
+                 size: str = typer.Option("4MiB", help="Size per collective (nccl-tests convention)."),
+                 iters: int = typer.Option(3, help="Timed iterations (after one warm-up)."),
+                 scale: float = typer.Option(DEFAULT_SCALE, help="Link rate factor."),
+                 delay: list[str] | None = _DELAY) -> None:
+    """Bring CLUSTER up emulated, measure gloo collectives, compare the flow and analytical models."""
+    from slowlink.emulate.validate import validate
+
+    net.check_root()
+    try:
+        size_bytes = units.parse_size(size)
+    except ValueError as exc:
+        raise EmulationError(str(exc)) from None
+    op_list = [o for o in ops.split(",") if o]
+    bad = [o for o in op_list if o not in ("all_reduce", "all_to_all")]
+    if bad or not op_list or iters < 1:
+        raise EmulationError(field_error("ops/iters", (ops, iters), "need all_reduce/all_to_all and iters >= 1"))
+    c = load_cluster(cluster)
+    rows = validate(c, build_plan(c, scale=scale, delay_s=_pairs(delay, "delay", units.MS)), op_list,
+                    size_bytes, iters)
+    if json_out:
+        print_json([asdict(r) for r in rows])
+        return
+    table = Table("case", "measured s", "predicted s", "fidelity", "error", "cpu busy / rank")
+    for r in rows:
+        table.add_row(r.case, f"{r.measured_s:.4f}", f"{r.predicted_s:.4f}", r.fidelity, f"{r.error:+.1%}",
+                      f"{r.cpu_busy:.0%} / {r.rank_cpu:.0%}" + (" CPU-LIMITED" if r.cpu_limited else ""))
+    out.print(table)
+    if any(r.cpu_limited for r in rows):
+        out.print("warning: a rank was busy on the CPU for much of a measurement, so it may show the CPU "
+                  "limit, not the links: lower --scale")
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
@@ -85,3 +139,4 @@ def register(app: typer.Typer, validate_app: typer.Typer) -> None:
                      ("link", link_cmd), ("rate", rate_cmd), ("impair", impair_cmd), ("kill", kill_cmd)):
         emulate_app.command(name)(fn)
     app.add_typer(emulate_app, name="emulate")
+    validate_app.command("emulated")(validate_cmd)

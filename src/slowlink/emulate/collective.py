@@ -3,8 +3,16 @@
 Usage: ``python -m slowlink.emulate.collective OP SIZE ITERS OUT``.
 
 Each node runs one rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from ``slowlink emulate run``);
-rank 0 writes ``{"op", "size_bytes", "times_s"}`` as JSON to OUT. SIZE follows nccl-tests: the buffer for
-all_reduce, the total per rank for all_to_all.
+rank 0 writes ``{"op", "size_bytes", "ranks", "times_s", "rank_times_s", "cpu_s"}`` as JSON to OUT.
+SIZE follows nccl-tests: the buffer for all_reduce, the total per rank for all_to_all.
+
+Every rank shares the host's monotonic clock (namespaces do not isolate time), so each iteration starts
+at one agreed instant: the ranks take the maximum of ``now + START_MARGIN_S`` and sleep until it, which
+hides the skew of a barrier's exit. An iteration's time is the last rank's end minus that instant: a rank
+whose sends still sit in its socket buffers finishes early, so one rank's clock under-reports.
+``cpu_share`` is each rank's process CPU time over the timed iterations / their wall time, and
+``cpu_busy`` the whole machine's CPU use meanwhile (``/proc/stat`` is not per namespace), to tell a CPU
+limit from a link one.
 """
 
 from __future__ import annotations
@@ -14,30 +22,54 @@ import sys
 import time
 from datetime import timedelta
 
+START_MARGIN_S = 0.05
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(total, idle) jiffies of the machine, from the first line of ``/proc/stat``."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]
+
 
 def main(argv: list[str]) -> None:
     import torch
     import torch.distributed as dist
 
     op, size, iters, out = argv[0], int(float(argv[1])), int(argv[2]), argv[3]
-    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    if op not in ("all_reduce", "all_to_all"):
+        raise SystemExit(f"op ({op!r}) must be all_reduce or all_to_all")
+    dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     world = dist.get_world_size()
     x = torch.ones(size // 4, dtype=torch.float32)
     y = torch.empty_like(x)
-    times = []
-    for _ in range(iters + 1):
-        dist.barrier()
-        t0 = time.perf_counter()
+    times: list[float] = []
+    cpu0, ticks0, wall0 = 0.0, (0, 0), 0.0
+    for i in range(iters + 1):  # the first iteration is a warm-up (connections, allocation)
+        if i == 1:
+            cpu0, ticks0, wall0 = time.process_time(), cpu_ticks(), time.monotonic()
+        go = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
+        dist.all_reduce(go, op=dist.ReduceOp.MAX)
+        t0 = float(go.item())
+        while (wait := t0 - time.monotonic()) > 0:
+            time.sleep(wait)
         if op == "all_reduce":
             dist.all_reduce(x)
-        elif op == "all_to_all":
-            dist.all_to_all_single(y, x)
         else:
-            raise SystemExit(f"op ({op!r}) must be all_reduce or all_to_all")
-        times.append(time.perf_counter() - t0)
+            dist.all_to_all_single(y, x)
+        times.append(time.monotonic() - t0)
+    cpu = (time.process_time() - cpu0) / max(1e-9, time.monotonic() - wall0)
+    total, idle = (b - a for a, b in zip(ticks0, cpu_ticks(), strict=True))
+    mine = torch.tensor([*times[1:], cpu], dtype=torch.float64)
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
     if dist.get_rank() == 0:
+        per_rank = [t.tolist() for t in every]
+        slowest = [max(r[i] for r in per_rank) for i in range(iters)]
         with open(out, "w") as f:
-            json.dump({"op": op, "size_bytes": size, "ranks": world, "times_s": times[1:]}, f)
+            json.dump({"op": op, "size_bytes": size, "ranks": world, "times_s": slowest,
+                       "rank_times_s": [r[:-1] for r in per_rank], "cpu_share": [r[-1] for r in per_rank],
+                       "cpu_busy": 1 - idle / max(1, total)}, f)
     dist.destroy_process_group()
 
 

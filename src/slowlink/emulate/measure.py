@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from slowlink.emulate.net import sh
 from slowlink.emulate.plan import Plan
@@ -74,14 +75,42 @@ except OSError:
 """
 
 
-def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0) -> bool:
-    """Whether node ``src`` reaches ``dst``: a TCP connect to a closed port answers refused when reachable."""
-    return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.addresses[dst],
+def ping_ok(plan: Plan, src: int, dst: int, timeout_s: float = 1.0, rail: int = 0) -> bool:
+    """Whether node ``src`` reaches ``dst`` on ``rail``: a TCP connect to a closed port answers refused."""
+    return sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _PROBE, plan.address(dst, rail),
               str(timeout_s), check=False).returncode == 0
+
+
+_RTT = """
+import socket, sys, time
+best = float('inf')
+for _ in range(int(sys.argv[2])):
+    t0 = time.monotonic()
+    try:
+        socket.create_connection((sys.argv[1], 9), timeout=5).close()
+    except ConnectionRefusedError:
+        pass
+    best = min(best, time.monotonic() - t0)
+print(best)
+"""
+
+
+def rtt_s(plan: Plan, src: int, dst: int, tries: int = 5) -> float:
+    """Smallest of ``tries`` TCP connect round trips (SYN, RST) from node ``src`` to ``dst``, seconds."""
+    out = sh("ip", "netns", "exec", plan.nodes[src], sys.executable, "-c", _RTT, plan.addresses[dst],
+             str(tries)).stdout
+    return float(out.strip())
 
 
 def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s: float = 120) -> list[float]:
     """Time a gloo ``op`` of ``size_bytes`` across every node namespace; the per-iteration times, seconds."""
+    times: list[float] = collective_report(plan, op, size_bytes, iters, timeout_s)["times_s"]
+    return times
+
+
+def collective_report(plan: Plan, op: str, size_bytes: float, iters: int = 3,
+                      timeout_s: float = 120) -> dict[str, Any]:
+    """Everything :mod:`slowlink.emulate.collective` reports: times, per-rank times, CPU use."""
     import os
     import tempfile
 
@@ -94,5 +123,5 @@ def collective(plan: Plan, op: str, size_bytes: float, iters: int = 3, timeout_s
         if any(codes) or not os.path.exists(out):
             raise EmulationError(f"gloo {op} failed across the emulation (exit codes {codes})")
         with open(out) as f:
-            times: list[float] = json.load(f)["times_s"]
-    return times
+            report: dict[str, Any] = json.load(f)
+    return report

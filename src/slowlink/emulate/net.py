@@ -3,17 +3,22 @@
 Every namespace is named ``sl-<run id>-...``; veth pairs are created directly inside their namespaces,
 so nothing is ever added to the host's own namespace. A state file in ``/run/slowlink-emulate`` lists
 what was made; ``down`` removes it, and a prefix sweep removes anything left by a crashed run.
+Links are shaped with ``tbf`` at both ends; an impaired link (delay, loss) uses netem where the kernel
+has it, else a relay namespace in its middle running :mod:`slowlink.emulate.relay`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import signal
 import subprocess
-from dataclasses import asdict
+import sys
+import tempfile
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from slowlink.errors import EmulationError, field_error
 STATE_DIR = Path(os.environ.get("SLOWLINK_EMULATE_STATE", "/run/slowlink-emulate"))
 TBF_BURST = "64kb"
 TBF_LATENCY = "50ms"
+_NS_SYSCTLS = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 
 
 def check_root() -> None:
@@ -45,43 +51,99 @@ def nsx(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[
     return sh("ip", "netns", "exec", ns, *args, check=check)
 
 
+def tc_batch(ns: str, lines: list[str]) -> None:
+    """Run many ``tc`` commands in one namespace with one process (``tc -batch``)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".tc") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        nsx(ns, "tc", "-batch", f.name)
+
+
 def list_namespaces() -> list[str]:
     out = sh("ip", "netns", "list").stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def _shape(ns: str, dev: str, rate_bytes_s: float, replace: bool = False) -> None:
-    bits = max(8000, round(rate_bytes_s * 8))
-    nsx(ns, "tc", "qdisc", "replace" if replace else "add", "dev", dev, "root", "tbf",
-        "rate", f"{bits}bit", "burst", TBF_BURST, "latency", TBF_LATENCY)
+def _shape_cmd(dev: str, link: Link, verb: str = "add") -> str:
+    bits = max(8000, round(link.rate_bytes_s * 8))
+    if link.impaired and has_netem():
+        return (f"qdisc {verb} dev {dev} root netem delay {link.delay_s * 1e6:.0f}us "
+                f"loss {link.loss * 100:g}% rate {bits}bit")
+    return f"qdisc {verb} dev {dev} root tbf rate {bits}bit burst {TBF_BURST} latency {TBF_LATENCY}"
 
 
-def _make_link(link: Link) -> None:
-    sh("ip", "link", "add", "name", link.dev_a, "netns", link.a, "type", "veth",
-       "peer", "name", link.dev_b, "netns", link.b)
+def _relayed(link: Link) -> bool:
+    return link.impaired and not has_netem()
+
+
+def _new_ns(ns: str) -> None:
+    sh("ip", "netns", "add", ns)
+    nsx(ns, "ip", "link", "set", "lo", "up")
+    for s in _NS_SYSCTLS:
+        nsx(ns, "sysctl", "-qw", s, check=False)
+
+
+def _attach(plan: Plan, link: Link) -> None:
+    """Shape both ends, put switch ends in their rail's bridge, address node ends, bring all up."""
     for ns, dev in ((link.a, link.dev_a), (link.b, link.dev_b)):
-        _shape(ns, dev, link.rate_bytes_s)
-        if ns.rsplit("-", 1)[1].startswith(("leaf", "spine", "sw")):
-            nsx(ns, "ip", "link", "set", dev, "master", "br0")
+        tc_batch(ns, [_shape_cmd(dev, link)])
+        if ns in plan.switches:
+            nsx(ns, "ip", "link", "set", dev, "master", f"br{link.rail}")
+        elif ns in plan.nodes:
+            addr = plan.address(plan.nodes.index(ns), link.rail)
+            nsx(ns, "ip", "addr", "replace", f"{addr}/24", "dev", dev)
         nsx(ns, "ip", "link", "set", dev, "up")
+
+
+def _make_link(plan: Plan, link: Link) -> None:
+    if not _relayed(link):
+        sh("ip", "link", "add", "name", link.dev_a, "netns", link.a, "type", "veth",
+           "peer", "name", link.dev_b, "netns", link.b)
+        _attach(plan, link)
+        return
+    mid = plan.relay_ns(link)
+    _new_ns(mid)
+    sh("ip", "link", "add", "name", link.dev_a, "netns", link.a, "type", "veth", "peer", "name", "ra",
+       "netns", mid)
+    sh("ip", "link", "add", "name", "rb", "netns", mid, "type", "veth", "peer", "name", link.dev_b,
+       "netns", link.b)
+    for ns, devs in ((mid, ("ra", "rb")), (link.a, (link.dev_a,)), (link.b, (link.dev_b,))):
+        nsx(ns, sys.executable, "-m", "slowlink.emulate.relay", "--no-offload", *devs)
+    for dev in ("ra", "rb"):
+        nsx(mid, "ip", "link", "set", dev, "up")
+    _attach(plan, link)
+    proc = subprocess.Popen(["ip", "netns", "exec", mid, sys.executable, "-m", "slowlink.emulate.relay", "ra",
+                             "rb", repr(link.delay_s), repr(link.loss), str(plan.seed)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True, env=_env())
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        raise EmulationError(f"the delay relay of link {link.name} did not start")
+
+
+def _env() -> dict[str, str]:
+    """This process's environment with our own package first on PYTHONPATH (relays import it)."""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
 
 def up(plan: Plan) -> Plan:
     """Create the namespaces, bridges and shaped links of ``plan``; on any failure remove them again."""
     check_root()
     STATE_DIR.mkdir(parents=True, exist_ok=True)
-    state_file(plan.run_id).write_text(json.dumps(plan_to_json(plan)))
+    save(plan)
     try:
         for ns in plan.namespaces:
-            sh("ip", "netns", "add", ns)
-            nsx(ns, "ip", "link", "set", "lo", "up")
+            _new_ns(ns)
         for sw in plan.switches:
-            nsx(sw, "ip", "link", "add", "br0", "type", "bridge", "stp_state", "0")
-            nsx(sw, "ip", "link", "set", "br0", "up")
+            for r in range(plan.rails):
+                nsx(sw, "ip", "link", "add", f"br{r}", "type", "bridge", "stp_state", "0")
+                nsx(sw, "ip", "link", "set", f"br{r}", "up")
         for link in plan.links:
-            _make_link(link)
-        for ns, addr in zip(plan.nodes, plan.addresses, strict=True):
-            nsx(ns, "ip", "addr", "add", f"{addr}/24", "dev", "eth0")
+            _make_link(plan, link)
+        for ns in plan.nodes:
             nsx(ns, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno", check=False)
     except BaseException:
         down(plan.run_id)
@@ -91,6 +153,11 @@ def up(plan: Plan) -> Plan:
 
 def state_file(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
+
+
+def save(plan: Plan) -> None:
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    state_file(plan.run_id).write_text(json.dumps(plan_to_json(plan)))
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:
@@ -142,6 +209,18 @@ def kill_all(ns: str, sig: int = signal.SIGKILL) -> int:
     return len(pids)
 
 
+@functools.cache
+def has_netem() -> bool:
+    """Whether this kernel has the netem qdisc (probed once, in a throwaway namespace)."""
+    probe = f"{PREFIX}probe-{os.getpid()}"
+    sh("ip", "netns", "add", probe)
+    try:
+        return nsx(probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
+                   check=False).returncode == 0
+    finally:
+        sh("ip", "netns", "del", probe, check=False)
+
+
 # Fault injection -----------------------------------------------------------------------------------------
 
 def set_link(plan: Plan, name: str, state: str) -> None:
@@ -153,50 +232,63 @@ def set_link(plan: Plan, name: str, state: str) -> None:
         nsx(ns, "ip", "link", "set", dev, state)
 
 
-def set_rate(plan: Plan, name: str, rate_bytes_s: float) -> None:
-    """Reshape both directions of a link to ``rate_bytes_s``."""
-    if rate_bytes_s <= 0:
+def set_rate(plan: Plan, name: str, rate_bytes_s: float) -> Plan:
+    """Reshape both directions of a link to ``rate_bytes_s``; return (and save) the updated plan."""
+    if not rate_bytes_s > 0:
         raise EmulationError(field_error("rate", rate_bytes_s, "must be > 0"))
-    link = plan.link(name)
+    link = replace(plan.link(name), rate_bytes_s=rate_bytes_s)
     for ns, dev in ((link.a, link.dev_a), (link.b, link.dev_b)):
-        _shape(ns, dev, rate_bytes_s, replace=True)
+        tc_batch(ns, [_shape_cmd(dev, link, "replace")])
+    return _updated(plan, link)
 
 
-def has_netem() -> bool:
-    """Whether this kernel has the netem qdisc (probed in a throwaway namespace)."""
-    probe = f"{PREFIX}probe-{os.getpid()}"
-    sh("ip", "netns", "add", probe)
-    try:
-        return nsx(probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
-                   check=False).returncode == 0
-    finally:
-        sh("ip", "netns", "del", probe, check=False)
+def impair(plan: Plan, name: str, delay_s: float = 0.0, loss: float = 0.0) -> Plan:
+    """Set link ``name``'s added one-way ``delay_s`` and ``loss`` fraction (0, 0 removes them).
 
-
-def impair(plan: Plan, name: str, delay_s: float = 0.0, loss: float = 0.0) -> None:
-    """Add one-way ``delay_s`` and ``loss`` (fraction) to both directions of a link, with netem.
-
-    Raises :class:`EmulationError` on kernels without netem (this project's CI kernel): a userspace
-    delay relay is not built yet.
+    With netem the qdiscs are replaced in place; without it the link is rebuilt around a relay
+    namespace, which cuts the link for a few milliseconds (TCP connections survive).
     """
-    if not has_netem():
-        raise EmulationError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so delay and loss "
-                             "cannot be added to a link here")
-    link = plan.link(name)
-    for ns, dev in ((link.a, link.dev_a), (link.b, link.dev_b)):
-        bits = round(link.rate_bytes_s * 8)
-        nsx(ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{delay_s * 1e6:.0f}us",
-            "loss", f"{loss * 100:g}%", "rate", f"{bits}bit")
+    if not 0 <= delay_s < 10:
+        raise EmulationError(field_error("delay", delay_s, "must be in [0, 10) seconds"))
+    if not 0 <= loss < 1:
+        raise EmulationError(field_error("loss", loss, "must be in [0, 1)"))
+    old = plan.link(name)
+    link = replace(old, delay_s=delay_s, loss=loss)
+    if has_netem():
+        for ns, dev in ((link.a, link.dev_a), (link.b, link.dev_b)):
+            tc_batch(ns, [_shape_cmd(dev, link, "replace")])
+        return _updated(plan, link)
+    relay = plan.relay_ns(old)
+    mac = json.loads(nsx(old.a, "ip", "-j", "link", "show", old.dev_a).stdout)[0]["address"]
+    if relay in list_namespaces():
+        kill_all(relay)
+        for dev in ("ra", "rb"):  # now: a namespace dies only when its last process has exited
+            nsx(relay, "ip", "link", "del", dev, check=False)
+        sh("ip", "netns", "del", relay)
+    sh("ip", "netns", "exec", old.a, "ip", "link", "del", old.dev_a, check=False)
+    new = _updated(plan, link)
+    _make_link(new, link)
+    # Keep the node's MAC, so that the neighbours' ARP entries stay right.
+    nsx(link.a, "ip", "link", "set", link.dev_a, "address", mac)
+    return new
+
+
+def _updated(plan: Plan, link: Link) -> Plan:
+    new = replace(plan, links=tuple(link if x.name == link.name else x for x in plan.links))
+    if state_file(plan.run_id).exists():
+        save(new)
+    return new
 
 
 # Running commands -----------------------------------------------------------------------------------------
 
 def node_env(plan: Plan, rank: int, port: int = 29513) -> dict[str, str]:
-    env = dict(os.environ)
+    env = _env()
     env.update(NODE_RANK=str(rank), RANK=str(rank), WORLD=str(len(plan.nodes)),
                WORLD_SIZE=str(len(plan.nodes)), NNODES=str(len(plan.nodes)),
                MASTER_ADDR=plan.addresses[0], MASTER_PORT=str(port), NODE_ADDR=plan.addresses[rank],
-               SLOWLINK_EMULATE_RUN=plan.run_id, GLOO_SOCKET_IFNAME="eth0")
+               SLOWLINK_EMULATE_RUN=plan.run_id,
+               GLOO_SOCKET_IFNAME=",".join(f"eth{r}" for r in range(plan.rails)))
     return env
 
 
@@ -215,7 +307,13 @@ def check_node(plan: Plan, k: int) -> int:
     return k
 
 
+def kill_node(plan: Plan, k: int) -> int:
+    """Kill every process of node ``k`` (SIGKILL); return how many there were."""
+    return kill_all(plan.nodes[check_node(plan, k)])
+
+
 def run(plan: Plan, cmd: list[str], nodes: list[int] | None = None, timeout_s: float = 600) -> list[int]:
+    """Run ``cmd`` in each node and wait; exit codes in node order. Killed after ``timeout_s``."""
     procs = spawn(plan, cmd, nodes)
     codes = []
     try:

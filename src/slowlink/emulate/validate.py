@@ -1,0 +1,106 @@
+"""Predicted against measured on the emulation: the analytical and flow models, scaled like the links.
+
+The models see the cluster the emulation really is (:func:`emulated_cluster`): one rank per node, each
+NIC at the emulated rate times TCP's payload fraction (``MSS / frame`` = 1448 / 1514 with timestamps,
+since tbf counts whole Ethernet frames), transport efficiency 1, no switch latency, and the added delay
+of each impaired link on that link (the analytical model, which has one latency for every path, is given
+the largest). Error = (predicted - measured) / measured; measured is the median of the timed iterations
+of the slowest rank. ``cpu_busy`` is the machine's CPU use during the timed iterations (``/proc/stat``,
+other users included) and ``rank_cpu`` the busiest rank's CPU time / wall time. A rank busy half the time
+or more (or a quarter on a saturated machine) means the CPUs, not the links, may set the time: the row
+says ``cpu_limited``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+
+from slowlink.collectives import predict
+from slowlink.emulate import net
+from slowlink.emulate.measure import collective_report
+from slowlink.emulate.plan import Plan
+from slowlink.sim.collectives import simulate_collective
+from slowlink.spec.cluster import Cluster, NicGroup
+from slowlink.topology.fabric import Topology, build
+
+TCP_PAYLOAD_FRACTION = 1448 / 1514
+RANK_CPU_LIMIT = 0.5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One predicted-against-measured comparison."""
+
+    case: str
+    measured_s: float
+    predicted_s: float
+    fidelity: str
+    error: float
+    cpu_busy: float
+    rank_cpu: float
+    cpu_limited: bool
+
+
+def emulated_cluster(cluster: Cluster, plan: Plan) -> Cluster:
+    """``cluster`` as the emulation builds it: one GPU per node, NICs at the emulated goodput."""
+    delay = max((x.delay_s for x in plan.links), default=0.0)
+    transport = replace(cluster.fabric.transport, efficiency=1.0, latency_s=delay)
+    return replace(cluster, nodes=len(plan.nodes), gpus_per_node=1,
+                   scale_up=replace(cluster.scale_up, domain_gpus=1),
+                   compute_nics=NicGroup(plan.rails, plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION),
+                   fabric=replace(cluster.fabric, transport=transport, switch_latency_s=0.0))
+
+
+def emulated_topology(scaled: Cluster, plan: Plan) -> Topology:
+    """The flow model's graph of the emulation: same leaves and single spine, link delays added."""
+    if plan.topology == "fat-tree":
+        topo = build(scaled, nics_per_leaf=plan.nodes_per_leaf * plan.rails, spines=1)
+    else:
+        topo = build(scaled)
+    topo.latency_s = [0.0] * len(topo.latency_s)
+    for x in plan.links:
+        if not x.delay_s:
+            continue
+        k = int(x.name[1:].split("r")[0])
+        if x.name.startswith("n"):
+            u, v = f"nic:{k}:{x.rail}", topo.nic_leaf[f"nic:{k}:{x.rail}"]
+        else:
+            u, v = f"leaf:{k}", topo.spines[0]
+        for edge in ((u, v), (v, u)):
+            topo.latency_s[topo.link_id[edge]] += x.delay_s
+    return topo
+
+
+def measure_case(plan: Plan, op: str, size_bytes: float, iters: int) -> tuple[float, float, float]:
+    """Median time of ``op`` over ``iters`` iterations, the machine's CPU busy fraction and the busiest
+    rank's CPU share meanwhile."""
+    r = collective_report(plan, op, size_bytes, iters=iters)
+    return statistics.median(r["times_s"]), float(r["cpu_busy"]), max(r["cpu_share"])
+
+
+def cpu_limited(cpu_busy: float, rank_cpu: float) -> bool:
+    """Whether the CPUs may have set the time: a rank busy half the time, or a quarter when the machine
+    was saturated (>= 95%)."""
+    return rank_cpu >= RANK_CPU_LIMIT or (cpu_busy >= 0.95 and rank_cpu >= RANK_CPU_LIMIT / 2)
+
+
+def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, iters: int = 3) -> list[Row]:
+    """Bring ``plan`` up, measure each op, predict it with both models, tear down (also on failure)."""
+    scaled = emulated_cluster(cluster, plan)
+    topo = emulated_topology(scaled, plan)
+    rows: list[Row] = []
+    net.up(plan)
+    try:
+        for op in ops:
+            measured, busy, rank_cpu = measure_case(plan, op, size_bytes, iters)
+            flow, _ = simulate_collective(scaled, op, size_bytes, topo=topo)
+            analytical = predict(scaled, op, size_bytes)
+            case = f"{plan.topology} {op} {size_bytes / 2**20:g}MiB" + (
+                " +delay" if any(x.delay_s for x in plan.links) else "")
+            for fidelity, pred in (("flow", flow.time_s), ("analytical", analytical.time_s)):
+                rows.append(Row(case, measured, pred, fidelity, (pred - measured) / measured, busy, rank_cpu,
+                                cpu_limited(busy, rank_cpu)))
+    finally:
+        net.down(plan.run_id)
+    return rows
