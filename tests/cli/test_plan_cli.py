@@ -135,3 +135,23 @@ def load_six_node_cluster(tmp_path: Path) -> Path:
     path = tmp_path / "six.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def test_plan_flow_fidelity_has_the_same_schema_and_agrees_on_a_non_blocking_fabric(tmp_path: Path) -> None:
+    wl = str(_workload(tmp_path))
+    analytical = runner.invoke(app, ["plan", str(CLUSTER), wl, "--json"])
+    flow = runner.invoke(app, ["plan", str(CLUSTER), wl, "--json", "--fidelity", "flow"])
+    assert flow.exit_code == 0, flow.output
+    a, f = json.loads(analytical.stdout), json.loads(flow.stdout)
+    assert set(a) == set(f)
+    assert f["compute_s"] == a["compute_s"]
+    # Same compute, comm from the simulator: on a 1:1 fat tree the two fidelities differ by little.
+    assert f["step_time_s"] == pytest.approx(a["step_time_s"], rel=0.1)
+    assert f["comm_s"]["dp"] > 0
+
+
+def test_plan_unknown_fidelity_is_a_clean_error(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path)), "--fidelity", "packet"])
+    assert res.exit_code == 2
+    assert "packet" in res.output
+    assert "Traceback" not in res.output

@@ -64,9 +64,10 @@ def emulated_topology(scaled: Cluster, plan: Plan) -> Topology:
             continue
         k = int(x.name[1:].split("r")[0])
         if x.name.startswith("n"):
-            u, v = f"nic:{k}:{x.rail}", topo.nic_leaf[f"nic:{k}:{x.rail}"]
+            u = f"nic:{k}:{x.rail}"
+            v = next(b for a, b in topo.link_id if a == u)  # the NIC's one switch port
         else:
-            u, v = f"leaf:{k}", topo.spines[0]
+            u, v = f"leaf:{k}", "spine:0"
         for edge in ((u, v), (v, u)):
             topo.latency_s[topo.link_id[edge]] += x.delay_s
     return topo
