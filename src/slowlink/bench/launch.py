@@ -79,6 +79,11 @@ def init_rank(backend: str, timeout_s: float, rank: int | None = None, world: in
     port = int(env.get("MASTER_PORT", "29500")) if port is None else port
     local = int(env.get("LOCAL_RANK", "0"))
     device = "cpu"
+    if backend != "nccl" and "OMP_NUM_THREADS" not in env:
+        # Local ranks share the cores: without this each one starts a full intra-op pool and the copies,
+        # reductions and checks of the ranks preempt each other (torchrun sets OMP_NUM_THREADS=1 likewise).
+        local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
     if backend == "nccl":
         torch.cuda.set_device(local)
         device = f"cuda:{local}"
