@@ -1,4 +1,4 @@
-"""Small clusters of every topology, shared by the simulator tests (fixtures ``make_cluster``,
+"""Small clusters of every topology, shared by the simulator and topology tests (fixtures ``make_cluster``,
 ``topology_cluster``; tests taking ``topology`` run once per topology)."""
 
 from __future__ import annotations
@@ -55,3 +55,8 @@ def make_cluster() -> Callable[..., Cluster]:
 @pytest.fixture
 def topology_cluster() -> Callable[[str], Cluster]:
     return _topology_cluster
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "topology" in metafunc.fixturenames:
+        metafunc.parametrize("topology", sorted(TOPOLOGIES))
