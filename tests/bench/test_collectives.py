@@ -2,8 +2,9 @@
 
 import pytest
 
-from slowlink.bench.collectives import BenchConfig, busbw_factor, redops_for, total_wrong
+from slowlink.bench.collectives import BenchConfig, redops_for, total_wrong
 from slowlink.bench.launch import launch_local
+from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
 pytest.importorskip("torch")

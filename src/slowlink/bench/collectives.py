@@ -1,7 +1,6 @@
 """Collective sweeps over torch.distributed with nccl-tests' sizes, reductions, busbw and correctness check.
 
-busbw = algbw * factor, factors from nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n;
-all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv 1.
+busbw = algbw * factor, the nccl-tests factors of :func:`slowlink.collectives.ops.busbw_factor`.
 Every size runs out-of-place and (where torch allows it) in-place, like nccl-tests' two column groups.
 torch is imported lazily, inside the functions, so slowlink works without it.
 """
@@ -14,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
 REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 REDOPS = ("sum", "prod", "min", "max", "avg")
 # nccl-tests' -d names and the torch dtype attribute each maps to.
@@ -25,18 +24,6 @@ DTYPES: dict[str, str] = {
     "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64",
 }
 NO_IN_PLACE = ("all_to_all", "send_recv")  # torch has no in-place form of these
-
-
-def busbw_factor(op: str, ranks: int) -> float:
-    """nccl-tests' bus-bandwidth factor for ``op`` on ``ranks`` ranks (doc/PERFORMANCE.md)."""
-    n = ranks
-    if op == "all_reduce":
-        return 2.0 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n - 1) / n
-    if op in ("broadcast", "reduce", "send_recv"):
-        return 1.0
-    raise BenchError(f"op ({op!r}) must be one of {', '.join(OPS)}")
 
 
 def require_torch() -> Any:

@@ -95,7 +95,8 @@ def collectives(
 ) -> None:
     """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
     from slowlink.bench import launch
-    from slowlink.bench.collectives import DTYPES, OPS, BenchConfig, redops_for, total_wrong
+    from slowlink.bench.collectives import DTYPES, BenchConfig, redops_for, total_wrong
+    from slowlink.collectives.ops import OPS
     from slowlink.report.bench import collectives_table
 
     if op not in OPS:
