@@ -28,11 +28,10 @@ def test_slower_fabric_exposes_more_dp_comm() -> None:
 
 def test_published_runs_step_time_error() -> None:
     # Korthikanti et al. 2022 Tables 3/5 and Narayanan et al. 2021 Table 1 (shared/calibration).
-    # Issue 3's target is mean <= 5%, max <= 10%; the model reaches max 9.6%, mean 5.3%: the max is
-    # asserted at the target, the mean at 6% (not yet the target).
+    # Issue 3's target: mean <= 5%, max <= 10%, one set of constants (the model reaches 4.1% and 8.5%).
     errs = [abs(c.error) for c in cases()]
     assert len(errs) == 18
-    assert sum(errs) / len(errs) < 0.06
+    assert sum(errs) / len(errs) <= 0.05
     assert max(errs) <= 0.10
 
 

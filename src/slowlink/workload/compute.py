@@ -31,7 +31,7 @@ from slowlink.workload.spec import Workload
 
 E_GEMM = 0.89  # share of the sustained GEMM rate inside a training layer (epilogues, launch gaps)
 K_HALF = 200.0  # inner dimension at which a tile's main loop reaches half its rate
-ELEMENTWISE_RW = 1.15  # bytes moved per activation byte kept, at the HBM rate (fused kernels read+write)
+ELEMENTWISE_RW = 2.0  # bytes moved per activation byte kept: written once by its kernel, read once by the next
 FLASH_CAUSAL = 0.5  # share of the s x s score blocks a causal fused kernel computes
 TILES = ((256, 128), (128, 256), (128, 128))  # output tile shapes (m, n) of cuBLAS/CUTLASS kernels
 
