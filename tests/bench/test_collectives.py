@@ -1,5 +1,7 @@
 """Collective sweeps on 2 gloo ranks: every op correct, wrong reductions caught, dead ranks named."""
 
+import time
+
 import pytest
 
 from slowlink.bench.collectives import BenchConfig, redops_for, total_wrong
@@ -40,6 +42,24 @@ def test_every_op_is_correct_in_and_out_of_place(op: str) -> None:
 def test_wrong_reduction_is_caught() -> None:
     rows = _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0, fault="wrong_redop"))
     assert rows[0]["wrong"] > 0 and rows[0]["in_place"]["wrong"] > 0
+
+
+def test_killed_rank_is_named() -> None:
+    # SIGKILL mid-sweep (what the OOM killer or a node failure does): the launcher stops rank 0 and names rank 1.
+    with pytest.raises(BenchError, match="rank 1 was killed by signal 9"):
+        _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0, die_rank=1,
+                         die_how="kill"), timeout_s=60)
+
+
+@pytest.mark.slow
+def test_hung_rank_ends_the_run_within_its_timeout() -> None:
+    # Rank 1 stops answering after the first size; rank 0 waits in the next all_reduce. The watchdogs end
+    # the run at the timeout instead of letting it hang, and the message says which rank timed out.
+    start = time.monotonic()
+    with pytest.raises(BenchError, match=r"rank [01] did not finish within its timeout \(20 s\)"):
+        _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0, die_rank=1,
+                         die_how="hang"), timeout_s=20)
+    assert time.monotonic() - start < 20 + 30  # the timeout, plus start-up and teardown
 
 
 def test_dead_rank_is_named() -> None:

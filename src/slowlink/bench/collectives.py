@@ -8,6 +8,7 @@ torch is imported lazily, inside the functions, so slowlink works without it.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -63,7 +64,8 @@ class BenchConfig:
     root: int = 0
     fault: str | None = None  # test hook: 'corrupt' one element on fault_rank, or 'wrong_redop' (MAX for all)
     fault_rank: int = 0
-    die_rank: int | None = None  # test hook: this rank exits after the first size
+    die_rank: int | None = None  # test hook: this rank fails after the first size, as die_how says
+    die_how: str = "exit"  # 'exit' (code 3), 'kill' (SIGKILL, as the OOM killer does) or 'hang' (stops answering)
 
 
 @dataclass
@@ -265,8 +267,18 @@ def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
             if on_row is not None:
                 on_row(row)
         if cfg.die_rank == rank and i == 0:
-            os._exit(3)
+            _die(cfg.die_how)
     return rows
+
+
+def _die(how: str) -> None:
+    """Test hook: end this rank the way real ranks end (exit, SIGKILL) or make it stop answering."""
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "hang":
+        while True:
+            time.sleep(3600)
+    os._exit(3)
 
 
 def total_wrong(rows: list[dict[str, Any]]) -> int:
