@@ -57,6 +57,7 @@ class BenchConfig:
     sizes_bytes: tuple[float, ...]
     iters: int = 20
     warmup_iters: int = 5
+    rounds: int = 4  # the iterations of every size are timed in this many rounds over all sizes (timed_rounds)
     check: bool = True
     backend: str = "gloo"
     redop: str = "sum"
@@ -192,20 +193,54 @@ def _sync(torch: Any, backend: str) -> None:
         torch.cuda.synchronize()
 
 
-def _timed(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool,
-           rank: int, n: int) -> float:
-    """Mean seconds per iteration after warm-up, the maximum over ranks (nccl-tests reports the slowest)."""
-    for _ in range(cfg.warmup_iters):
-        _run(dist, cfg, op_, b, in_place, rank, n)
+def _block_s(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool, rank: int, n: int,
+             k: int) -> float:
+    """Seconds of ``k`` back-to-back iterations on this rank, all ranks starting together (a barrier)."""
     _sync(torch, cfg.backend)
     dist.barrier()
     t0 = time.perf_counter()
-    for _ in range(cfg.iters):
+    for _ in range(k):
         _run(dist, cfg, op_, b, in_place, rank, n)
     _sync(torch, cfg.backend)
-    t = torch.tensor([(time.perf_counter() - t0) / cfg.iters], dtype=torch.float64, device=b.src.device)
+    return time.perf_counter() - t0
+
+
+def rounds_for(cfg: BenchConfig) -> int:
+    """Rounds actually run: at least one timed iteration per block."""
+    return max(1, min(cfg.rounds, cfg.iters))
+
+
+def timed_rounds(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, bufs: list[_Bufs], halves: tuple[bool, ...],
+                 rank: int, n: int, tick: Callable[[], None]) -> list[float]:
+    """Mean seconds per iteration of every (size, half), in that order; the maximum over ranks.
+
+    After ``warmup_iters`` per size, the ``iters`` timed iterations of each size are split into
+    :func:`rounds_for` blocks, and every round visits all sizes (upwards, then downwards the next round).
+    A slow spell of a shared machine (CPU steal, a noisy neighbour, another job's traffic) then lands on
+    every size alike instead of on whichever size happened to be running, so the sweep stays consistent
+    with itself. With more than one round each block starts with one untimed iteration, because switching
+    sizes cools the caches and the transport. One round is nccl-tests' own schedule.
+    """
+    keys = [(b, ip) for b in bufs for ip in halves]
+    for b, ip in keys:
+        if ip:
+            _reset_in_place(b)
+        for _ in range(cfg.warmup_iters):
+            _run(dist, cfg, op_, b, ip, rank, n)
+    rounds = rounds_for(cfg)
+    spent = [0.0] * len(keys)
+    order = list(range(len(keys)))
+    for r in range(rounds):
+        k = cfg.iters // rounds + (1 if r < cfg.iters % rounds else 0)
+        for j in order if r % 2 == 0 else order[::-1]:
+            b, ip = keys[j]
+            if rounds > 1:
+                _run(dist, cfg, op_, b, ip, rank, n)
+            spent[j] += _block_s(torch, dist, cfg, op_, b, ip, rank, n, k)
+            tick()
+    t = torch.tensor(spent, dtype=torch.float64, device=bufs[0].src.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t[0])
+    return [float(x) / cfg.iters for x in t.tolist()]
 
 
 def _checked(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_place: bool,
@@ -225,17 +260,27 @@ def _checked(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_p
     return int(wrong[0])
 
 
-def _half(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_place: bool, nbytes: int,
-          count: int, rank: int, n: int) -> dict[str, Any]:
+def _half(time_s: float, nbytes: int, op: str, n: int, wrong: int) -> dict[str, Any]:
     """The out-of-place or in-place half of a row: time_s, algbw_gbyte_s, busbw_gbyte_s, wrong."""
-    op_ = _torch_op(dist, "max" if cfg.fault == "wrong_redop" else redop)
-    if in_place:
-        _reset_in_place(b)
-    time_s = _timed(torch, dist, cfg, op_, b, in_place, rank, n)
-    wrong = _checked(torch, dist, cfg, redop, b, in_place, count, rank, n) if cfg.check else -1
     algbw = nbytes / time_s
-    return {"time_s": time_s, "algbw_gbyte_s": algbw / 1e9,
-            "busbw_gbyte_s": algbw * busbw_factor(cfg.op, n) / 1e9, "wrong": wrong}
+    return {"time_s": time_s, "algbw_gbyte_s": algbw / 1e9, "busbw_gbyte_s": algbw * busbw_factor(op, n) / 1e9,
+            "wrong": wrong}
+
+
+def _prefix(cfg: BenchConfig, b: _Bufs, count: int, rank: int, n: int) -> _Bufs:
+    """The buffers of a ``count``-element row as views of the largest row's (nccl-tests allocates once too).
+
+    The input pattern depends on the element index only, so a prefix holds what a fresh buffer would.
+    """
+    per = count // n
+    src = b.src.narrow(0, 0, per if cfg.op == "all_gather" else count)
+    out = b.out.narrow(0, 0, per if cfg.op == "reduce_scatter" else count)
+    if b.inplace is None:
+        return _Bufs(src, out, None, None, None)
+    inplace = b.inplace.narrow(0, 0, count)
+    part = inplace.narrow(0, rank * per, per)
+    return _Bufs(src, out, inplace, part if cfg.op == "all_gather" else inplace,
+                 part if cfg.op == "reduce_scatter" else inplace)
 
 
 def element_count(op: str, size_bytes: float, elem_bytes: int, n: int) -> int:
@@ -245,30 +290,44 @@ def element_count(op: str, size_bytes: float, elem_bytes: int, n: int) -> int:
 
 
 def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
-               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run the sweep on an initialised process group; every rank returns the same rows."""
+               on_block: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Run the sweep on an initialised process group; every rank returns the same rows (size-major).
+
+    ``on_block`` is called after every timed block (:func:`timed_rounds`), for a progress bar.
+    """
     torch = require_torch()
     import torch.distributed as dist
 
     elem = getattr(torch, DTYPES[cfg.dtype]).itemsize
-    rows = []
-    for i, size in enumerate(cfg.sizes_bytes):
-        for redop in redops_for(cfg.op, cfg.redop, cfg.backend):
-            count = element_count(cfg.op, size, elem, n)
-            b = _buffers(torch, cfg, redop, count, rank, n, device)
-            nbytes = count * elem
-            oop = _half(torch, dist, cfg, redop, b, False, nbytes, count, rank, n)
-            inp = None if cfg.op in NO_IN_PLACE else _half(torch, dist, cfg, redop, b, True, nbytes, count,
-                                                             rank, n)
-            row = {"op": cfg.op, "size_bytes": nbytes, "count": count, "type": cfg.dtype, "redop": redop,
-                   "root": cfg.root if cfg.op in ("broadcast", "reduce") else -1, "ranks": n,
-                   "backend": cfg.backend, **oop, "in_place": inp}
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
-        if cfg.die_rank == rank and i == 0:
+    counts = [element_count(cfg.op, size, elem, n) for size in cfg.sizes_bytes]
+    halves = (False,) if cfg.op in NO_IN_PLACE else (False, True)
+    blocks = 0
+
+    def tick() -> None:
+        nonlocal blocks
+        blocks += 1
+        if cfg.die_rank == rank and blocks == 1:
             _die(cfg.die_how)
-    return rows
+        if on_block is not None:
+            on_block()
+
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for redop in redops_for(cfg.op, cfg.redop, cfg.backend):
+        op_ = _torch_op(dist, "max" if cfg.fault == "wrong_redop" else redop)
+        full = _buffers(torch, cfg, redop, max(counts), rank, n, device)
+        bufs = [_prefix(cfg, full, c, rank, n) for c in counts]
+        times = timed_rounds(torch, dist, cfg, op_, bufs, halves, rank, n, tick)
+        for i, (count, b) in enumerate(zip(counts, bufs, strict=True)):
+            nbytes = count * elem
+            got = [_half(times[i * len(halves) + h], nbytes, cfg.op, n,
+                         _checked(torch, dist, cfg, redop, b, ip, count, rank, n) if cfg.check else -1)
+                   for h, ip in enumerate(halves)]
+            by_size.setdefault(i, []).append({
+                "op": cfg.op, "size_bytes": nbytes, "count": count, "type": cfg.dtype, "redop": redop,
+                "root": cfg.root if cfg.op in ("broadcast", "reduce") else -1, "ranks": n,
+                "backend": cfg.backend, **got[0], "in_place": got[1] if len(got) > 1 else None})
+        del full, bufs
+    return [row for i in sorted(by_size) for row in by_size[i]]
 
 
 def _die(how: str) -> None:
@@ -300,7 +359,8 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
 
     hosts: list[Any] = [None] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
-    total = len(cfg.sizes_bytes) * len(redops_for(cfg.op, cfg.redop, cfg.backend))
+    halves = 1 if cfg.op in NO_IN_PLACE else 2
+    total = len(cfg.sizes_bytes) * halves * rounds_for(cfg) * len(redops_for(cfg.op, cfg.redop, cfg.backend))
     with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as step:
-        rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_row=lambda _row: step())
+        rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=step)
     return {"rows": rows, "hostnames": hosts}

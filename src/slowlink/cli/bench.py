@@ -79,6 +79,9 @@ def collectives(
     stepfactor: float = typer.Option(2.0, "-f", "--stepfactor", help="Size multiplier."),
     iters: int = typer.Option(20, "-n", "--iters", help="Timed iterations per size."),
     warmup: int = typer.Option(5, "-w", "--warmup_iters", help="Warm-up iterations per size."),
+    rounds: int = typer.Option(4, "--rounds", help="Time each size's iterations in this many rounds over all "
+                               "sizes, so a slow spell of a shared machine hits every size alike (1: "
+                               "nccl-tests' one size after the other)."),
     check: int = typer.Option(1, "-c", "--check", help="Check results (1) or not (0)."),
     root: int = typer.Option(0, "-r", "--root", help="Root rank of broadcast and reduce."),
     nproc: int | None = _NPROC,
@@ -105,24 +108,27 @@ def collectives(
         raise BenchError(f"-d/--datatype ({dtype!r}) must be one of {', '.join(DTYPES)}")
     if iters < 1 or warmup < 0:
         raise BenchError(f"iters ({iters}) must be >= 1 and warmup_iters ({warmup}) >= 0")
+    if rounds < 1:
+        raise BenchError(f"--rounds ({rounds}) must be >= 1")
     sizes = _sizes(minbytes, maxbytes, stepfactor)
     redops_for(op, redop, "nccl")  # the name is checked before anything starts
     if emit is not None:
         args = ["collectives", "--op", op, "-o", redop, "-d", dtype, "-b", minbytes, "-e", maxbytes,
-                "-f", f"{stepfactor:g}", "-n", str(iters), "-w", str(warmup), "-c", str(check), "-r", str(root),
-                "--backend", backend, "--timeout", f"{timeout_s:g}", "--results", str(results)]
+                "-f", f"{stepfactor:g}", "-n", str(iters), "-w", str(warmup), "--rounds", str(rounds),
+                "-c", str(check), "-r", str(root), "--backend", backend, "--timeout", f"{timeout_s:g}",
+                "--results", str(results)]
         emit_slurm(emit, args, nodes, gpus_per_node, partition)
         return
     be = launch.resolve_backend(backend)
     redops_for(op, redop, be)
-    cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, check=bool(check),
+    cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, rounds=rounds, check=bool(check),
                       backend=be, redop=redop, dtype=dtype, root=root)
     res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
     if res is None:  # not rank 0 of a torchrun job
         return
     rows = res["rows"]
     save_record("collectives", op, res, {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes),
-                                         "iters": iters, "warmup_iters": warmup, "check": bool(check),
+                                         "iters": iters, "warmup_iters": warmup, "rounds": rounds, "check": bool(check),
                                          "backend": be, "ranks": rows[0]["ranks"]},
                 be, cluster, results, no_results)
     if as_json:
