@@ -29,6 +29,16 @@ def test_short_inner_dimension_and_low_intensity_cost_more_per_flop() -> None:
     assert rate < A100.sustained("fp16")
 
 
+def test_a_measured_k_half_replaces_the_gpu_constant() -> None:
+    from dataclasses import replace
+
+    from slowlink.workload.compute import K_HALF
+
+    g = Gemm(8192, 8192, 256)
+    flat = replace(A100, gemm_k_half=0.0)  # a device whose GEMMs do not lose rate on short k
+    assert gemm_time_s(g, A100, "fp16") / gemm_time_s(g, flat, "fp16") == pytest.approx((256 + K_HALF) / 256)
+
+
 @pytest.mark.parametrize(("recompute", "sp", "fwd_ms", "bwd_ms"), [
     # Korthikanti et al. 2022, Table 4: one layer of the 22B model, TP 8, micro-batch 4 (published_runs.yaml).
     ("none", False, 7.7, 11.9),

@@ -59,3 +59,14 @@ def test_infeasible_plan_shows_breakdown() -> None:
 def test_unknown_preset_names_nearest() -> None:
     with pytest.raises(SpecError, match=r"model.preset \('llama3-8'\).*did you mean llama3-8b"):
         workload_from_mapping({"model": {"preset": "llama3-8"}, "training": {"global_batch": 8}})
+
+
+def test_fp32_training_keeps_4_byte_weights_and_activations_and_no_master_copy() -> None:
+    mixed = _gpt(dp=1, zero=0)
+    full = _gpt(dp=1, zero=0)
+    full["training"] = {"global_batch": 64, "recompute": "full", "precision": "fp32"}
+    m16, m32 = memory(workload_from_mapping(mixed)), memory(workload_from_mapping(full))
+    assert m32.weights_bytes == pytest.approx(2 * m16.weights_bytes)
+    assert m32.grads_bytes == pytest.approx(m16.grads_bytes)
+    assert m32.optimizer_bytes == pytest.approx(m16.optimizer_bytes * 8 / 12)  # m, v; no fp32 master
+    assert m32.activations_bytes == pytest.approx(2 * m16.activations_bytes)

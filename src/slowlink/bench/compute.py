@@ -4,6 +4,13 @@ FLOP/s = 2 m n k / time of ``a @ b`` (a: m x k, b: k x n), the mean over timed i
 Memory bandwidth = 2 x bytes / time of a large tensor copy (one read, one write). The best GEMM rate per
 dtype is the device's measured peak; written as a catalog GPU entry it lets the step model and MFU use
 this device (a CPU is described as one rank's share: the cores a rank's threads run on).
+
+The entry also carries what the step model's GEMM efficiency needs of this device, measured rather than
+assumed: ``gemm_fraction`` 1 (the peak is already an achieved rate), ``sms`` (the GPU's multiprocessors,
+a CPU's threads: the width of one wave of output tiles), and ``gemm_k_half``, fitted on a sweep of the
+inner dimension (K_SWEEP_MN x K_SWEEP_MN x k in the fastest dtype) to the model's
+rate(k) = peak * k / (k + k_half) with its asymptote pinned to the measured peak:
+least squares of peak/rate(k) - 1 = k_half / k (:func:`fit_k_half`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from slowlink.errors import BenchError
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_SHAPES = ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048))
 COPY_BYTES = 256 * units.MiB
+MAX_CALL_S = 2.0  # a GEMM projected to take longer than this per call is skipped (gemm_rows)
+K_SWEEP = (64, 128, 256, 512, 1024, 2048)  # inner dimensions of the k_half sweep
+K_SWEEP_MN = 1024
 
 
 def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
@@ -52,22 +62,41 @@ def _timeit(torch: Any, fn: Any, device: str, warmup: int, min_time_s: float, ma
 
 
 def gemm_rows(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...], device: str,
-              warmup: int = 2, min_time_s: float = 0.2, max_iters: int = 50) -> list[dict[str, Any]]:
-    """One row per shape x dtype: m, n, k, dtype, time_s, flops, tflops."""
+              warmup: int = 2, min_time_s: float = 0.2, max_iters: int = 50,
+              max_call_s: float = MAX_CALL_S) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per shape x dtype (m, n, k, dtype, time_s, flops, tflops), smallest shape first, and notes.
+
+    A shape whose one call would take over ``max_call_s`` at the best rate its dtype reached so far is
+    skipped with a note: CPUs without native 16-bit GEMMs (AVX2 only) run bf16 and fp16 about 100x slower
+    than fp32, and a 2048^3 bf16 GEMM there takes a minute a call.
+    """
     torch = require_torch()
-    rows = []
+    rows, notes = [], []
     for name in dtypes:
         if name not in DTYPES:
             raise BenchError(f"--dtypes ({name!r}) must be among {', '.join(DTYPES)}")
         dt = getattr(torch, DTYPES[name])
-        for m, n, k in shapes:
+        best = 0.0
+        for m, n, k in sorted(shapes, key=lambda s: s[0] * s[1] * s[2]):
+            if best and 2.0 * m * n * k / best > max_call_s:
+                notes.append(f"{name} {m}x{n}x{k} skipped: one call would take "
+                             f"{2.0 * m * n * k / best:.0f} s at {best / units.TFLOPS:.4f} TFLOP/s")
+                continue
             a = torch.randn(m, k, device=device).to(dt)
             b = torch.randn(k, n, device=device).to(dt)
             t = _timeit(torch, lambda a=a, b=b: a @ b, device, warmup, min_time_s, max_iters)
             flops = 2.0 * m * n * k
+            best = max(best, flops / t)
             rows.append({"m": m, "n": n, "k": k, "dtype": name, "time_s": t, "flops": flops,
                          "tflops": flops / t / units.TFLOPS})
-    return rows
+    return rows, notes
+
+
+def fit_k_half(rows: list[dict[str, Any]], peak_tflops: float) -> float:
+    """k_half of rate(k) = peak * k / (k + k_half): least squares of y = peak/rate - 1 against x = 1/k."""
+    x = [1.0 / r["k"] for r in rows]
+    y = [max(0.0, peak_tflops / r["tflops"] - 1.0) for r in rows]
+    return float(sum(a * b for a, b in zip(x, y, strict=True)) / sum(a * a for a in x))
 
 
 def copy_bw_bytes_s(device: str, nbytes: float = COPY_BYTES) -> float:
@@ -99,10 +128,21 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
             raise BenchError(f"--threads ({threads}) must be >= 1")
         torch.set_num_threads(threads)
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    rows = gemm_rows(shapes, dtypes, dev)
+    rows, notes = gemm_rows(shapes, dtypes, dev)
+    fastest = max(dtypes, key=lambda d: max(r["tflops"] for r in rows if r["dtype"] == d))
+    want = [(K_SWEEP_MN, K_SWEEP_MN, k) for k in K_SWEEP]
+    have = [r for r in rows if r["dtype"] == fastest and (r["m"], r["n"], r["k"]) in want]
+    new, more = gemm_rows(tuple(s for s in want if s not in {(r["m"], r["n"], r["k"]) for r in have}),
+                          (fastest,), dev)
+    rows += new
+    sweep = sorted(have + new, key=lambda r: r["k"])
     peaks = {d: max(r["tflops"] for r in rows if r["dtype"] == d) for d in dtypes}
-    return {"rows": rows, "device": dev, "threads": torch.get_num_threads(), "peak_tflops": peaks,
-            "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB, "memory_gib": memory_bytes(dev) / units.GiB}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if dev.startswith("cuda") else \
+        torch.get_num_threads()
+    return {"rows": rows, "notes": notes + more, "device": dev, "threads": torch.get_num_threads(),
+            "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep, peaks[fastest]),
+            "k_half_dtype": fastest, "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB,
+            "memory_gib": memory_bytes(dev) / units.GiB}
 
 
 def catalog_entry(summary: dict[str, Any], arch: str) -> dict[str, Any]:
@@ -113,7 +153,8 @@ def catalog_entry(summary: dict[str, Any], arch: str) -> dict[str, Any]:
         raise BenchError(f"--catalog-out needs every dtype measured: add {', '.join(missing)} to --dtypes")
     return {"bf16_tflops": peaks["bf16"], "fp16_tflops": peaks["fp16"], "fp8_tflops": None,
             "fp32_tflops": peaks["fp32"], "hbm_gib": summary["memory_gib"], "hbm_gbyte_s": summary["copy_gbyte_s"],
-            "arch": arch}
+            "arch": arch, "sms": summary["sms"], "gemm_fraction": 1.0,
+            "gemm_k_half": round(summary["gemm_k_half"], 1)}
 
 
 def write_catalog(path: Path, name: str, entry: dict[str, Any], note: str) -> None:

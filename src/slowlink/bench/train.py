@@ -8,7 +8,12 @@ Per step (mean over timed steps after warm-up), on every rank at once:
                 the parameters + reduce_scatter of the gradients), so comm / compute is the unoverlapped ratio;
   MFU         = model FLOPs / (step_time x ranks x peak), model FLOPs per token = 6 N + 6 L s h
                 (N: parameters without the embedding, L layers, s sequence, h hidden; causal attention;
-                PaLM, Chowdhery et al. 2022, App. B), peak = the device's measured bf16 GEMM rate.
+                PaLM, Chowdhery et al. 2022, App. B), peak = the device's measured GEMM rate in the
+                run's precision.
+Precision: bf16 or fp16 autocast (parameters and gradients stay fp32), or fp32 throughout; ``auto`` is
+bf16 on a GPU and, on a CPU, whichever of bf16 and fp32 runs a 512^3 GEMM faster there
+(:func:`fastest_precision`): a CPU without native bf16 (AVX2 only) runs bf16 GEMMs about 100x slower
+than fp32 (0.84 against 100 GFLOP/s on 2 threads of this project's AVX2 EPYC build machine).
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from slowlink.errors import BenchError
 
 MODES = ("ddp", "fsdp")
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ class TrainConfig:
     batch: int = 4          # sequences per rank per step (the micro-batch; one micro-batch per step)
     steps: int = 8
     warmup_steps: int = 2
-    precision: str = "bf16"  # autocast dtype of the GEMMs; parameters and gradients stay fp32
+    precision: str = "auto"  # bf16/fp16 autocast (parameters and gradients stay fp32), fp32, or auto
     threads: int | None = None
     seed: int = 0
 
@@ -52,8 +58,8 @@ class TrainConfig:
                 raise BenchError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be >= 1")
         if self.warmup_steps < 0:
             raise BenchError(f"--warmup-steps ({self.warmup_steps}) must be >= 0")
-        if self.precision not in ("bf16", "fp16"):
-            raise BenchError(f"--precision ({self.precision!r}) must be bf16 or fp16")
+        if self.precision not in PRECISIONS:
+            raise BenchError(f"--precision ({self.precision!r}) must be one of {', '.join(PRECISIONS)}")
 
 
 def model_params(cfg: TrainConfig) -> tuple[int, int]:
@@ -113,17 +119,34 @@ def _sync(torch: Any, device: str) -> None:
         torch.cuda.synchronize()
 
 
+def fastest_precision(torch: Any, device: str, n: int = 512) -> str:
+    """``auto``: bf16 on a GPU; on a CPU the faster of bf16 and fp32 for one n^3 GEMM (best of 3, after one)."""
+    if not device.startswith("cpu"):
+        return "bf16"
+    best = {}
+    for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        a, b = torch.ones(n, n, dtype=dt), torch.ones(n, n, dtype=dt)
+        a @ b
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - t0)
+        best[name] = min(times)
+    return min(best, key=lambda k: best[k])
+
+
 def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any) -> float:
     """Mean seconds per optimizer step after warm-up."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + int(os.environ.get("RANK", "0")))
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq_len + 1), generator=gen).to(device)
-    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float16
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision, torch.float32)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device.split(":")[0], dtype=dtype):
+        with torch.autocast(device.split(":")[0], dtype=dtype, enabled=cfg.precision != "fp32"):
             logits = model(tokens[:, :-1])
         loss = loss_fn(logits.float().reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
         loss.backward()
@@ -192,6 +215,10 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
 
     threads = cfg.threads or max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     torch.set_num_threads(threads)
+    if cfg.precision == "auto":
+        chosen: list[Any] = [fastest_precision(torch, ctx.device) if ctx.rank == 0 else None]
+        dist.broadcast_object_list(chosen, src=0)
+        cfg = replace(cfg, precision=str(chosen[0]))
     compute_s = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier)
     step_s = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device, dist.barrier)
     comm_s = _comm_only(torch, dist, cfg, ctx.world, ctx.device)
@@ -202,7 +229,7 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
     dist.all_gather_object(hosts, socket.gethostname())
     exposed = max(0.0, step_s - compute_s)
     n, e = model_params(cfg)
-    row = {"mode": cfg.mode, "ranks": ctx.world, "threads_per_rank": threads,
+    row = {"mode": cfg.mode, "ranks": ctx.world, "threads_per_rank": threads, "precision": cfg.precision,
            "params": n + e, "tokens_per_step": cfg.batch * cfg.seq_len * ctx.world,
            "model_flops_per_step": model_flops_per_step(cfg, ctx.world), "step_time_s": step_s,
            "compute_s": compute_s, "exposed_comm_s": exposed, "comm_s": comm_s,

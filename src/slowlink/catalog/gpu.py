@@ -28,6 +28,9 @@ class GpuEntry(BaseModel):
         "power limits), as measured with cuBLAS/hipBLASLt.")
     gemm_fp8_fraction: float = Field(
         0.7, gt=0, le=1, description="The same for FP8 GEMMs (scaling and conversion included).")
+    gemm_k_half: float | None = Field(
+        None, ge=0, description="Inner dimension k at which a GEMM reaches half its rate, as `slowlink bench "
+        "compute` measures it; null: the step model's K_HALF for GPUs (slowlink.workload.compute).")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Gpu:
     arch: str
     sms: int = 100
     gemm_fraction: dict[str, float] | None = None
+    gemm_k_half: float | None = None
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -56,6 +60,7 @@ class Gpu:
             sms=entry.sms,
             gemm_fraction={"bf16": entry.gemm_fraction, "fp16": entry.gemm_fraction,
                            "fp8": entry.gemm_fp8_fraction, "fp32": entry.gemm_fraction},
+            gemm_k_half=entry.gemm_k_half,
         )
 
     def peak(self, precision: str) -> float:

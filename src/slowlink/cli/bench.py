@@ -170,7 +170,10 @@ def compute(
 
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
     res = run_compute(parse_shapes(shapes), dts, threads)
-    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "copy_gbyte_s", "memory_gib")}
+    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "sms", "gemm_k_half", "k_half_dtype",
+                                   "copy_gbyte_s", "memory_gib", "notes")}
+    for note in res["notes"]:
+        err.print(note)
     save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
                 "none", cluster, results, no_results, summary)
     if catalog_out is not None:
@@ -182,8 +185,9 @@ def compute(
         print_json({"rows": res["rows"], "summary": summary})
         return
     out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
-    peaks = ", ".join(f"{k} {v:.3f}" for k, v in summary["peak_tflops"].items())
-    out.print(f"peak TFLOP/s: {peaks}; copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s")
+    peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
+    out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
+              f"rate = peak x k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s")
 
 
 @clean_errors
@@ -200,6 +204,8 @@ def train(
     steps: int = typer.Option(8, "--steps", help="Timed steps."),
     warmup_steps: int = typer.Option(2, "--warmup-steps", help="Warm-up steps."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads per rank (default: cores / ranks)."),
+    precision: str = typer.Option("auto", "--precision", help="bf16 | fp16 (autocast) | fp32 | auto: bf16 on a "
+                                  "GPU, on a CPU the faster of bf16 and fp32 there."),
     backend: str = _BACKEND,
     timeout_s: float = _TIMEOUT,
     cluster: Path | None = _TRAIN_CLUSTER,
@@ -211,15 +217,17 @@ def train(
     from slowlink.bench import launch
     from slowlink.bench.train import TrainConfig, config_dict
     from slowlink.report.bench import train_table
+    from slowlink.spec.cluster import load_cluster
 
     try:
         counts = [int(x) for x in nproc.split(",")]
     except ValueError:
         raise BenchError(f"--nproc ({nproc!r}) must be comma-separated integers, e.g. 1,2") from None
     cfg = TrainConfig(mode=mode, layers=layers, hidden=hidden, heads=heads, ffn_hidden=ffn_hidden, vocab=vocab,
-                      seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads)
+                      seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads,
+                      precision=precision)
     cfg.check()
-    peak = _peak(cluster, cfg.precision)
+    gpu = None if cluster is None else load_cluster(cluster).gpu
     be = launch.resolve_backend(backend)
     rows, hosts = [], []
     for n in counts:
@@ -227,6 +235,7 @@ def train(
         rows += res["rows"]
         hosts += res["hostnames"]
     for r in rows:
+        peak = None if gpu is None else gpu.peak(r["precision"])
         r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None
         if cluster is not None:
             from slowlink.bench.train_plan import compare_with_plan
@@ -237,16 +246,8 @@ def train(
     if as_json:
         print_json(rows)
         return
-    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}"))
-
-
-def _peak(cluster: Path | None, precision: str) -> float | None:
-    """The per-rank peak FLOP/s of the cluster file's GPU (a `bench compute --catalog-out` entry on CPU)."""
-    if cluster is None:
-        return None
-    from slowlink.spec.cluster import load_cluster
-
-    return load_cluster(cluster).gpu.peak(precision)
+    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
+                                f"{rows[0]['precision']}"))
 
 
 bench_app.command("compute")(compute)

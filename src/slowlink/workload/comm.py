@@ -3,7 +3,7 @@
 Groups come from :func:`slowlink.workload.placement.dimension_groups` (Megatron order, tp fastest) and
 are priced by a :data:`CommCost`: the analytical default goes through :func:`slowlink.collectives.predict`,
 the flow simulator (``slowlink.sim.step.flow_cost``) plugs in the same way. Volumes, per micro-batch and
-per layer unless said otherwise (b sequences, s tokens, h hidden, activations in 2 bytes):
+per layer unless said otherwise (b sequences, s tokens, h hidden, activations in 2 bytes, 4 in fp32):
   TP: with SP 2 all-gathers + 2 reduce-scatters of b*s*h/cp bytes forward and as many backward, else
       2 all-reduces each way; full recompute repeats the forward ones (Korthikanti et al. 2022, Sec. 4.2).
   CP: ring attention passes K and V (2*b*(s/cp)*h_kv/tp values) cp-1 times forward, K, V, dK, dV
@@ -30,9 +30,6 @@ CommCost = Callable[[str, float, list[list[int]]], float]
 # (op, size_bytes in the nccl-tests convention, groups = every concurrent communicator of that
 #  dimension as lists of RANKS) -> seconds until all of them finish. op in all_reduce, all_gather,
 #  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
-
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
-
 
 def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
     """The collective model's :class:`Group` of the first communicator, from the ranks of all of them.

@@ -6,7 +6,8 @@ One efficiency model for every case (constants below, no per-case fitting):
     q_wave    = useful tiles / (waves x SMs), best of the tile shapes cuBLAS picks from: the tile padding
                 and the last partial wave of output tiles (wave quantisation)
     k_eff     = k / (k + K_HALF): the main loop's prologue/epilogue per output tile (short inner dims,
-                e.g. the head dimension of the attention-score GEMMs, lose most)
+                e.g. the head dimension of the attention-score GEMMs, lose most); a device measured by
+                `slowlink bench compute` carries its own k_half (catalog gemm_k_half)
     bytes     = dtype * batch * (m*k + k*n + m*n): arithmetic intensity, the roofline's memory side
   elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
                 memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2)
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
 from slowlink.workload.memory import activation_bytes_per_layer
-from slowlink.workload.spec import Workload
+from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 E_GEMM = 0.89  # share of the sustained GEMM rate inside a training layer (epilogues, launch gaps)
 K_HALF = 200.0  # inner dimension at which a tile's main loop reaches half its rate
@@ -81,8 +82,9 @@ def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
     """Seconds of one GEMM on ``gpu`` (see the module docstring)."""
     if g.flops <= 0:
         return 0.0
-    rate = gpu.sustained(precision) * E_GEMM * wave_quantisation(g, gpu.sms) * g.k / (g.k + K_HALF)
-    dtype = 1.0 if precision == "fp8" else 2.0
+    k_half = K_HALF if gpu.gemm_k_half is None else gpu.gemm_k_half
+    rate = gpu.sustained(precision) * E_GEMM * wave_quantisation(g, gpu.sms) * g.k / (g.k + k_half)
+    dtype = DTYPE_BYTES[precision]
     mem = dtype * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) / gpu.hbm_bw_bytes_s
     return max(g.flops / rate, mem)
 

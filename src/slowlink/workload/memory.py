@@ -1,12 +1,15 @@
 """Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode).
 
 Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients and
-12 of optimizer state (fp32 master, m, v) per parameter; ZeRO 1 shards the optimizer over dp, 2 also the
-gradients, 3 also the weights. Activations per layer and micro-batch (Korthikanti et al. 2022, Sec. 4):
+12 of optimizer state (fp32 master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
+master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients, 3 also the weights.
+Activations per layer and micro-batch (Korthikanti et al. 2022, Sec. 4):
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
   with sequence parallelism: s*b*h*(34/t + 5*a*s/(h*t))
   selective recompute:       drops the 5*a*s/(h*t) term (so does fused/flash attention)
   full recompute:            2*s*b*h (the layer input; /t with SP)
+(16-bit activations; fp32 training doubles them, the 1-byte dropout masks included, an overestimate of
+at most 2*s*b*h + a*s*s*b per layer.)
 A 1F1B first stage holds pp micro-batches of its layers; interleaving multiplies by 1 + (pp-1)/(pp*vp).
 """
 
@@ -40,6 +43,12 @@ class Memory:
             "total_gib": self.total_bytes / units.GiB}
 
 
+def kept_bytes(precision: str) -> float:
+    """Bytes of one weight or activation element as the step keeps and moves it: 4 in fp32 training, else 2
+    (FP8 GEMMs keep 16-bit weights and activations, as Transformer Engine does)."""
+    return 4.0 if precision == "fp32" else 2.0
+
+
 def params_per_gpu(w: Workload) -> float:
     """Parameters one GPU holds before ZeRO sharding: dense / (tp*pp), experts / (tp*pp*ep)."""
     dense, expert = params(w.model)
@@ -58,10 +67,11 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     sbh = m.seq_len / p.cp * t.micro_batch * m.hidden
     attn = 5.0 * m.heads * m.seq_len / (m.hidden * p.tp)
     sp = p.sequence_parallel and p.tp > 1
+    scale = kept_bytes(t.precision) / 2.0
     if mode == "full":
-        return 2.0 * sbh / (p.tp if sp else 1)
+        return scale * 2.0 * sbh / (p.tp if sp else 1)
     base = 34.0 / p.tp if sp else 10.0 + 24.0 / p.tp
-    return sbh * (base + (0.0 if mode == "selective" or t.flash_attention else attn))
+    return scale * sbh * (base + (0.0 if mode == "selective" or t.flash_attention else attn))
 
 
 def memory(w: Workload) -> Memory:
@@ -72,10 +82,12 @@ def memory(w: Workload) -> Memory:
     layers = p.first_stage_layers if p.first_stage_layers is not None else w.model.layers // p.pp
     micro = t.global_batch // (t.micro_batch * p.dp)
     inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
+    weights = kept_bytes(t.precision)
+    states = 8.0 if t.precision == "fp32" else 12.0  # m, v (+ the fp32 master under mixed precision)
     return Memory(
-        weights_bytes=2.0 * n / (shard if p.zero >= 3 else 1),
+        weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
         grads_bytes=4.0 * n / (shard if p.zero >= 2 else 1),
-        optimizer_bytes=12.0 * n / (shard if p.zero >= 1 else 1),
+        optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
         activations_bytes=activation_bytes_per_layer(w) * layers * inflight,
         workspace_bytes=WORKSPACE_BYTES,
     )

@@ -12,6 +12,7 @@ from slowlink.errors import SpecError
 from slowlink.fileio import format_validation_error, read_mapping
 
 _STRICT = ConfigDict(extra="forbid")
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}  # bytes per element of each precision
 
 
 class MoESpec(BaseModel):
@@ -40,7 +41,8 @@ class TrainingSpec(BaseModel):
     model_config = _STRICT
     global_batch: int = Field(ge=1, description="Sequences per optimizer step.")
     micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
-    precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="Precision of the GEMMs.")
+    precision: Literal["fp16", "bf16", "fp8", "fp32"] = Field(
+        "bf16", description="Precision of the GEMMs; fp32 = no mixed precision (fp32 weights, activations, GEMMs).")
     recompute: Literal["none", "selective", "full"] = Field("selective", description="Activation recomputation.")
     grad_comm_dtype: Literal["fp32", "bf16", "fp8"] = Field("bf16", description="Gradient traffic dtype.")
     flash_attention: bool = Field(

@@ -16,12 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.comm import DTYPE_BYTES, CommCost, groups_of
+from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
-from slowlink.workload.memory import params_per_gpu
-from slowlink.workload.spec import Workload
-
-ACT_BYTES = 2.0  # activations and their gradients travel in 16 bits (also under FP8 GEMMs)
+from slowlink.workload.memory import kept_bytes, params_per_gpu
+from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class DimComm:
 
 def _act(w: Workload) -> float:
     """b*s*h/cp activation bytes of one micro-batch."""
-    return w.training.micro_batch * w.model.seq_len / w.parallel.cp * w.model.hidden * ACT_BYTES
+    return w.training.micro_batch * w.model.seq_len / w.parallel.cp * w.model.hidden * kept_bytes(w.training.precision)
 
 
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
@@ -60,7 +58,8 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
     p, m = w.parallel, w.model
     if p.cp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "cp_pairs")
-    kv = 2.0 * w.training.micro_batch * m.seq_len / p.cp * m.hidden * m.kv_heads / m.heads / p.tp * ACT_BYTES
+    kv = 2.0 * w.training.micro_batch * m.seq_len / p.cp * m.hidden * m.kv_heads / m.heads / p.tp * kept_bytes(
+        w.training.precision)
     hop = cost("send_recv", kv, groups_of(p, "cp_pairs"))
     passes = 1.0 + 2.0 + (1.0 if w.training.recompute == "full" else 0.0)
     hidden = lc.attn_core_s / p.cp
@@ -74,7 +73,8 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
     if m.moe is None or p.ep == 1:
         return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
     split = p.tp if p.sequence_parallel else 1
-    size = w.training.micro_batch * m.seq_len / (p.cp * split) * m.moe.top_k * m.hidden * ACT_BYTES
+    size = w.training.micro_batch * m.seq_len / (p.cp * split) * m.moe.top_k * m.hidden * kept_bytes(
+        w.training.precision)
     passes = 4.0 + (2.0 if w.training.recompute == "full" else 0.0)
     t = passes * cost("all_to_all", size, groups_of(p, "ep"))
     return DimComm(t, t, "all_to_all", size, "ep")
@@ -104,11 +104,11 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     red = cost(reduce_op, dense_n * g_bytes, groups_of(p, dim))
     if expert_n and p.dp // p.ep > 1:
         red += cost(reduce_op, expert_n * g_bytes, groups_of(p, "edp"))
-    gather = 0.0
+    gather, w_bytes = 0.0, kept_bytes(w.training.precision)
     if p.zero >= 1:
-        gather = cost("all_gather", dense_n * 2.0, groups_of(p, dim))
+        gather = cost("all_gather", dense_n * w_bytes, groups_of(p, dim))
         if expert_n and p.dp // p.ep > 1:
-            gather += cost("all_gather", expert_n * 2.0, groups_of(p, "edp"))
+            gather += cost("all_gather", expert_n * w_bytes, groups_of(p, "edp"))
     red_exp = max(0.0, red - layers * lc.backward_s) if o.grad_reduce else red
     if p.zero >= 3:
         total_g = 2.0 * micro * gather
