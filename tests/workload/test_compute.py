@@ -39,6 +39,18 @@ def test_a_measured_k_half_replaces_the_gpu_constant() -> None:
     assert gemm_time_s(g, A100, "fp16") / gemm_time_s(g, flat, "fp16") == pytest.approx((256 + K_HALF) / 256)
 
 
+def test_a_measured_elementwise_rate_prices_the_elementwise_kernels_only() -> None:
+    from dataclasses import replace
+
+    w = workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 8},
+                               "parallel": {"tp": 1, "pp": 1, "dp": 1}})
+    base = layer_compute(w, A100)
+    same = layer_compute(w, replace(A100, elementwise_bw=A100.hbm_bw_bytes_s))
+    slow = layer_compute(w, replace(A100, elementwise_bw=A100.hbm_bw_bytes_s / 10))
+    assert same == base  # null = the HBM bandwidth
+    assert slow.forward_s > base.forward_s and slow.attn_core_s == base.attn_core_s
+
+
 @pytest.mark.parametrize(("recompute", "sp", "fwd_ms", "bwd_ms"), [
     # Korthikanti et al. 2022, Table 4: one layer of the 22B model, TP 8, micro-batch 4 (published_runs.yaml).
     ("none", False, 7.7, 11.9),

@@ -10,7 +10,10 @@ assumed: ``gemm_fraction`` 1 (the peak is already an achieved rate), ``sms`` (th
 a CPU's threads: the width of one wave of output tiles), and ``gemm_k_half``, fitted on a sweep of the
 inner dimension (K_SWEEP_MN x K_SWEEP_MN x k in the fastest dtype) to the model's
 rate(k) = peak * k / (k + k_half) with its asymptote pinned to the measured peak:
-least squares of peak/rate(k) - 1 = k_half / k (:func:`fit_k_half`).
+least squares of peak/rate(k) - 1 = k_half / k (:func:`fit_k_half`), and ``elementwise_gbyte_s``, the
+rate of the layer's elementwise kernels (:func:`elementwise_bw_bytes_s`; memory bound on a GPU, compute
+bound on a CPU thread: 1.5-1.8 GB/s for GeLU and LayerNorm against 14 GB/s for an add and 9 GB/s for a
+copy, one thread of this project's AVX2 build machine).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ COPY_BYTES = 256 * units.MiB
 MAX_CALL_S = 2.0  # a GEMM projected to take longer than this per call is skipped (gemm_rows)
 K_SWEEP = (64, 128, 256, 512, 1024, 2048)  # inner dimensions of the k_half sweep
 K_SWEEP_MN = 1024
+ELEMENTWISE_BYTES = 64 * units.MiB  # activation size of the elementwise measurement
 
 
 def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
@@ -99,6 +103,20 @@ def fit_k_half(rows: list[dict[str, Any]], peak_tflops: float) -> float:
     return float(sum(a * b for a, b in zip(x, y, strict=True)) / sum(a * a for a in x))
 
 
+def elementwise_bw_bytes_s(device: str, dtype: str, nbytes: float = ELEMENTWISE_BYTES) -> float:
+    """Bytes read + written per second of a layer's elementwise kernels: LayerNorm (forward), GeLU and a
+    residual add over an ``nbytes`` activation of width 1024, in ``dtype``: their bytes over their time."""
+    torch = require_torch()
+    dt = getattr(torch, DTYPES[dtype])
+    x = torch.ones(int(nbytes // torch.empty(0, dtype=dt).element_size()) // 1024, 1024, dtype=dt, device=device)
+    y = torch.empty_like(x)
+    norm = torch.nn.LayerNorm(1024, device=device, dtype=dt)
+    kernels = ((lambda: norm(x), 2), (lambda: torch.nn.functional.gelu(x), 2), (lambda: torch.add(x, x, out=y), 3))
+    with torch.no_grad():
+        seconds = [_timeit(torch, fn, device, 1, 0.2, 50) for fn, _ in kernels]
+    return sum(k for _, k in kernels) * nbytes / sum(seconds)
+
+
 def copy_bw_bytes_s(device: str, nbytes: float = COPY_BYTES) -> float:
     """2 x bytes / time of ``dst.copy_(src)``: memory bandwidth as the step model's HBM term sees it."""
     torch = require_torch()
@@ -142,6 +160,7 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
     return {"rows": rows, "notes": notes + more, "device": dev, "threads": torch.get_num_threads(),
             "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep, peaks[fastest]),
             "k_half_dtype": fastest, "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB,
+            "elementwise_gbyte_s": elementwise_bw_bytes_s(dev, fastest) / units.GB,
             "memory_gib": memory_bytes(dev) / units.GiB}
 
 
@@ -154,6 +173,7 @@ def catalog_entry(summary: dict[str, Any], arch: str) -> dict[str, Any]:
     return {"bf16_tflops": peaks["bf16"], "fp16_tflops": peaks["fp16"], "fp8_tflops": None,
             "fp32_tflops": peaks["fp32"], "hbm_gib": summary["memory_gib"], "hbm_gbyte_s": summary["copy_gbyte_s"],
             "arch": arch, "sms": summary["sms"], "gemm_fraction": 1.0,
+            "elementwise_gbyte_s": summary["elementwise_gbyte_s"],
             "gemm_k_half": round(summary["gemm_k_half"], 1)}
 
 

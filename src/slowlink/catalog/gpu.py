@@ -28,6 +28,10 @@ class GpuEntry(BaseModel):
         "power limits), as measured with cuBLAS/hipBLASLt.")
     gemm_fp8_fraction: float = Field(
         0.7, gt=0, le=1, description="The same for FP8 GEMMs (scaling and conversion included).")
+    elementwise_gbyte_s: float | None = Field(
+        None, gt=0, description="Bytes read + written per second of the layer's elementwise kernels (LayerNorm, "
+        "GeLU, residual add), as `slowlink bench compute` measures them, GB/s; null: hbm_gbyte_s (on a GPU "
+        "those kernels are memory bound; on a CPU thread GeLU and LayerNorm are compute bound).")
     gemm_k_half: float | None = Field(
         None, ge=0, description="Inner dimension k at which a GEMM reaches half its rate, as `slowlink bench "
         "compute` measures it; null: the step model's K_HALF for GPUs (slowlink.workload.compute).")
@@ -45,6 +49,12 @@ class Gpu:
     sms: int = 100
     gemm_fraction: dict[str, float] | None = None
     gemm_k_half: float | None = None
+    elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
+
+    @property
+    def elementwise_bw_bytes_s(self) -> float:
+        """What the step model's elementwise term divides by: the measured rate, else HBM bandwidth."""
+        return self.hbm_bw_bytes_s if self.elementwise_bw is None else self.elementwise_bw
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -61,6 +71,7 @@ class Gpu:
             gemm_fraction={"bf16": entry.gemm_fraction, "fp16": entry.gemm_fraction,
                            "fp8": entry.gemm_fp8_fraction, "fp32": entry.gemm_fraction},
             gemm_k_half=entry.gemm_k_half,
+            elementwise_bw=None if entry.elementwise_gbyte_s is None else entry.elementwise_gbyte_s * units.GB,
         )
 
     def peak(self, precision: str) -> float:

@@ -10,7 +10,8 @@ One efficiency model for every case (constants below, no per-case fitting):
                 `slowlink bench compute` carries its own k_half (catalog gemm_k_half)
     bytes     = dtype * batch * (m*k + k*n + m*n): arithmetic intensity, the roofline's memory side
   elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
-                memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2)
+                memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2);
+                a device measured by `slowlink bench compute` divides by its measured elementwise rate
 Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp), MLP in
 (T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s, d) and context
 (s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k, n)
@@ -127,7 +128,7 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
     bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
     core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
-    bw = gpu.hbm_bw_bytes_s
+    bw = gpu.elementwise_bw_bytes_s
     elem = ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="none") / bw
     elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
     flash = w.training.flash_attention
