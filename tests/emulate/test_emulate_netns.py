@@ -41,15 +41,19 @@ def tree() -> Iterator[Plan]:
     net.down(plan.run_id)
 
 
-def test_cross_leaf_all_pairs_share_the_oversubscribed_uplink(tree: Plan) -> None:
+def test_cross_leaf_flows_share_the_oversubscribed_uplink(tree: Plan) -> None:
     node = tree.node_rate_bytes_s * TCP_PAYLOAD_FRACTION  # TCP goodput of one node link
     (within,) = throughput(tree, [(0, 1)], duration_s=1.0)
-    cross = throughput(tree, [(0, 2), (1, 3), (2, 0), (3, 1)], duration_s=1.5)
+    # One direction at a time: with both directions at once each queue also carries the other direction's
+    # ACKs, and the two uplinks measured 83-100% of the node rate in six runs (one below the 15% margin),
+    # against 100-103% one direction at a time.
+    up = throughput(tree, [(0, 2), (1, 3)], duration_s=1.5)
+    down = throughput(tree, [(2, 0), (3, 1)], duration_s=1.5)
     # One flow inside a leaf gets its node link; two flows per direction share one uplink of one node rate.
     assert within == pytest.approx(node, rel=0.15)
-    assert cross[0] + cross[1] == pytest.approx(node, rel=0.15)
-    assert cross[2] + cross[3] == pytest.approx(node, rel=0.15)
-    assert within / ((cross[0] + cross[1]) / 2) > 1.6
+    assert sum(up) == pytest.approx(node, rel=0.15)
+    assert sum(down) == pytest.approx(node, rel=0.15)
+    assert within / (sum(up) / 2) > 1.6
 
 
 def test_link_down_and_up(tree: Plan) -> None:
