@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -12,7 +13,8 @@ from rich.console import Console
 
 from slowlink.errors import SlowlinkError
 
-out = Console(highlight=False)
+# A terminal's own width; 120 columns into a pipe or a CI log (rich would assume 80 and squeeze the headers).
+out = Console(highlight=False, width=shutil.get_terminal_size((120, 24)).columns)
 err = Console(stderr=True, highlight=False)
 
 P = ParamSpec("P")
