@@ -53,10 +53,12 @@ def test_compute_writes_a_catalog_entry_the_cluster_accepts(tmp_path: Path) -> N
 
 
 def test_k_half_fit_recovers_the_inner_dimension_of_half_rate() -> None:
-    peak, k_half = 10.0, 96.0
-    rows = [{"k": k, "tflops": peak * k / (k + k_half)} for k in (64, 128, 256, 512, 1024, 2048)]
-    assert fit_k_half(rows, peak) == pytest.approx(k_half)
-    assert fit_k_half([{"k": k, "tflops": peak} for k in (64, 2048)], peak) == 0.0  # flat: no loss
+    rate, k_half = 6.0, 96.0  # the sweep shape's own rate (its wave loss included) does not matter
+    rows = [{"k": k, "tflops": rate * k / (k + k_half)} for k in (64, 128, 256, 512, 1024, 2048)]
+    assert fit_k_half(rows) == pytest.approx(k_half)
+    assert fit_k_half([{"k": k, "tflops": rate} for k in (64, 2048)]) == pytest.approx(0.0, abs=1e-9)  # flat
+    rising = [{"k": k, "tflops": rate * (1 - k / 4096)} for k in (64, 2048)]  # faster at short k: no loss
+    assert fit_k_half(rising) == 0.0
 
 
 def test_a_shape_projected_past_the_call_limit_is_skipped_with_a_note() -> None:

@@ -8,9 +8,10 @@ this device (a CPU is described as one rank's share: the cores a rank's threads 
 The entry also carries what the step model's GEMM efficiency needs of this device, measured rather than
 assumed: ``gemm_fraction`` 1 (the peak is already an achieved rate), ``sms`` (the GPU's multiprocessors,
 a CPU's threads: the width of one wave of output tiles), and ``gemm_k_half``, fitted on a sweep of the
-inner dimension (K_SWEEP_MN x K_SWEEP_MN x k in the fastest dtype) to the model's
-rate(k) = peak * k / (k + k_half) with its asymptote pinned to the measured peak:
-least squares of peak/rate(k) - 1 = k_half / k (:func:`fit_k_half`), and ``elementwise_gbyte_s``, the
+inner dimension (mn x mn x k in the fastest dtype, mn = sweep_mn(device)) to the model's
+rate(k) = R * k / (k + k_half): 1/rate = 1/R + (k_half/R) / k is a straight line in 1/k, so a least-squares
+line gives k_half = slope / intercept, whatever the sweep shape's own wave loss R
+(:func:`fit_k_half`), and ``elementwise_gbyte_s``, the
 rate of the layer's elementwise kernels (:func:`elementwise_bw_bytes_s`; memory bound on a GPU, compute
 bound on a CPU thread: 1.5-1.8 GB/s for GeLU and LayerNorm against 14 GB/s for an add and 9 GB/s for a
 copy, one thread of this project's AVX2 build machine).
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from slowlink import units
@@ -33,7 +35,6 @@ DEFAULT_SHAPES = ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048))
 COPY_BYTES = 256 * units.MiB
 MAX_CALL_S = 2.0  # a GEMM projected to take longer than this per call is skipped (gemm_rows)
 K_SWEEP = (64, 128, 256, 512, 1024, 2048)  # inner dimensions of the k_half sweep
-K_SWEEP_MN = 1024
 ELEMENTWISE_BYTES = 64 * units.MiB  # activation size of the elementwise measurement
 
 
@@ -96,11 +97,17 @@ def gemm_rows(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...],
     return rows, notes
 
 
-def fit_k_half(rows: list[dict[str, Any]], peak_tflops: float) -> float:
-    """k_half of rate(k) = peak * k / (k + k_half): least squares of y = peak/rate - 1 against x = 1/k."""
-    x = [1.0 / r["k"] for r in rows]
-    y = [max(0.0, peak_tflops / r["tflops"] - 1.0) for r in rows]
-    return float(sum(a * b for a, b in zip(x, y, strict=True)) / sum(a * a for a in x))
+def sweep_mn(device: str) -> int:
+    """m = n of the k sweep: large enough that a GPU is not launch bound at k = 64, small for a CPU."""
+    return 1024 if device.startswith("cpu") else 8192
+
+
+def fit_k_half(rows: list[dict[str, Any]]) -> float:
+    """k_half of rate(k) = R k / (k + k_half): the least-squares line 1/rate = a + b/k, k_half = b/a (>= 0)."""
+    x = np.array([1.0 / r["k"] for r in rows])
+    y = np.array([1.0 / r["tflops"] for r in rows])
+    slope, intercept = np.polyfit(x, y, 1)
+    return max(0.0, float(slope / intercept)) if intercept > 0 else 0.0
 
 
 def elementwise_bw_bytes_s(device: str, dtype: str, nbytes: float = ELEMENTWISE_BYTES) -> float:
@@ -148,7 +155,8 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     rows, notes = gemm_rows(shapes, dtypes, dev)
     fastest = max(dtypes, key=lambda d: max(r["tflops"] for r in rows if r["dtype"] == d))
-    want = [(K_SWEEP_MN, K_SWEEP_MN, k) for k in K_SWEEP]
+    mn = sweep_mn(dev)
+    want = [(mn, mn, k) for k in K_SWEEP]
     have = [r for r in rows if r["dtype"] == fastest and (r["m"], r["n"], r["k"]) in want]
     new, more = gemm_rows(tuple(s for s in want if s not in {(r["m"], r["n"], r["k"]) for r in have}),
                           (fastest,), dev)
@@ -158,7 +166,7 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
     sms = torch.cuda.get_device_properties(0).multi_processor_count if dev.startswith("cuda") else \
         torch.get_num_threads()
     return {"rows": rows, "notes": notes + more, "device": dev, "threads": torch.get_num_threads(),
-            "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep, peaks[fastest]),
+            "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep),
             "k_half_dtype": fastest, "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB,
             "elementwise_gbyte_s": elementwise_bw_bytes_s(dev, fastest) / units.GB,
             "memory_gib": memory_bytes(dev) / units.GiB}

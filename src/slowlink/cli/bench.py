@@ -187,7 +187,7 @@ def compute(
     out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
     peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
     out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
-              f"rate = peak x k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
+              f"rate ~ k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
               f"elementwise kernels {summary['elementwise_gbyte_s']:.1f} GB/s")
 
 
