@@ -24,6 +24,7 @@ Gbit = 1e9 / 8.0
 Mbit = 1e6 / 8.0
 
 # Time in seconds.
+NS = 1e-9
 US = 1e-6
 MS = 1e-3
 HOUR = 3600.0

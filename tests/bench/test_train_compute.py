@@ -43,7 +43,7 @@ def test_compute_writes_a_catalog_entry_the_cluster_accepts(tmp_path: Path) -> N
     assert entry["sms"] == 1 and entry["gemm_fraction"] == 1.0  # one thread; the peak is an achieved rate
     assert entry["gemm_k_half"] == pytest.approx(summary["gemm_k_half"], abs=0.05) and entry["gemm_k_half"] >= 0
     assert entry["elementwise_gbyte_s"] == pytest.approx(summary["elementwise_gbyte_s"])
-    assert entry["elementwise_gbyte_s"] > 0
+    assert entry["elementwise_gbyte_s"] > 0 and entry["adam_ns_per_param"] > 0
     cluster = yaml.safe_load((EXAMPLES / "bench-localhost.yaml").read_text())
     cluster.update(gpu="cpu-test", catalog=["cat.yaml"])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))

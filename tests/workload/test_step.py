@@ -116,3 +116,16 @@ def test_scale_efficiency_falls_faster_on_25gbe() -> None:
     from slowlink.report.plan import scale_reason
 
     assert "DP gradient reduction" in scale_reason(eth)
+
+
+def test_a_measured_adamw_rate_replaces_the_memory_bound_optimizer_term() -> None:
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    c = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    base = plan(w, c).to_json()
+    slow = replace(c, gpu=replace(c.gpu, adam_s_per_param=1e-9))  # 1 ns per parameter
+    got = plan(w, slow).to_json()
+    from slowlink.workload.memory import params_per_gpu
+
+    shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
+    assert got["optimizer_s"] == pytest.approx(1e-9 * params_per_gpu(w) / shard)
+    assert got["step_time_s"] - got["optimizer_s"] == pytest.approx(base["step_time_s"] - base["optimizer_s"])

@@ -14,7 +14,9 @@ line gives k_half = slope / intercept, whatever the sweep shape's own wave loss 
 (:func:`fit_k_half`), and ``elementwise_gbyte_s``, the
 rate of the layer's elementwise kernels (:func:`elementwise_bw_bytes_s`; memory bound on a GPU, compute
 bound on a CPU thread: 1.5-1.8 GB/s for GeLU and LayerNorm against 14 GB/s for an add and 9 GB/s for a
-copy, one thread of this project's AVX2 build machine).
+copy, one thread of this project's AVX2 build machine), and ``adam_ns_per_param``, one AdamW step's time
+per parameter (:func:`adam_s_per_param`), which the step model's optimizer term uses instead of its
+memory-bound estimate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ COPY_BYTES = 256 * units.MiB
 MAX_CALL_S = 2.0  # a GEMM projected to take longer than this per call is skipped (gemm_rows)
 K_SWEEP = (64, 128, 256, 512, 1024, 2048)  # inner dimensions of the k_half sweep
 ELEMENTWISE_BYTES = 64 * units.MiB  # activation size of the elementwise measurement
+ADAM_PARAMS = 16 * 2**20  # parameters of the AdamW measurement
 
 
 def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
@@ -124,6 +127,15 @@ def elementwise_bw_bytes_s(device: str, dtype: str, nbytes: float = ELEMENTWISE_
     return sum(k for _, k in kernels) * nbytes / sum(seconds)
 
 
+def adam_s_per_param(device: str, params: int = ADAM_PARAMS) -> float:
+    """Seconds per parameter of one ``torch.optim.AdamW`` step (fp32 parameters, gradients and states)."""
+    torch = require_torch()
+    w = torch.nn.Parameter(torch.ones(params, device=device))
+    w.grad = torch.full_like(w, 1e-3)
+    opt = torch.optim.AdamW([w], lr=1e-4)
+    return _timeit(torch, opt.step, device, 1, 0.2, 50) / params
+
+
 def copy_bw_bytes_s(device: str, nbytes: float = COPY_BYTES) -> float:
     """2 x bytes / time of ``dst.copy_(src)``: memory bandwidth as the step model's HBM term sees it."""
     torch = require_torch()
@@ -169,6 +181,7 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
             "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep),
             "k_half_dtype": fastest, "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB,
             "elementwise_gbyte_s": elementwise_bw_bytes_s(dev, fastest) / units.GB,
+            "adam_ns_per_param": adam_s_per_param(dev) / units.NS,
             "memory_gib": memory_bytes(dev) / units.GiB}
 
 
@@ -181,7 +194,7 @@ def catalog_entry(summary: dict[str, Any], arch: str) -> dict[str, Any]:
     return {"bf16_tflops": peaks["bf16"], "fp16_tflops": peaks["fp16"], "fp8_tflops": None,
             "fp32_tflops": peaks["fp32"], "hbm_gib": summary["memory_gib"], "hbm_gbyte_s": summary["copy_gbyte_s"],
             "arch": arch, "sms": summary["sms"], "gemm_fraction": 1.0,
-            "elementwise_gbyte_s": summary["elementwise_gbyte_s"],
+            "elementwise_gbyte_s": summary["elementwise_gbyte_s"], "adam_ns_per_param": summary["adam_ns_per_param"],
             "gemm_k_half": round(summary["gemm_k_half"], 1)}
 
 

@@ -32,6 +32,9 @@ class GpuEntry(BaseModel):
         None, gt=0, description="Bytes read + written per second of the layer's elementwise kernels (LayerNorm, "
         "GeLU, residual add), as `slowlink bench compute` measures them, GB/s; null: hbm_gbyte_s (on a GPU "
         "those kernels are memory bound; on a CPU thread GeLU and LayerNorm are compute bound).")
+    adam_ns_per_param: float | None = Field(
+        None, gt=0, description="Nanoseconds per parameter of one AdamW step (torch, fp32 states), as `slowlink "
+        "bench compute` measures it; null: the step model's bytes per parameter over hbm_gbyte_s.")
     gemm_k_half: float | None = Field(
         None, ge=0, description="Inner dimension k at which a GEMM reaches half its rate, as `slowlink bench "
         "compute` measures it; null: the step model's K_HALF for GPUs (slowlink.workload.compute).")
@@ -50,6 +53,7 @@ class Gpu:
     gemm_fraction: dict[str, float] | None = None
     gemm_k_half: float | None = None
     elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
+    adam_s_per_param: float | None = None  # seconds; None: the step model's memory-bound optimizer term
 
     @property
     def elementwise_bw_bytes_s(self) -> float:
@@ -72,6 +76,7 @@ class Gpu:
                            "fp8": entry.gemm_fp8_fraction, "fp32": entry.gemm_fraction},
             gemm_k_half=entry.gemm_k_half,
             elementwise_bw=None if entry.elementwise_gbyte_s is None else entry.elementwise_gbyte_s * units.GB,
+            adam_s_per_param=None if entry.adam_ns_per_param is None else entry.adam_ns_per_param * units.NS,
         )
 
     def peak(self, precision: str) -> float:

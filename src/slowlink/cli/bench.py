@@ -171,7 +171,7 @@ def compute(
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
     res = run_compute(parse_shapes(shapes), dts, threads)
     summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "sms", "gemm_k_half", "k_half_dtype",
-                                   "copy_gbyte_s", "elementwise_gbyte_s", "memory_gib", "notes")}
+                                   "copy_gbyte_s", "elementwise_gbyte_s", "adam_ns_per_param", "memory_gib", "notes")}
     for note in res["notes"]:
         err.print(note)
     save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
@@ -188,7 +188,8 @@ def compute(
     peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
     out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
               f"rate ~ k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
-              f"elementwise kernels {summary['elementwise_gbyte_s']:.1f} GB/s")
+              f"elementwise kernels {summary['elementwise_gbyte_s']:.1f} GB/s, AdamW "
+              f"{summary['adam_ns_per_param']:.2f} ns/parameter")
 
 
 @clean_errors

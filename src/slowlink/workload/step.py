@@ -4,7 +4,8 @@
               last stage) + PP send/recv of one micro-batch
   pipeline  = (m + (pp - 1) / vp) * t_mb     (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
                                               Narayanan et al. 2021 Sec. 2.2)
-  optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth
+  optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
+              parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer
 Communication is priced by a :data:`~slowlink.workload.comm.CommCost` (analytical by default) on the
 groups of :mod:`slowlink.workload.placement`; exposure rules are in :mod:`slowlink.workload.traffic`.
@@ -126,7 +127,9 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     compute = micro * max(first * lc.total_s, mid * lc.total_s, last * lc.total_s + logits)
     bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
-    opt = ADAM_BYTES_PER_PARAM * params_per_gpu(w) / shard / cluster.gpu.hbm_bw_bytes_s
+    gpu = cluster.gpu
+    per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
+    opt = per_param * params_per_gpu(w) / shard
     step = micro * t_mb + bubble + opt + dims["dp"].exposed_s
     exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
                "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
