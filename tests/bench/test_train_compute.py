@@ -68,11 +68,16 @@ def test_a_shape_projected_past_the_call_limit_is_skipped_with_a_note() -> None:
     assert len(notes) == 1 and notes[0].startswith("fp32 256x256x256 skipped: one call would take")
 
 
-def test_auto_precision_is_a_measured_choice_on_cpu() -> None:
-    import torch
+def test_auto_precision_is_a_measured_choice_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fastest_precision("cpu", n=64) in ("bf16", "fp32")
+    import slowlink.bench.compute as compute
 
-    assert fastest_precision(torch, "cpu", n=64) in ("bf16", "fp32")
-    assert fastest_precision(torch, "cuda:0") == "bf16"
+    for fast in ("bf16", "fp32"):  # whichever GEMM measured faster is chosen
+        rates = {"bf16": 1.0, "fp32": 0.5} if fast == "bf16" else {"bf16": 0.001, "fp32": 0.07}
+        monkeypatch.setattr(compute, "gemm_rows", lambda *_a, rates=rates, **_k: (
+            [{"dtype": d, "tflops": r} for d, r in rates.items()], []))
+        assert fastest_precision("cpu") == fast
+    assert fastest_precision("cuda:0") == "bf16"
     with pytest.raises(BenchError, match=r"--precision \('fp64'\) must be one of auto, bf16, fp16, fp32"):
         TrainConfig(precision="fp64").check()
 

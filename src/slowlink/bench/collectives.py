@@ -205,6 +205,11 @@ def _block_s(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_pla
     return time.perf_counter() - t0
 
 
+def halves_for(op: str) -> tuple[bool, ...]:
+    """The halves of a row, as in_place flags: out-of-place, and in-place where torch has one."""
+    return (False,) if op in NO_IN_PLACE else (False, True)
+
+
 def rounds_for(cfg: BenchConfig) -> int:
     """Rounds actually run: at least one timed iteration per block."""
     return max(1, min(cfg.rounds, cfg.iters))
@@ -300,7 +305,7 @@ def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
 
     elem = getattr(torch, DTYPES[cfg.dtype]).itemsize
     counts = [element_count(cfg.op, size, elem, n) for size in cfg.sizes_bytes]
-    halves = (False,) if cfg.op in NO_IN_PLACE else (False, True)
+    halves = halves_for(cfg.op)
     blocks = 0
 
     def tick() -> None:
@@ -311,7 +316,7 @@ def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
         if on_block is not None:
             on_block()
 
-    by_size: dict[int, list[dict[str, Any]]] = {}
+    by_size: list[list[dict[str, Any]]] = [[] for _ in counts]
     for redop in redops_for(cfg.op, cfg.redop, cfg.backend):
         op_ = _torch_op(dist, "max" if cfg.fault == "wrong_redop" else redop)
         full = _buffers(torch, cfg, redop, max(counts), rank, n, device)
@@ -322,12 +327,12 @@ def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
             got = [_half(times[i * len(halves) + h], nbytes, cfg.op, n,
                          _checked(torch, dist, cfg, redop, b, ip, count, rank, n) if cfg.check else -1)
                    for h, ip in enumerate(halves)]
-            by_size.setdefault(i, []).append({
+            by_size[i].append({
                 "op": cfg.op, "size_bytes": nbytes, "count": count, "type": cfg.dtype, "redop": redop,
                 "root": cfg.root if cfg.op in ("broadcast", "reduce") else -1, "ranks": n,
                 "backend": cfg.backend, **got[0], "in_place": got[1] if len(got) > 1 else None})
         del full, bufs
-    return [row for i in sorted(by_size) for row in by_size[i]]
+    return [row for rows in by_size for row in rows]
 
 
 def _die(how: str) -> None:
@@ -359,8 +364,8 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
 
     hosts: list[Any] = [None] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
-    halves = 1 if cfg.op in NO_IN_PLACE else 2
-    total = len(cfg.sizes_bytes) * halves * rounds_for(cfg) * len(redops_for(cfg.op, cfg.redop, cfg.backend))
+    redops = redops_for(cfg.op, cfg.redop, cfg.backend)
+    total = len(cfg.sizes_bytes) * len(halves_for(cfg.op)) * rounds_for(cfg) * len(redops)
     with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as step:
         rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=step)
     return {"rows": rows, "hostnames": hosts}

@@ -118,7 +118,7 @@ def elementwise_bw_bytes_s(device: str, dtype: str, nbytes: float = ELEMENTWISE_
     residual add over an ``nbytes`` activation of width 1024, in ``dtype``: their bytes over their time."""
     torch = require_torch()
     dt = getattr(torch, DTYPES[dtype])
-    x = torch.ones(int(nbytes // torch.empty(0, dtype=dt).element_size()) // 1024, 1024, dtype=dt, device=device)
+    x = torch.ones(int(nbytes // dt.itemsize) // 1024, 1024, dtype=dt, device=device)
     y = torch.empty_like(x)
     norm = torch.nn.LayerNorm(1024, device=device, dtype=dt)
     kernels = ((lambda: norm(x), 2), (lambda: torch.nn.functional.gelu(x), 2), (lambda: torch.add(x, x, out=y), 3))
@@ -169,11 +169,10 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
     fastest = max(dtypes, key=lambda d: max(r["tflops"] for r in rows if r["dtype"] == d))
     mn = sweep_mn(dev)
     want = [(mn, mn, k) for k in K_SWEEP]
-    have = [r for r in rows if r["dtype"] == fastest and (r["m"], r["n"], r["k"]) in want]
-    new, more = gemm_rows(tuple(s for s in want if s not in {(r["m"], r["n"], r["k"]) for r in have}),
-                          (fastest,), dev)
+    done = {(r["m"], r["n"], r["k"]) for r in rows if r["dtype"] == fastest}
+    new, more = gemm_rows(tuple(x for x in want if x not in done), (fastest,), dev)
     rows += new
-    sweep = sorted(have + new, key=lambda r: r["k"])
+    sweep = [r for r in rows if r["dtype"] == fastest and (r["m"], r["n"], r["k"]) in want]
     peaks = {d: max(r["tflops"] for r in rows if r["dtype"] == d) for d in dtypes}
     sms = torch.cuda.get_device_properties(0).multi_processor_count if dev.startswith("cuda") else \
         torch.get_num_threads()

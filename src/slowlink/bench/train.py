@@ -119,21 +119,15 @@ def _sync(torch: Any, device: str) -> None:
         torch.cuda.synchronize()
 
 
-def fastest_precision(torch: Any, device: str, n: int = 512) -> str:
-    """``auto``: bf16 on a GPU; on a CPU the faster of bf16 and fp32 for one n^3 GEMM (best of 3, after one)."""
+def fastest_precision(device: str, n: int = 512) -> str:
+    """``auto``: bf16 on a GPU; on a CPU the faster of bf16 and fp32 for one n^3 GEMM (``bench compute``'s
+    timing: mean of 3 calls after one)."""
     if not device.startswith("cpu"):
         return "bf16"
-    best = {}
-    for name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
-        a, b = torch.ones(n, n, dtype=dt), torch.ones(n, n, dtype=dt)
-        a @ b
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t0)
-        best[name] = min(times)
-    return min(best, key=lambda k: best[k])
+    from slowlink.bench.compute import gemm_rows
+
+    rows, _ = gemm_rows(((n, n, n),), ("bf16", "fp32"), device, warmup=1, min_time_s=0.0, max_iters=3)
+    return str(max(rows, key=lambda r: r["tflops"])["dtype"])
 
 
 def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any) -> float:
@@ -216,7 +210,7 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
     threads = cfg.threads or max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     torch.set_num_threads(threads)
     if cfg.precision == "auto":
-        chosen: list[Any] = [fastest_precision(torch, ctx.device) if ctx.rank == 0 else None]
+        chosen: list[Any] = [fastest_precision(ctx.device) if ctx.rank == 0 else None]
         dist.broadcast_object_list(chosen, src=0)
         cfg = replace(cfg, precision=str(chosen[0]))
     compute_s = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier)

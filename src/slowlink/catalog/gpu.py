@@ -55,11 +55,6 @@ class Gpu:
     elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
     adam_s_per_param: float | None = None  # seconds; None: the step model's memory-bound optimizer term
 
-    @property
-    def elementwise_bw_bytes_s(self) -> float:
-        """What the step model's elementwise term divides by: the measured rate, else HBM bandwidth."""
-        return self.hbm_bw_bytes_s if self.elementwise_bw is None else self.elementwise_bw
-
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
         peaks = {"bf16": entry.bf16_tflops, "fp16": entry.fp16_tflops, "fp32": entry.fp32_tflops}

@@ -128,7 +128,7 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
     bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
     core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
-    bw = gpu.elementwise_bw_bytes_s
+    bw = gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
     elem = ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="none") / bw
     elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
     flash = w.training.flash_attention
