@@ -76,8 +76,9 @@ def oversubscription() -> None:
                             ("ring all_reduce, all leaves", "all_reduce", None)):
         t = []
         for o in (1, 4):
-            c = _cluster(8, gpn=1, nics=1, topology="fat-tree", oversubscription=o, routing="adaptive")
-            t.append(simulate_collective(c, op, units.GiB, ranks, build(c, 4, 4), algorithm="ring")[0].time_s)
+            c = _cluster(8, gpn=1, nics=1, topology="fat-tree", oversubscription=o, routing="adaptive",
+                         switch_radix={1: 8, 4: 5}[o])  # 4 hosts per leaf at either ratio
+            t.append(simulate_collective(c, op, units.GiB, ranks, build(c), algorithm="ring")[0].time_s)
         print(f"{name:<28} {t[0] * 1e3:>8.2f} {t[1] * 1e3:>8.2f} {t[1] / t[0]:>6.2f}")
 
 
@@ -87,8 +88,8 @@ def ecmp_loss() -> None:
     for per_host in (1, 2, 4, 8, 16):
         t = {}
         for routing in ("ecmp", "adaptive"):
-            c = _cluster(16, gpn=1, nics=1, topology="fat-tree", routing=routing, ecmp_seed=1)
-            topo = build(c, nics_per_leaf=4, spines=4)
+            c = _cluster(16, gpn=1, nics=1, topology="fat-tree", routing=routing, ecmp_seed=1, switch_radix=8)
+            topo = build(c)
             flows = [Flow(p, units.GiB / per_host * w)
                      for n in range(16) for k in range(per_host)
                      for w, p in topo.gpu_paths(n, (n + 4) % 16, 0, k)]

@@ -13,11 +13,13 @@ from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
 
+RADIX4 = {1: 8, 4: 5}  # switch radix giving 4 down ports per leaf at 1:1 and at 4:1 (floor(r o / (1 + o)))
+
 
 def test_uncontended_ring_matches_closed_form(make_cluster: Callable[..., Cluster]) -> None:
-    c = make_cluster(nodes=8, gpn=8, nics=8, routing="adaptive")
+    c = make_cluster(nodes=8, gpn=8, nics=8, routing="adaptive", switch_radix=32)  # 16 ports down per leaf
     size = 1 * units.GiB
-    pred, _ = simulate_collective(c, "all_reduce", size, topo=build(c, nics_per_leaf=16), algorithm="ring")
+    pred, _ = simulate_collective(c, "all_reduce", size, topo=build(c), algorithm="ring")
     nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
     # 2(n-1) steps of size/n; a node boundary has 8 rails (8 x nic), a hop inside a node NVLink at the
     # model's efficiency. Per step: the bandwidth bound + the mean hop latency round the ring: 56 NVLink
@@ -46,7 +48,7 @@ def test_uncontended_symmetric_agrees_with_the_analytical_model_within_5_percent
 
 
 def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case(make_cluster: Callable[..., Cluster]) -> None:
-    """8 hosts, 2 leaves of 4 NICs, 4 spines; at 4:1 a leaf's uplinks total one NIC line rate.
+    """8 hosts, 2 leaves of 4 NICs (radix 8 at 1:1, 5 at 4:1); at 4:1 a leaf's uplinks total one NIC line rate.
 
     Each host sends size/8 to each of the 7 others; 4/8 of its bytes leave its leaf. At 1:1 the NIC
     (line x efficiency e) bounds: T1 = (7/8) size / (e line). At 4:1 the leaf's uplinks (4 line / 4)
@@ -54,8 +56,8 @@ def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case(make_cluster: Calla
     """
     t = {}
     for o in (1, 4):
-        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1, routing="adaptive")
-        t[o] = simulate_collective(c, "all_to_all", 1 * units.GiB, topo=build(c, 4, 4))[0].time_s
+        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1, routing="adaptive", switch_radix=RADIX4[o])
+        t[o] = simulate_collective(c, "all_to_all", 1 * units.GiB, topo=build(c))[0].time_s
     e = make_cluster(nodes=8, gpn=1, nics=1).fabric.transport.efficiency
     assert abs(t[4] / t[1] - 2 * 8 / 7 * e) < 0.01
     assert abs(t[4] / t[1] - 2.0) / 2.0 < 0.10
@@ -64,8 +66,8 @@ def test_all_to_all_at_4_to_1_is_about_twice_the_1_to_1_case(make_cluster: Calla
 def test_collective_inside_one_leaf_unchanged_by_oversubscription(make_cluster: Callable[..., Cluster]) -> None:
     t = []
     for o in (1, 4):
-        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1)
-        t.append(simulate_collective(c, "all_to_all", units.GiB, ranks=[0, 1, 2, 3], topo=build(c, 4, 4))[0].time_s)
+        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1, switch_radix=RADIX4[o])
+        t.append(simulate_collective(c, "all_to_all", units.GiB, ranks=[0, 1, 2, 3], topo=build(c))[0].time_s)
     assert abs(t[0] - t[1]) / t[0] < 1e-9
 
 
@@ -74,20 +76,20 @@ def test_ring_crosses_each_leaf_boundary_once_so_4_to_1_does_not_bind(make_clust
     # a leaf uplink capacity of 4 line / 4 = 1 line > e line. The ring is NIC-bound either way.
     t = []
     for o in (1, 4):
-        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1, routing="adaptive")
-        t.append(simulate_collective(c, "all_reduce", units.GiB, topo=build(c, 4, 4), algorithm="ring")[0].time_s)
+        c = make_cluster(oversubscription=o, nodes=8, gpn=1, nics=1, routing="adaptive", switch_radix=RADIX4[o])
+        t.append(simulate_collective(c, "all_reduce", units.GiB, topo=build(c), algorithm="ring")[0].time_s)
     assert abs(t[1] / t[0] - 1) < 1e-9
 
 
 def test_ecmp_is_never_faster_than_spraying_and_seed_is_deterministic(make_cluster: Callable[..., Cluster]) -> None:
     res = {}
     for routing in ("ecmp", "adaptive"):
-        c = make_cluster(nodes=8, gpn=1, nics=1, routing=routing, ecmp_seed=3)
-        res[routing] = simulate_collective(c, "all_to_all", units.GiB, topo=build(c, 2, 2))[0].time_s
+        c = make_cluster(nodes=8, gpn=1, nics=1, routing=routing, ecmp_seed=3, switch_radix=4)
+        res[routing] = simulate_collective(c, "all_to_all", units.GiB, topo=build(c))[0].time_s
     assert res["ecmp"] >= res["adaptive"] * (1 - 1e-9)
-    c = make_cluster(nodes=8, gpn=1, nics=1, ecmp_seed=3)
-    a = simulate_collective(c, "all_to_all", units.GiB, topo=build(c, 2, 2))[1]
-    b = simulate_collective(c, "all_to_all", units.GiB, topo=build(c, 2, 2))[1]
+    c = make_cluster(nodes=8, gpn=1, nics=1, routing="ecmp", ecmp_seed=3, switch_radix=4)
+    a = simulate_collective(c, "all_to_all", units.GiB, topo=build(c))[1]
+    b = simulate_collective(c, "all_to_all", units.GiB, topo=build(c))[1]
     assert (a.finish_s == b.finish_s).all()
 
 

@@ -73,8 +73,8 @@ def test_custom_placement_moves_ranks_between_leaves(make_cluster: Callable[...,
 
 
 def test_ecmp_hash_is_seeded(make_cluster: Callable[..., Cluster]) -> None:
-    a = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, ecmp_seed=1))
-    b = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, ecmp_seed=2))
+    a = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, routing="ecmp", ecmp_seed=1))
+    b = build(make_cluster(nodes=8, gpn=1, nics=1, switch_radix=4, routing="ecmp", ecmp_seed=2))
     pairs = [(s, d) for s in range(4) for d in range(4, 8)]
     pa = [a.gpu_paths(s, d, key=k)[0][1] for s, d in pairs for k in range(4)]
     assert pa == [a.gpu_paths(s, d, key=k)[0][1] for s, d in pairs for k in range(4)]

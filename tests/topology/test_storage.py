@@ -9,10 +9,10 @@ import pytest
 
 from slowlink import units
 from slowlink.errors import SpecError
+from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.scenario import load_scenario, run_scenario
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import build
-from slowlink.topology.storage import checkpoint_flows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -8,6 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from slowlink import units
 
+# NCCL-achievable fraction of a scale-up link's per-GPU, per-direction line rate for ring traffic.
+# Published: ~370 GB/s ring busbw on H100 NVLink4 (450 line) = 0.82 (nccl-tests issue 212, maintainer);
+# 231.6 GB/s all_reduce busbw on A100 NVLink3 (300 line) = 0.77 (Azure ND A100 v4, 8 GiB). One constant
+# for every generation: the mean, 0.80 (NCCL itself models ~20 GB/s per NVLink3/4 lane of 25).
+SCALE_UP_EFFICIENCY = 0.80
+
 
 class ScaleUpEntry(BaseModel):
     """One scale-up link in a catalog file."""

@@ -9,6 +9,7 @@ statements (``calibration/collective_bandwidth.yaml``) and used for every NVLink
 from __future__ import annotations
 
 from slowlink import units
+from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY as _SCALE_UP_EFFICIENCY
 
 ALGORITHMS = ("ring", "tree", "nvls", "hierarchical")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -54,11 +55,8 @@ TREE_ALGBW_RATIO = 0.5
 LL_MAX_GBYTE_S: dict[str, float] = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 141.0}
 LL_MAX_DEFAULT_GBYTE_S = 87.7
 
-# NCCL-achievable fraction of a scale-up link's per-GPU, per-direction line rate for ring traffic.
-# Published: ~370 GB/s ring busbw on H100 NVLink4 (450 line) = 0.82 (nccl-tests issue 212, maintainer);
-# 231.6 GB/s all_reduce busbw on A100 NVLink3 (300 line) = 0.77 (Azure ND A100 v4, 8 GiB). One constant
-# for every generation: the mean, 0.80 (NCCL itself models ~20 GB/s per NVLink3/4 lane of 25).
-SCALE_UP_EFFICIENCY = 0.80
+# NCCL-achievable fraction of a scale-up link: one fact, kept with the scale-up catalog (its source there).
+SCALE_UP_EFFICIENCY = _SCALE_UP_EFFICIENCY
 
 # NVLS (NVLink SHARP) all_reduce algbw as a fraction of the per-GPU line rate: the maintainer's ~275 GB/s
 # algbw (~480 busbw) on H100 NVLink4 of 450 (nccl-tests issue 212). The switch reduces, so each GPU sends

@@ -15,23 +15,23 @@ from typing import Any
 from slowlink import units
 from slowlink.collectives import algorithms as algo
 from slowlink.collectives.calibration import calibrated_time_s, load_profile
+from slowlink.collectives.communicator import Group, with_crossing
 from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import Links, resolve
 from slowlink.collectives.ops import busbw_factor, check_op
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 
+__all__ = ["Group", "Prediction", "default_group", "predict"]
 
-@dataclass(frozen=True)
-class Group:
-    """A communicator: ``ranks`` ranks, ``ranks_per_node`` of them on each node, and ``groups_per_node``
-    identical communicators running at once through each node's compute NICs. ``span_nodes`` (optional)
-    overrides the nodes the group spans (default ranks / ranks_per_node, block placement)."""
+# The traffic pattern each algorithm's network part follows (its crossings: communicator.py).
+PATTERN = {"ring": "ring", "tree": "tree", "nvls": "tree", "hierarchical": "ring", "p2p": "a2a"}
 
-    ranks: int
-    ranks_per_node: int
-    groups_per_node: int = 1
-    span_nodes: int | None = None
+
+def pattern_of(algorithm: str, op: str) -> str:
+    if op == "send_recv":
+        return "p2p"
+    return PATTERN.get(algorithm, "ring")
 
 
 @dataclass(frozen=True)
@@ -89,21 +89,22 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
     if links.domains > 1 and not cluster.fabric.transport.rdma:
         # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
         protocols = tuple(p for p in protocols if p != "LL128") or protocols
+    ring_l, tree_l = links.for_pattern("ring"), links.for_pattern("tree")
     for p in protocols:
         if op == "all_to_all":
-            out.append(algo.all_to_all(links, size, p, arch))
+            out.append(algo.all_to_all(links.for_pattern("a2a"), size, p, arch))
             continue
         if op == "send_recv":
-            out.append(algo.send_recv(links, size, p, arch, cluster.compute_nics.per_node))
+            out.append(algo.send_recv(links.for_pattern("p2p"), size, p, arch, cluster.compute_nics.per_node))
             continue
         if "ring" in algorithms:
-            out.append(algo.ring(links, op, size, p, arch))
+            out.append(algo.ring(ring_l, op, size, p, arch))
         if "tree" in algorithms:
-            out.append(algo.tree(links, op, size, p, arch))
+            out.append(algo.tree(tree_l, op, size, p, arch))
         if "nvls" in algorithms and cluster.scale_up.sharp:
-            out.append(algo.nvls(links, op, size, p, cluster.scale_up.bw_bytes_s))
+            out.append(algo.nvls(tree_l, op, size, p, cluster.scale_up.bw_bytes_s))
         if "hierarchical" in algorithms:
-            out.append(algo.hierarchical(links, op, size, p, arch))
+            out.append(algo.hierarchical(ring_l, op, size, p, arch))
     return [x for x in out if x is not None]
 
 
@@ -113,7 +114,8 @@ def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
         return f"scale-up {links.scale_up_name}"
     name = f"NIC {links.net_name}"
     if links.crossed_tier is not None:
-        name = f"fabric tier {links.crossed_tier} ({links.crossed_ratio:g}:1) above {name}"
+        name = (f"fabric tier {links.crossed_tier} ({links.crossed_name} uplinks, {links.crossed_ratio:g}:1) "
+                f"above {name}")
     return name
 
 
@@ -122,7 +124,8 @@ def _reason(best: algo.Candidate, links: Links) -> str:
     bound = "latency-bound" if share > 0.5 else "bandwidth-bound"
     extra = ""
     if links.domains > 1 and links.crossed_tier is not None:
-        extra += f"; crosses oversubscribed tier {links.crossed_tier} ({links.crossed_ratio:g}:1)"
+        extra += (f"; the {links.crossed_name} uplinks (tier {links.crossed_tier}, {links.crossed_ratio:g}:1) "
+                  f"carry its crossing traffic {links.crossing_factor:.2f}x slower than its NICs")
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
     return (f"{best.algorithm}/{best.protocol} is fastest: {bound} ({share:.0%} latency), "
@@ -166,7 +169,9 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
     check_group(cluster, grp)
     algs = _choices("algorithm", algorithm, ALGORITHMS)
     protos = _choices("protocol", protocol, PROTOCOLS)
-    links = resolve(cluster, grp.ranks, grp.ranks_per_node, grp.groups_per_node, grp.span_nodes)
+    if grp.ranks > 1:
+        grp = with_crossing(cluster, op, grp)
+    links = resolve(cluster, grp)
     if grp.ranks == 1 or size_bytes == 0:
         return Prediction(op, size_bytes, grp.ranks, 0.0, 0.0, 0.0, algs[0], protos[-1],
                           "none", "nothing to move: one rank or zero bytes")
@@ -179,6 +184,7 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
         raise SpecError(f"algorithm ({algorithm!r}) cannot run {op} on {grp.ranks} ranks here "
                         f"(protocol {protocol!r})")
     best = min(cands, key=lambda x: x.time_s)
+    links = links.for_pattern(pattern_of(best.algorithm, op))
     algbw = size_bytes / best.time_s
     return Prediction(
         op=op, size_bytes=size_bytes, ranks=grp.ranks, time_s=best.time_s, algbw_bytes_s=algbw,

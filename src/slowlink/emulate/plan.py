@@ -3,8 +3,10 @@
 Pure: no system calls, so the shape can be tested without root. A node is a namespace with one
 ``eth<r>`` per compute NIC (rail ``r``, subnet ``10.213.<r>.0/24``); a switch is a namespace holding one
 bridge ``br<r>`` per rail, so rails are separate L2 fabrics as in a rail-optimized cluster. A 2-tier fat
-tree puts ``nodes_per_leaf`` nodes under each leaf and, per rail, one uplink per leaf to a single spine,
-shaped to ``nodes_per_leaf * nic_rate / oversubscription[0]`` so the leaf uplink is really oversubscribed.
+tree puts ``nodes_per_leaf`` nodes under each leaf (the one sizing rule of
+:func:`slowlink.topology.shape.fabric_shape`, which the models use too: set ``fabric.switch_radix`` to
+size a small cluster's leaves) and, per rail, one uplink per leaf to a single spine, shaped to
+``nodes_per_leaf * nic_rate / oversubscription[0]`` so the leaf uplink is really oversubscribed.
 A link may carry an added one-way delay and a loss fraction, made by netem where the kernel has it and
 by a relay namespace in the middle of the link otherwise (see ``relay.py``).
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from slowlink import units
 from slowlink.errors import EmulationError, field_error
 from slowlink.spec.cluster import Cluster
+from slowlink.topology.shape import fabric_shape
 
 PREFIX = "sl-"
 SUBNET = "10.213.{net}.{host}"
@@ -118,7 +121,7 @@ def build_plan(cluster: Cluster, scale: float = DEFAULT_SCALE, nodes: int | None
         return base if rails == 1 else f"{base}r{r}"
 
     node_ns = tuple(ns(f"n{k}") for k in range(n))
-    per_leaf = _per_leaf(cluster, n)
+    per_leaf = fabric_shape(cluster).nodes_per_leaf
     links: list[Link] = []
     if cluster.fabric.topology == "single-switch" or cluster.fabric.tiers == 1 or n <= per_leaf:
         switches: tuple[str, ...] = (ns("sw0"),)
@@ -152,12 +155,6 @@ def _impair(links: list[Link], delay_s: dict[str, float], loss: dict[str, float]
                 raise EmulationError(field_error(f"{what} of {name}", value, f"must be in [0, {hi:g})"))
     return [Link(x.name, x.a, x.dev_a, x.b, x.dev_b, x.rate_bytes_s, x.rail, delay_s.get(x.name, 0.0),
                  loss.get(x.name, 0.0)) for x in links]
-
-
-def _per_leaf(cluster: Cluster, n: int) -> int:
-    """Nodes under one leaf: half the switch radix split evenly, but at least two leaves when n >= 4."""
-    radix_nodes = max(1, cluster.fabric.switch_radix // 2 // max(1, cluster.compute_nics.per_node))
-    return min(radix_nodes, max(1, n // 2)) if n >= 4 else n
 
 
 def plan_summary(plan: Plan) -> str:

@@ -49,15 +49,13 @@ def emulated_cluster(cluster: Cluster, plan: Plan) -> Cluster:
     return replace(cluster, nodes=len(plan.nodes), gpus_per_node=1,
                    scale_up=replace(cluster.scale_up, domain_gpus=1),
                    compute_nics=NicGroup(plan.rails, plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION),
-                   fabric=replace(cluster.fabric, transport=transport, switch_latency_s=0.0))
+                   fabric=replace(cluster.fabric, transport=transport, switch_latency_s=0.0, routing="adaptive"))
 
 
 def emulated_topology(scaled: Cluster, plan: Plan) -> Topology:
-    """The flow model's graph of the emulation: same leaves and single spine, link delays added."""
-    if plan.topology == "fat-tree":
-        topo = build(scaled, nics_per_leaf=plan.nodes_per_leaf * plan.rails, spines=1)
-    else:
-        topo = build(scaled)
+    """The flow model's graph of the emulation: same leaves (one sizing rule), each leaf's uplinks as one
+    trunk to the spine (the emulation's single uplink per rail), link delays added."""
+    topo = build(scaled)
     topo.latency_s = [0.0] * len(topo.latency_s)
     for x in plan.links:
         if not x.delay_s:
@@ -67,7 +65,8 @@ def emulated_topology(scaled: Cluster, plan: Plan) -> Topology:
             u = f"nic:{k}:{x.rail}"
             v = next(b for a, b in topo.link_id if a == u)  # the NIC's one switch port
         else:
-            u, v = f"leaf:{k}", "spine:0"
+            u = f"leaf:{k}"
+            v = next(b for a, b in topo.link_id if a == u and b.startswith("spine"))
         for edge in ((u, v), (v, u)):
             topo.latency_s[topo.link_id[edge]] += x.delay_s
     return topo

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from slowlink.collectives.communicator import communicator as shared_communicator
 from slowlink.collectives.model import Group, Prediction, predict
 from slowlink.collectives.ops import busbw_factor
-from slowlink.errors import SpecError
 from slowlink.sim.engine import SimResult, simulate
 from slowlink.sim.flows import RING_STEPS, Phase, phases
 from slowlink.spec.cluster import Cluster
@@ -22,15 +22,10 @@ from slowlink.topology.fabric import Topology, build
 SIMULATED = (*RING_STEPS, "all_to_all", "send_recv")
 
 
-def communicator(topo: Topology, groups: list[list[int]]) -> Group:
-    """The analytical model's description of the concurrent ``groups`` (the first group's shape)."""
-    g = groups[0]
-    per_node: dict[int, int] = {}
-    for r in g:
-        per_node[topo.node_of(r)] = per_node.get(topo.node_of(r), 0) + 1
-    rpn = max(per_node.values())
-    sharing = max(1, min(topo.gpus_per_node // rpn, len(groups)))
-    return Group(ranks=len(g), ranks_per_node=rpn, groups_per_node=sharing, span_nodes=len(per_node))
+def communicator(cluster: Cluster, topo: Topology, op: str, groups: list[list[int]]) -> Group:
+    """The analytical model's description of the concurrent ``groups``: the one rule both models use
+    (:func:`slowlink.collectives.communicator.communicator`), on the topology's placement."""
+    return shared_communicator(cluster, op, groups, topo.node_of_block)
 
 
 def choose_algorithm(cluster: Cluster, topo: Topology, op: str, size_bytes: float,
@@ -38,14 +33,7 @@ def choose_algorithm(cluster: Cluster, topo: Topology, op: str, size_bytes: floa
     """The analytical prediction for one of ``groups`` (its ``.algorithm`` is what the flows follow)."""
     if op not in SIMULATED:
         raise ValueError(f"op ({op!r}) is not simulated: use {', '.join(SIMULATED)}")
-    if op == "send_recv":
-        nodes = len({topo.node_of(r) for r in groups[0]})
-        return predict(cluster, op, size_bytes, Group(ranks=2, ranks_per_node=1 if nodes > 1 else 2,
-                                                      span_nodes=nodes))
-    try:
-        return predict(cluster, op, size_bytes, communicator(topo, groups))
-    except SpecError:
-        return predict(cluster, op, size_bytes, Group(ranks=len(groups[0]), ranks_per_node=1))
+    return predict(cluster, op, size_bytes, communicator(cluster, topo, op, groups))
 
 
 def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult]:

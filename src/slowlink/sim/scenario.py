@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.sim.flows import phases
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.topology.fabric import Topology, build
-from slowlink.topology.storage import checkpoint_flows
 
 _STRICT = ConfigDict(extra="forbid")
 MAX_COPIES = 32

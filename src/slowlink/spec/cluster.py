@@ -62,7 +62,11 @@ class FabricSpec(BaseModel):
     pod_gpus: int | None = Field(None, ge=1, description="GPUs under one full-bisection pod.")
     switch_radix: int = Field(64, ge=4, description="Ports per switch (e.g. 64 for Quantum-2 NDR).")
     switch_latency_us: float = Field(0.6, ge=0, description="Per-switch forwarding latency, microseconds.")
-    routing: Literal["ecmp", "adaptive"] = Field("ecmp", description="Per-flow ECMP hashing or spraying.")
+    routing: Literal["ecmp", "dmodk", "adaptive"] | None = Field(
+        None, description="How switches pick among equal-cost uplinks: ecmp (per-flow hash), dmodk "
+        "(destination mod k, an InfiniBand subnet manager's static fat-tree routing) or adaptive (spraying). "
+        "Default: dmodk on InfiniBand, ecmp on RoCE and Ethernet."
+    )
     ecmp_seed: int = Field(0, description="Seed of the ECMP hash, for reproducible collisions.")
     dragonfly: DragonflySpec | None = Field(None, description="Dragonfly shape; required for dragonfly.")
     transport_profile: str | None = Field(
@@ -228,6 +232,13 @@ def pick_transport(catalog: Catalog, spec: FabricSpec, speed_gbit_s: float) -> T
     return min(candidates, key=lambda t: (abs(t.nominal_bytes_s - speed), t.name))
 
 
+# An InfiniBand fabric is routed by its subnet manager: OpenSM's / UFM's fat-tree routing engines program
+# destination-based (D-mod-K) forwarding tables (Zahavi et al. 2010; OpenSM "ftree" routing engine docs).
+# Ethernet and RoCE switches hash each flow's 5-tuple onto one of the equal-cost uplinks (RFC 2992 ECMP);
+# spreading across many queue pairs or packet spraying is a deployment's choice: `routing: adaptive`.
+DEFAULT_ROUTING = {"infiniband": "dmodk", "roce": "ecmp", "ethernet": "ecmp"}
+
+
 def _ratios(spec: FabricSpec) -> tuple[float, ...]:
     if isinstance(spec.oversubscription, list):
         return tuple(units.parse_ratio(r) for r in spec.oversubscription)
@@ -260,7 +271,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         pod_gpus=f.pod_gpus,
         switch_radix=f.switch_radix,
         switch_latency_s=f.switch_latency_us * units.US,
-        routing=f.routing,
+        routing=f.routing or DEFAULT_ROUTING[f.transport],
         ecmp_seed=f.ecmp_seed,
         dragonfly_groups=f.dragonfly.groups if f.dragonfly else None,
         dragonfly_global_links=f.dragonfly.global_links_per_switch if f.dragonfly else 1,

@@ -1,16 +1,16 @@
 """Dragonfly: groups of switches, all-to-all local links inside a group, global links between groups.
 
-Sizing (Kim et al., "Technology-driven, highly-scalable dragonfly topology", ISCA 2008, balanced
-``a = 2p = 2h``): ``p = max(1, radix // 4)`` endpoints per switch, the endpoints spread evenly over
-``fabric.dragonfly.groups`` groups, ``a = ceil(endpoints per group / p)`` switches per group, each with
-``h = fabric.dragonfly.global_links_per_switch`` global links; every pair of groups is joined by
-``m = max(1, a h // (groups - 1))`` global links. Every switch link carries the NIC line rate.
+Sizing from :func:`slowlink.topology.shape.fabric_shape` (Kim et al., "Technology-driven,
+highly-scalable dragonfly topology", ISCA 2008, balanced ``a = 2p = 2h``): ``p`` endpoints per switch,
+``a`` switches per group, each with ``h = fabric.dragonfly.global_links_per_switch`` global links; every
+pair of groups is joined by ``m`` global links. Every switch link carries the NIC line rate.
 
 Vertices ``df:<group>:<switch>``. Global link ``k`` of the pair (i, j) ends in group i at switch
 ``((j - i - 1) mod G + k (G - 1)) // h mod a``. Routing is minimal: source switch -> (local) -> the
-gateway of the chosen global link -> global -> (local) -> destination switch. ECMP hashes the global link;
-adaptive sprays evenly over all ``m`` minimal paths. Not modelled: Valiant / UGAL non-minimal routing,
-so adversarial group-to-group traffic is bound by the ``m`` direct global links.
+gateway of the chosen global link -> global -> (local) -> destination switch. ECMP hashes the global
+link, dmodk picks it from the destination; adaptive sprays evenly over all ``m`` minimal paths. Not
+modelled: Valiant / UGAL non-minimal routing, so adversarial group-to-group traffic is bound by the
+``m`` direct global links.
 Complexity: O(groups x a^2 + groups^2 x m) links.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Path, Paths, Topology
+from slowlink.topology.shape import fabric_shape
 
 
 def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps: list[float]) -> None:
@@ -28,11 +29,10 @@ def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps
     n_ep = len(endpoints)
     if g_n < 2 or g_n > n_ep:
         raise SpecError(f"fabric.dragonfly.groups ({g_n}) must be between 2 and the NICs ({n_ep})")
+    shape = fabric_shape(cluster)
     per_group = -(-n_ep // g_n)
-    p = max(1, f.switch_radix // 4)
-    a = -(-per_group // p)
+    p, a, m = shape.endpoints_per_leaf, shape.switches_per_group, shape.global_links_per_pair
     h = f.dragonfly_global_links
-    m = max(1, a * h // (g_n - 1))
     line, sw = cluster.compute_nics.speed_bytes_s, f.switch_latency_s
     sw_of = [(e // per_group, (e % per_group) // p) for e in range(n_ep)]
     for e, name in enumerate(endpoints):
@@ -58,6 +58,7 @@ def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps
                 fw, bw = topo.add_link(f"df:{i}:{gi}", f"df:{j}:{gj}", line, sw)
                 glob[(i, j, k)], glob[(j, i, k)] = (fw, gi, gj), (bw, gj, gi)
     nu, nd = topo.nic_up, topo.nic_down
+    dmodk = f.routing == "dmodk"
 
     def hop(gi: int, s: int, t: int) -> Path:
         return () if s == t else (local[(gi, s, t)],)
@@ -73,6 +74,6 @@ def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps
             return [(1.0, (nu[a_], *hop(gs, ss, st), nd[b_]))]
         if topo.adaptive:
             return [(1.0 / m, via(a_, b_, k)) for k in range(m)]
-        return [(1.0, via(a_, b_, hsh % m))]
+        return [(1.0, via(a_, b_, (b_ if dmodk else hsh) % m))]
 
     topo.route = route

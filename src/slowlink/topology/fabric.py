@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import networkx as nx
-import numpy as np
 
-from slowlink.collectives.constants import SCALE_UP_EFFICIENCY
+from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
+from slowlink.topology.shape import placement_nodes
 
 Path = tuple[int, ...]
 Paths = list[tuple[float, Path]]
@@ -157,16 +157,6 @@ class Topology:
         return self.nic_paths(a, b, mix(self.ecmp_seed, gs, gd, ln, key))
 
 
-def placement_nodes(cluster: Cluster) -> list[int]:
-    """Physical node of each rank block ``b``: block (identity), fragmented (seeded shuffle) or custom."""
-    p = cluster.placement
-    if p.mode == "custom" and p.node_order is not None:
-        return list(p.node_order)
-    if p.mode == "fragmented":
-        return [int(x) for x in np.random.default_rng(p.seed).permutation(cluster.nodes)]
-    return list(range(cluster.nodes))
-
-
 def _scale_up(topo: Topology, cluster: Cluster) -> None:
     bw = cluster.scale_up.bw_bytes_s * SCALE_UP_EFFICIENCY
     lat = cluster.scale_up.link.latency_s / 2
@@ -181,13 +171,9 @@ def _nics(topo: Topology, cluster: Cluster) -> list[str]:
     return [f"nic:{n}:{i}" for n in range(cluster.nodes) for i in range(topo.nics_per_node)]
 
 
-def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None = None) -> Topology:
-    """The compute fabric of ``cluster`` (and its storage, when ``cluster.storage`` is given).
-
-    ``nics_per_leaf`` (default: the radix's down ports, ``radix * o / (1 + o)``) and ``spines`` (default:
-    ``nics_per_leaf / o``) override the fat tree's sizing, e.g. to spread a small cluster over leaves.
-    Cost: O(GPUs + NICs + switch links) time and memory.
-    """
+def build(cluster: Cluster) -> Topology:
+    """The compute fabric of ``cluster`` (and its storage, when ``cluster.storage`` is given), sized by
+    :func:`slowlink.topology.shape.fabric_shape`. Cost: O(GPUs + NICs + switch links) time and memory."""
     from slowlink.topology import dragonfly, fattree, storage
 
     f = cluster.fabric
@@ -212,6 +198,6 @@ def build(cluster: Cluster, nics_per_leaf: int | None = None, spines: int | None
                             "separate storage fabric (nics.storage) or a fat tree")
         dragonfly.build_dragonfly(topo, cluster, endpoints, caps)
     else:
-        fattree.build_fat_tree(topo, cluster, endpoints, caps, nics_per_leaf, spines)
+        fattree.build_fat_tree(topo, cluster, endpoints, caps)
     storage.attach(topo, cluster)
     return topo

@@ -19,9 +19,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import numpy as np
-
 from slowlink.collectives import Group, Prediction, predict
+from slowlink.collectives.communicator import communicator
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.placement import Dimension, dimension_groups
 from slowlink.workload.spec import ParallelSpec
@@ -32,29 +31,9 @@ CommCost = Callable[[str, float, list[list[int]]], float]
 #  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
 
 def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
-    """The collective model's :class:`Group` of the first communicator, from the ranks of all of them.
-
-    ranks_per_node is the most members on one node, span_nodes the nodes it touches, groups_per_node the
-    communicators that cross nodes from the first group's first node (they share its NICs). For
-    send_recv, pairs leaving one node spread over its NICs (one pair per NIC, like nccl-tests sendrecv).
-    """
-    gpn = cluster.gpus_per_node
-    first = groups[0]
-    nodes = [r // gpn for r in first]
-    span = len(set(nodes))
-    per_node = max(nodes.count(n) for n in set(nodes))
-    if span == 1:
-        return Group(len(first), per_node, 1)
-    arr = np.asarray(groups) // gpn
-    if op == "send_recv":
-        src_node = first[0] // gpn
-        out = arr[:, 0] == src_node
-        crossing = out & (arr[:, 1] != src_node)
-        pairs = int(crossing.sum())
-        return Group(2, 1, max(1, -(-pairs // max(1, cluster.compute_nics.per_node))))
-    multi = (arr != arr[:, :1]).any(axis=1)
-    sharing = int(((arr == nodes[0]).any(axis=1) & multi).sum())
-    return Group(len(first), per_node, max(1, min(sharing, gpn // per_node)), span)
+    """The collective model's :class:`Group` of ``groups`` on the placed cluster (one rule for both models:
+    :func:`slowlink.collectives.communicator.communicator`)."""
+    return communicator(cluster, op, groups)
 
 
 def analytical_cost(cluster: Cluster) -> CommCost:

@@ -1,0 +1,214 @@
+"""Communicators on the real cluster: the one place that turns lists of ranks into what the models price.
+
+:func:`communicator` maps every concurrent group of a collective (lists of ranks) through the cluster's
+placement onto physical nodes and scale-up domains, and returns the :class:`Group` the analytical model
+prices: members per node, nodes spanned, communicators sharing a node's NICs, and for each traffic pattern
+the algorithms use (ring, tree, all_to_all, point-to-point) how much the fabric's uplink stages slow it
+(:mod:`slowlink.topology.crossing`). The flow simulator follows the same ring order and tree edges.
+
+Orders follow NCCL: a ring visits scale-up domains in the order of their lowest rank and the ranks of a
+domain together (``ncclTopoCompute`` builds the intra-node path, the inter-node ring follows the node
+ranks); the double binary tree spans the domains in that order (``ncclGetDtree``, Sanders et al. 2009):
+tree 0 is the heap order, tree 1 its mirror.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from slowlink.spec.cluster import Cluster
+from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
+from slowlink.topology.shape import fabric_shape, placement_nodes
+
+PATTERNS = ("ring", "tree", "a2a", "p2p")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A communicator: ``ranks`` ranks, ``ranks_per_node`` of them on each node, and ``groups_per_node``
+    identical communicators running at once through each node's compute NICs. ``span_nodes`` (optional)
+    overrides the nodes the group spans (default ranks / ranks_per_node, block placement). ``crossing``
+    (pattern, :class:`Crossing`) pairs come from :func:`communicator`; a Group made by hand gets them from
+    a block placement of its shape."""
+
+    ranks: int
+    ranks_per_node: int
+    groups_per_node: int = 1
+    span_nodes: int | None = None
+    crossing: tuple[tuple[str, Crossing], ...] | None = field(default=None, compare=False)
+
+    def crossing_for(self, pattern: str) -> Crossing:
+        for name, c in self.crossing or ():
+            if name == pattern:
+                return c
+        return NONE
+
+
+def patterns_of(op: str) -> tuple[str, ...]:
+    """The traffic patterns the algorithms NCCL may pick for ``op`` use."""
+    if op == "all_to_all":
+        return ("a2a",)
+    if op == "send_recv":
+        return ("p2p",)
+    if op == "all_reduce":
+        return ("ring", "tree")
+    return ("ring",)
+
+
+def tree_edges(d: int) -> list[tuple[int, int]]:
+    """(child, parent) edges of NCCL's two binary trees over ``d`` domains: tree 0 the heap order (parent of
+    i is (i-1)//2), tree 1 its mirror (index d-1-i), so inner nodes of one are leaves of the other."""
+    t0 = [(i, (i - 1) // 2) for i in range(1, d)]
+    return t0 + [(d - 1 - c, d - 1 - p) for c, p in t0]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Concurrent groups as (groups, n) arrays: ranks in ring order, their nodes and scale-up domains."""
+
+    ranks: np.ndarray
+    nodes: np.ndarray
+    domains: np.ndarray
+
+
+def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | None = None,
+          ring_order: bool = True) -> Placed:
+    """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
+    given, for ``[src, dst]`` pairs)."""
+    gpn = cluster.gpus_per_node
+    blocks = np.asarray(node_of_block if node_of_block is not None else placement_nodes(cluster))
+    ranks = np.asarray(groups, dtype=np.int64)
+    if ring_order:
+        ranks = np.sort(ranks, axis=1)
+    nodes = blocks[ranks // gpn]
+    dom_gpus = max(1, min(cluster.scale_up.domain_gpus, cluster.gpus))
+    domains = (nodes * gpn + ranks % gpn) // dom_gpus
+    if ring_order and dom_gpus > gpn:  # a domain spans nodes: keep its ranks together, domains by their lowest rank
+        g, n = ranks.shape
+        first = np.empty_like(domains)
+        for i in range(g):
+            _, idx, inv = np.unique(domains[i], return_index=True, return_inverse=True)
+            first[i] = idx[inv]
+        order = np.lexsort((np.broadcast_to(np.arange(n), (g, n)), first), axis=1)
+        rows = np.arange(g)[:, None]
+        ranks, nodes, domains = ranks[rows, order], nodes[rows, order], domains[rows, order]
+    return Placed(ranks, nodes, domains)
+
+
+def _nic_node_bytes_s(cluster: Cluster) -> float:
+    return max(1, cluster.compute_nics.per_node) * cluster.compute_nics.speed_bytes_s * \
+        cluster.fabric.transport.efficiency
+
+
+def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
+    """Every ring edge between scale-up domains carries one unit from the sender's node to the receiver's."""
+    nxt = np.roll(np.arange(p.ranks.shape[1]), -1)
+    leave = p.domains != p.domains[:, nxt]
+    src, dst = p.nodes[leave], p.nodes[:, nxt][leave]
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src, dst, np.ones(len(src)))
+
+
+def _leaders(p: Placed) -> np.ndarray:
+    """Node of each group's domain leaders (first rank of each domain in ring order), (groups, d)."""
+    starts = np.ones_like(p.domains, dtype=bool)
+    starts[:, 1:] = p.domains[:, 1:] != p.domains[:, :-1]
+    d = int(starts[0].sum())
+    rows = p.nodes if (starts.sum(axis=1) == d).all() else p.nodes[:1]  # unequal: the first stands for all
+    out: np.ndarray = rows[starts[: len(rows)]].reshape(len(rows), -1)
+    return out
+
+
+def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
+    """Each edge of both trees carries half the data up and half down (NCCL's double binary tree)."""
+    lead = _leaders(p)
+    edges = np.asarray(tree_edges(lead.shape[1]), dtype=np.int64).reshape(-1, 2)
+    if len(edges) == 0:
+        return NONE
+    c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
+    src, dst = np.concatenate([c, par]), np.concatenate([par, c])
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src, dst, np.full(len(src), 0.5))
+
+
+def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
+    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
+    src, dst = p.nodes[:, 0], p.nodes[:, -1]
+    cross = src != dst
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src[cross], dst[cross],
+                         np.ones(int(cross.sum())))
+
+
+def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
+    if pattern == "ring":
+        return ring_crossing(cluster, p)
+    if pattern == "tree":
+        return tree_crossing(cluster, p)
+    if pattern == "a2a":
+        return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), p.nodes, p.domains)
+    return p2p_crossing(cluster, p)
+
+
+def communicator(cluster: Cluster, op: str, groups: list[list[int]],
+                 node_of_block: list[int] | None = None) -> Group:
+    """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
+
+    ranks_per_node is the most members of the first group on one node, span_nodes the nodes it touches,
+    groups_per_node the communicators that cross nodes from its first node (they share its NICs). For
+    send_recv each group is ``[src, dst]`` and pairs leaving one node spread over its NICs (one pair per
+    NIC, like nccl-tests sendrecv). O(total ranks).
+    """
+    gpn = cluster.gpus_per_node
+    p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
+    first = p.nodes[0]
+    counts = np.unique(first, return_counts=True)[1]
+    span, per_node = len(counts), int(counts.max())
+    if op == "send_recv":
+        src_node = p.nodes[0, 0]
+        crossing_pairs = int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
+            if span > 1 else 0
+        sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
+        grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
+        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),))
+    if span == 1:
+        return Group(len(groups[0]), per_node, 1, 1, ())
+    multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
+    sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
+    cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
+    return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross)
+
+
+def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:
+    """The concurrent groups a hand-made :class:`Group` describes, in rank space: ``groups_per_node``
+    communicators side by side, each with ``ranks_per_node`` consecutive GPUs on each of its nodes."""
+    gpn, rpn = cluster.gpus_per_node, group.ranks_per_node
+    nodes = -(-group.ranks // rpn)
+    out = []
+    for j in range(max(1, group.groups_per_node)):
+        ranks = [k * gpn + j * rpn + i for k in range(nodes) for i in range(rpn)][:group.ranks]
+        out.append(ranks)
+    return out
+
+
+_CACHE: dict[tuple[int, str, int, int, int], tuple[Cluster, Group]] = {}
+
+
+def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
+    """``group`` with its crossings: as given, or from :func:`block_groups` (cached per cluster and shape)."""
+    if group.crossing is not None:
+        return group
+    key = (id(cluster), op, group.ranks, group.ranks_per_node, group.groups_per_node)
+    hit = _CACHE.get(key)
+    if hit is None or hit[0] is not cluster:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        gpn = cluster.gpus_per_node
+        pair = [[0, gpn if group.ranks_per_node == 1 and cluster.nodes > 1 else 1]]
+        groups = pair if op == "send_recv" else block_groups(cluster, group)
+        placed = place(cluster, groups, ring_order=op != "send_recv")
+        cross = tuple((pat, pattern_crossing(cluster, pat, placed)) for pat in patterns_of(op)) \
+            if len(np.unique(placed.nodes[0])) > 1 else ()
+        hit = (cluster, Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
+                              cross))
+        _CACHE[key] = hit
+    return hit[1]
