@@ -1,0 +1,50 @@
+"""One communicator function for both models: placement, NIC sharing, point-to-point pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from slowlink.collectives.communicator import Group, communicator, tree_edges, with_crossing
+from slowlink.spec.cluster import Cluster
+
+
+def test_span_follows_the_placement(make_cluster: Callable[..., Cluster]) -> None:
+    # radix 10 at 4:1: 8 ports down, 2 nodes of 4 NICs per leaf, 2 lines of uplink.
+    fab = {"switch_radix": 10, "oversubscription": 4}
+    block = make_cluster(nodes=8, gpn=4, nics=4, **fab)
+    custom = make_cluster(nodes=8, gpn=4, nics=4, placement={"mode": "custom", "node_order": [0, 4, 1, 5, 2, 6, 3, 7]},
+                          **fab)
+    groups = [[0, 4], [1, 5], [2, 6], [3, 7]]  # one rank per node on rank blocks 0 and 1
+    a, b = communicator(block, "all_reduce", groups), communicator(custom, "all_reduce", groups)
+    assert (a.ranks, a.ranks_per_node, a.groups_per_node, a.span_nodes) == (2, 1, 4, 2)
+    assert (b.ranks, b.ranks_per_node, b.groups_per_node, b.span_nodes) == (2, 1, 4, 2)
+    # Blocks 0 and 1 share a leaf under block placement; under custom they sit on nodes 0 and 4, two leaves
+    # apart, and the 4 rings' 4 lines cross 2 lines of uplink against 4 x 0.94 lines of NIC.
+    assert a.crossing_for("ring").stage is None
+    assert b.crossing_for("ring").stage == 0
+    assert b.crossing_for("ring").factor == pytest.approx(2 * custom.fabric.transport.efficiency)
+
+
+def test_send_recv_pairs_share_the_source_nodes_nics(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=2, gpn=8, nics=2)
+    pairs = [[r, r + 8] for r in range(8)]
+    g = communicator(c, "send_recv", pairs)
+    assert (g.ranks, g.ranks_per_node, g.groups_per_node) == (2, 1, 4)   # 8 pairs over 2 NICs
+    inside = communicator(c, "send_recv", [[0, 1]])
+    assert (inside.ranks_per_node, inside.groups_per_node, inside.span_nodes) == (2, 1, 1)
+
+
+def test_hand_made_group_gets_block_crossings(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=8, gpn=2, nics=2, switch_radix=5, oversubscription=4)
+    g = with_crossing(c, "all_to_all", Group(ranks=16, ranks_per_node=2))
+    assert g.crossing_for("a2a").stage == 0
+    assert with_crossing(c, "all_to_all", g) is g
+
+
+def test_tree_edges_are_two_mirrored_binary_trees() -> None:
+    e = tree_edges(4)
+    assert e[:3] == [(1, 0), (2, 0), (3, 1)]
+    assert e[3:] == [(2, 3), (1, 3), (0, 2)]
+    assert len(tree_edges(1)) == 0

@@ -1,0 +1,83 @@
+"""Crossings: a stage slows a pattern only by the traffic that really crosses it (ring vs all_to_all)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from slowlink.collectives.communicator import communicator, place, ring_crossing, tree_crossing
+from slowlink.spec.cluster import Cluster
+from slowlink.topology.crossing import NONE, all_to_all_crossing, edge_crossing
+from slowlink.topology.shape import fabric_shape
+
+
+def _one_group(c: Cluster) -> list[list[int]]:
+    return [list(range(c.gpus))]
+
+
+def test_ring_pays_a_leaf_only_when_its_channels_outnumber_the_uplinks(make_cluster: Callable[..., Cluster]) -> None:
+    # radix 5 at 4:1: 4 ports down. One NIC per node: 4 nodes per leaf, uplink 4 x line / 4 = 1 line, and
+    # the ring's 1 crossing channel needs 1 line: the NIC (0.94 line) binds.
+    c = make_cluster(nodes=8, gpn=1, nics=1, switch_radix=5, oversubscription=4)
+    assert ring_crossing(c, place(c, _one_group(c))) == NONE
+    # Two NICs per node: 2 nodes per leaf, uplink 4 x line / 4 = 1 line, but 2 channels (2 lines) cross:
+    # the leaf uplinks run the ring at 1 / (2 x 0.94) of its NIC rate.
+    c2 = make_cluster(nodes=8, gpn=2, nics=2, switch_radix=5, oversubscription=4)
+    x = ring_crossing(c2, place(c2, _one_group(c2)))
+    assert x.stage == 0 and x.ratio == 4
+    assert x.factor == pytest.approx(2 * c2.fabric.transport.efficiency)
+
+
+def test_fragmented_placement_makes_a_ring_cross_more(make_cluster: Callable[..., Cluster]) -> None:
+    block = make_cluster(nodes=16, gpn=1, nics=1, switch_radix=5, oversubscription=4)
+    frag = make_cluster(nodes=16, gpn=1, nics=1, switch_radix=5, oversubscription=4,
+                        placement={"mode": "fragmented", "seed": 1})
+    assert ring_crossing(block, place(block, _one_group(block))) == NONE
+    assert ring_crossing(frag, place(frag, _one_group(frag))).factor > 1.5
+
+
+def test_all_to_all_is_bisection_bound(make_cluster: Callable[..., Cluster]) -> None:
+    # 8 nodes, 2 leaves of 4 at 4:1: each leaf sends 4 x 4/8 of a buffer out over 1 line; a node's NIC
+    # sends 7/8 over 0.94 line: factor 2 x 8/7 x 0.94.
+    c = make_cluster(nodes=8, gpn=1, nics=1, switch_radix=5, oversubscription=4)
+    p = place(c, _one_group(c))
+    x = all_to_all_crossing(fabric_shape(c), c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency,
+                            p.nodes, p.domains)
+    assert x.factor == pytest.approx(2 * 8 / 7 * c.fabric.transport.efficiency)
+
+
+def test_tree_edges_cross_more_than_a_ring(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=16, gpn=1, nics=1, switch_radix=5, oversubscription=4)
+    p = place(c, _one_group(c))
+    assert tree_crossing(c, p).factor > ring_crossing(c, p).factor
+
+
+def test_concurrent_groups_add_up_on_a_shared_uplink(make_cluster: Callable[..., Cluster]) -> None:
+    # 2 GPUs per node, 2 NICs: one ring alone gets both NICs, two rings (one per local GPU) one each; either
+    # way the leaf's 1 line of uplink carries what crosses: each ring runs at 1 / 1.88 of its NIC share.
+    c = make_cluster(nodes=8, gpn=2, nics=2, switch_radix=5, oversubscription=4)
+    one = communicator(c, "all_reduce", [[2 * k for k in range(8)]])
+    both = communicator(c, "all_reduce", [[2 * k for k in range(8)], [2 * k + 1 for k in range(8)]])
+    assert (one.groups_per_node, both.groups_per_node) == (1, 2)
+    f = 2 * c.fabric.transport.efficiency
+    assert both.crossing_for("ring").factor == pytest.approx(f)
+    assert one.crossing_for("ring").factor == pytest.approx(f)
+
+
+def test_dragonfly_pair_links_bound_a_ring_between_groups(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=16, gpn=1, nics=1, topology="dragonfly", switch_radix=8, dragonfly={"groups": 4})
+    s = fabric_shape(c)
+    nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    # Every node of group 0 sends to group 1 at once: 4 NICs' worth over m = 1 global link.
+    src, dst = np.arange(4), np.arange(4, 8)
+    x = edge_crossing(s, nic, src, dst, np.ones(4))
+    assert x.stage_name == "group"
+    assert x.factor == pytest.approx(4 * c.fabric.transport.efficiency)
+
+
+def test_inside_one_domain_nothing_crosses(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=8, gpn=1, nics=1, switch_radix=5, oversubscription=4)
+    g = communicator(c, "all_to_all", [[0, 1, 2, 3]])
+    assert g.crossing_for("a2a") == NONE
