@@ -8,7 +8,9 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
       over the TP group, Narayanan et al. 2021 Sec. 4.1);
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
-      overlap.param_gather; ZeRO 3 gathers forward and backward each micro-batch, hidden behind its compute.
+      overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
+      nothing follows; ZeRO 3 gathers each layer forward and backward and reduce-scatters it every
+      micro-batch, each layer's traffic behind the previous layer's compute (prefetch depth 1).
 """
 
 from __future__ import annotations
@@ -92,11 +94,26 @@ def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
     return DimComm(t, t, "send_recv", size, "pp_pairs")
 
 
+MEGATRON_BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket: max(40M, 1M x dp) parameters
+MEGATRON_BUCKET_PER_DP = 1e6  # (megatron/core/distributed/distributed_data_parallel.py, bucket_size default)
+
+
+def last_bucket_params(w: Workload, local_params: float) -> float:
+    """Parameters in the DP bucket that no compute can hide: Megatron-LM's DDP reduces gradients in buckets
+    of max(40M, 1M x dp) parameters (megatron/core/distributed/distributed_data_parallel.py); the bucket
+    holding the first layers is ready only when the last backward ends, and the optimizer waits for it.
+    Its parameter all-gather (distributed optimizer) likewise precedes the first forward."""
+    p = w.parallel
+    return min(local_params, max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp * p.cp))
+
+
 def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
     """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed."""
     p, o = w.parallel, w.overlap
     if p.dp * p.cp == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
+    if p.zero >= 3:
+        return zero3_step(w, cost, lc, layers, micro)
     dense_n, expert_n = _local_params(w)
     g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
@@ -109,14 +126,47 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
         gather = cost("all_gather", dense_n * w_bytes, groups_of(p, dim))
         if expert_n and p.dp // p.ep > 1:
             gather += cost("all_gather", expert_n * w_bytes, groups_of(p, "edp"))
-    red_exp = max(0.0, red - layers * lc.backward_s) if o.grad_reduce else red
-    if p.zero >= 3:
-        total_g = 2.0 * micro * gather
-        gat_exp = micro * max(0.0, 2.0 * gather - layers * lc.total_s) if o.param_gather else total_g
+    bucket = last_bucket_params(w, dense_n)
+    red_exp = red
+    if o.grad_reduce:
+        red_exp = max(red - layers * lc.backward_s, cost(reduce_op, bucket * g_bytes, groups_of(p, dim)))
+    gat_exp = gather
+    if o.param_gather and p.zero >= 1:
+        gat_exp = max(gather - layers * lc.forward_s, cost("all_gather", bucket * w_bytes, groups_of(p, dim)))
+    return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
+
+
+def prefetched_exposed_s(comm_s: float, compute_s: float, layers: int) -> float:
+    """Seconds a layer-by-layer prefetch pipeline adds to ``layers`` x ``compute_s``: the first layer's
+    communication cannot start earlier, each later one hides behind the previous layer's compute
+    (depth-1 prefetch: DeepSpeed stage 3 prefetch, FSDP forward/backward prefetch; Zhao et al. 2023, Sec. 3.3)."""
+    return comm_s + (layers - 1) * max(0.0, comm_s - compute_s)
+
+
+def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
+    """ZeRO-3 / FSDP seconds per step (Rajbhandari et al. 2020, Sec. 5.3 and 7.2.2: 3x the parameters per
+    micro-batch): every micro-batch all-gathers each layer's parameters before its forward and again
+    before its backward (recomputation reuses the backward gather: DeepSpeed keeps a parameter gathered
+    while its next use is within stage3_max_reuse_distance), and reduce-scatters each layer's gradients
+    after its backward (the shard owns only its slice, so gradient accumulation does not defer it).
+    The gathers and reduce-scatters are per layer (FSDP unit, DeepSpeed sub-module), so each pays the
+    collective's latency at the full DP size; in the backward the gather of the next layer and the
+    reduce-scatter of the last share the network, behind one layer's backward."""
+    p, o = w.parallel, w.overlap
+    dense_n, expert_n = _local_params(w)
+    dim = "dp_cp" if p.cp > 1 else "dp"
+    per_layer = (dense_n + expert_n) / max(layers, 1)  # experts: gathered in the same unit (ep = 1 view)
+    grp = groups_of(p, dim)
+    gather = cost("all_gather", per_layer * kept_bytes(w.training.precision), grp)
+    scatter = cost("reduce_scatter", per_layer * DTYPE_BYTES[w.training.grad_comm_dtype], grp)
+    total = micro * layers * (2.0 * gather + scatter)
+    if not o.param_gather:
+        exposed = total
     else:
-        total_g = gather
-        gat_exp = max(0.0, gather - layers * lc.forward_s) if o.param_gather else gather
-    return DimComm(red + total_g, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
+        fwd = prefetched_exposed_s(gather, lc.forward_s, layers)
+        bwd = prefetched_exposed_s(gather + scatter, lc.backward_s, layers)
+        exposed = micro * (fwd + bwd)
+    return DimComm(total, exposed, "all_gather", per_layer * kept_bytes(w.training.precision), dim)
 
 
 def _local_params(w: Workload) -> tuple[float, float]:
