@@ -83,12 +83,18 @@ def default_group(cluster: Cluster, ranks: int | None = None) -> Group:
 
 def candidates(cluster: Cluster, links: Links, op: str, size: float,
                algorithms: tuple[str, ...], protocols: tuple[str, ...]) -> list[algo.Candidate]:
-    """Every algorithm x protocol that can run this op here."""
+    """Every algorithm x protocol that can run this op here.
+
+    The default pick considers NCCL's algorithms only (constants.ALGORITHMS); ``hierarchical`` (not an
+    NCCL algorithm) runs only when asked for by name.
+    """
     arch = cluster.gpu.arch
     out: list[algo.Candidate | None] = []
     if links.domains > 1 and not cluster.fabric.transport.rdma:
         # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
         protocols = tuple(p for p in protocols if p != "LL128") or protocols
+    sharp, line = cluster.scale_up.sharp, cluster.scale_up.bw_bytes_s
+    channels = algo.nvls_channels(arch, cluster.scale_up.domain_gpus > cluster.gpus_per_node)
     for p in protocols:
         if op == "all_to_all":
             out.append(algo.all_to_all(links, size, p, arch))
@@ -100,8 +106,12 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
             out.append(algo.ring(links, op, size, p, arch))
         if "tree" in algorithms:
             out.append(algo.tree(links, op, size, p, arch))
-        if "nvls" in algorithms and cluster.scale_up.sharp:
-            out.append(algo.nvls(links, op, size, p, cluster.scale_up.bw_bytes_s))
+        if "nvls" in algorithms and sharp:
+            out.append(algo.nvls(links, op, size, p, line, arch, channels))
+        if "nvls_tree" in algorithms and sharp:
+            out.append(algo.nvls_tree(links, op, size, p, line, arch, channels))
+        if "pat" in algorithms:
+            out.append(algo.pat(links, op, size, p, arch))
         if "hierarchical" in algorithms:
             out.append(algo.hierarchical(links, op, size, p, arch))
     return [x for x in out if x is not None]
