@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from slowlink import units
 from slowlink.collectives import constants as c
 from slowlink.collectives import protocols as proto
 from slowlink.collectives.links import Links
@@ -78,22 +79,92 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     return Candidate("tree", p, t, lat, algbw, where)
 
 
-def nvls(links: Links, op: str, size: float, p: str, line_bw: float) -> Candidate | None:
-    """NVLS (in-switch reduction), all_reduce, Simple only, scale-up switch with SHARP.
+def nvls_chunk_bytes(size: float, ops: int) -> float:
+    """NCCL's NVLS chunk (enqueue.cc): 128 KiB, halved to 64 / 32 / 16 KiB below 64 / 8 / 2 x ops x chunk."""
+    chunk = c.NVLS_CHUNK_BYTES
+    for times, smaller in ((64, 64 * units.KiB), (8, 32 * units.KiB), (2, 16 * units.KiB)):
+        if size < times * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
 
-    algbw = NVLS_ALGBW_EFFICIENCY x line rate; across domains (NVLS-tree) also <= 0.5 x 0.9 x network.
-    lat = NVLink NVLS hop (+ 2 log2(domains) net hops).
+
+def nvls_peak_bw(line_bw: float, arch: str) -> float:
+    """Peak NVLS algbw: line x the Hopper fraction x NCCL's nvlsEfficiency(arch) / nvlsEfficiency(hopper)."""
+    eff = c.NVLS_EFFICIENCY.get(arch, c.NVLS_EFFICIENCY["hopper"]) / c.NVLS_EFFICIENCY["hopper"]
+    return line_bw * c.NVLS_PEAK_LINE_FRACTION_HOPPER * eff
+
+
+def nvls_transfer(size: float, ranks: int, channels: int, line_bw: float, arch: str) -> tuple[float, float, float]:
+    """(bytes term, fill term, bandwidth) of NVLS on one scale-up domain (see constants, NVLS block).
+
+    ops = channels x heads (one head per rank); bw = peak x chunk / (chunk + per-chunk overhead);
+    bytes term = size / bw; fill = NVLS_PIPELINE_FILL_LOOPS x min(size, ops x chunk) / bw.
     """
-    if op != "all_reduce" or p != "Simple" or links.ranks_per_domain < 2:
+    ops = channels * ranks
+    chunk = nvls_chunk_bytes(size, ops)
+    bw = nvls_peak_bw(line_bw, arch) * chunk / (chunk + c.NVLS_CHUNK_OVERHEAD_BYTES)
+    return size / bw, c.NVLS_PIPELINE_FILL_LOOPS * min(size, ops * chunk) / bw, bw
+
+
+def nvls_channels(arch: str, multi_node_domain: bool) -> int:
+    """NCCL's NVLS channel count (nvls.cc): 16 Hopper, 32 Blackwell, 24 on a multi-node NVLink domain."""
+    if multi_node_domain and arch == "blackwell":
+        return c.NVLS_CHANNELS_MULTI_NODE_DOMAIN
+    return c.NVLS_CHANNELS.get(arch, c.NVLS_CHANNELS["hopper"])
+
+
+def nvls(links: Links, op: str, size: float, p: str, line_bw: float, arch: str,
+         channels: int) -> Candidate | None:
+    """NVLS (in-switch reduction) all_reduce inside one scale-up domain, Simple only (tuning.cc).
+
+    time = NVLink NVLS hop + bytes term + pipeline fill (:func:`nvls_transfer`).
+    """
+    if op != "all_reduce" or p != "Simple" or links.ranks_per_domain < 2 or links.domains > 1:
         return None
-    algbw, where = c.NVLS_ALGBW_EFFICIENCY * line_bw, "scale-up"
+    bytes_s, fill, bw = nvls_transfer(size, links.ranks_per_domain, channels, line_bw, arch)
     lat = proto.hop_lat_s("nvlink", "nvls", p)
-    if links.domains > 1:
-        net_algbw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * c.TREE_ALGBW_RATIO
-        if net_algbw < algbw:
-            algbw, where = net_algbw, "network"
-        lat += 2 * int(math.log2(links.domains)) * proto.hop_lat_s("net", "nvls", p, links.net_lat_scale)
-    return Candidate("nvls", p, lat + size / algbw, lat, algbw, where)
+    return Candidate("nvls", p, lat + bytes_s + fill, lat, bw, "scale-up")
+
+
+def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: str,
+              channels: int) -> Candidate | None:
+    """NVLS inside each domain, a tree of domains over the network (NCCL NVLS_TREE), all_reduce, Simple.
+
+    Network algbw = the domain's NICs x 0.9 (tree refinement), halved by the double binary tree for more
+    than two domains (two domains exchange directly: tuning.cc doubles their interBw). The NVLink and the
+    network stages pipeline: time = lat + max(NVLS bytes term, size / net algbw) + NVLS fill + a fill of
+    one NVLS loop per tree level on the network; lat = NVLS hop + 2 log2(domains) net hops (tuning.cc).
+    """
+    if op != "all_reduce" or p != "Simple" or links.ranks_per_domain < 2 or links.domains < 2:
+        return None
+    bytes_s, fill, bw = nvls_transfer(size, links.ranks_per_domain, channels, line_bw, arch)
+    levels = max(1, math.ceil(math.log2(links.domains)))
+    net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * (1.0 if links.domains == 2 else c.TREE_ALGBW_RATIO)
+    net_s = size / net_bw
+    loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
+    lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * proto.hop_lat_s(
+        "net", "nvls_tree", p, links.net_lat_scale)
+    where = "network" if net_s > bytes_s else "scale-up"
+    t = lat + max(bytes_s, net_s) + fill + 2 * levels * loop / net_bw
+    return Candidate("nvls_tree", p, t, lat, min(bw, net_bw), where)
+
+
+def pat(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | None:
+    """PAT (NCCL 2.23+): all_gather / reduce_scatter with one rank per domain, Simple only.
+
+    bw = ring bus bw x 0.75; lat = baseLat + log2(domains) x net hop / 3.5 + 2.8 us x ranks (tuning.cc);
+    time = lat + size x (n-1)/n / bw.
+    """
+    if op not in ("all_gather", "reduce_scatter") or p != "Simple" or links.ranks_per_domain != 1 \
+            or links.domains < 2:
+        return None
+    bus, where = bus_link(links)
+    bw = proto.ring_bw(bus, p, op, True, True, arch) * c.PAT_BW_FACTOR
+    lat = (proto.base_lat_s("pat", p)
+           + math.log2(links.domains) * proto.hop_lat_s("net", "pat", p, links.net_lat_scale) / c.PAT_LOG_LAT_DIVISOR
+           + links.ranks * c.PAT_LAT_PER_RANK_US * c.US)
+    t = lat + size * busbw_factor(op, links.ranks) / bw
+    return Candidate("pat", p, t, lat, bw, where)
 
 
 def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | None:

@@ -11,7 +11,13 @@ from __future__ import annotations
 from slowlink import units
 from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY as _SCALE_UP_EFFICIENCY
 
-ALGORITHMS = ("ring", "tree", "nvls", "hierarchical")
+# The algorithms NCCL has and slowlink models (tuning.cc ncclAlgoStr, NCCL 2.23+): the default pick chooses
+# among these only. CollNet (direct/chain) needs in-network reduction in the fabric's switches (InfiniBand
+# SHARP), which cluster files cannot state yet, so it is not modelled.
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
+# Algorithms NCCL does not have, run only when asked for by name (for comparison with other libraries):
+# hierarchical = intra reduce-scatter, inter all_reduce on each rank's share, intra all-gather.
+EXPLICIT_ALGORITHMS = ("hierarchical",)
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 # NCCL baseLat[algorithm][protocol], microseconds: launch + protocol set-up cost of one collective.
@@ -19,19 +25,27 @@ BASE_LAT_US: dict[str, dict[str, float]] = {
     "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 0.0},
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+    "pat": {"LL": 8.0, "LL128": 8.0, "Simple": 8.0},
 }
 
 # NCCL hwLat[hw][algorithm][protocol], microseconds per hop (NVLink / PCI / network, Simple = with a chunk).
 HW_LAT_US: dict[str, dict[str, dict[str, float]]] = {
     "nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
                "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
-               "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0}},
+               "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
+               "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
+               "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 4.0}},
     "pci": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
             "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
-            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0}},
+            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+            "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 4.0}},
     "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
             "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
-            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 18.0}},
+            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 18.0},
+            "nvls_tree": {"LL": 0.0, "LL128": 0.0, "Simple": 20.9},
+            "pat": {"LL": 0.0, "LL128": 0.0, "Simple": 14.0}},
 }
 # The NET row above is NCCL's for InfiniBand/RoCE with GPUDirect RDMA; the catalog's transport
 # latency_us is that same Simple figure (14 us), so a transport's row is scaled by latency_us / 14.
@@ -58,10 +72,39 @@ LL_MAX_DEFAULT_GBYTE_S = 87.7
 # NCCL-achievable fraction of a scale-up link: one fact, kept with the scale-up catalog (its source there).
 SCALE_UP_EFFICIENCY = _SCALE_UP_EFFICIENCY
 
-# NVLS (NVLink SHARP) all_reduce algbw as a fraction of the per-GPU line rate: the maintainer's ~275 GB/s
-# algbw (~480 busbw) on H100 NVLink4 of 450 (nccl-tests issue 212). The switch reduces, so each GPU sends
-# and receives its buffer about once: algbw, not busbw, is what the link limits.
-NVLS_ALGBW_EFFICIENCY = 275.0 / 450.0
+# NVLS (NVLink SHARP) all_reduce. The switch reduces, so each GPU sends and receives its buffer about once:
+# algbw, not busbw, is what the link limits. NCCL (src/enqueue.cc, NVLS branch of the chunk computation)
+# runs nvlsChannels channels x nHeads heads concurrently, each moving one chunk per loop; the chunk starts
+# at nvlsChunkSize (128 KiB) and is halved to 64 KiB below 64 x ops x chunk bytes, to 32 KiB below 8 x and
+# to 16 KiB below 2 x (ops = channels x heads). Two costs follow from that loop, one constant each:
+#  - a fixed cost per chunk (flag/semaphore round through the switch), worth NVLS_CHUNK_OVERHEAD_BYTES of
+#    transfer: bandwidth(chunk) = peak x chunk / (chunk + overhead);
+#  - a pipeline of NVLS_PIPELINE_FILL_LOOPS + 1 stages (multimem reduce-load, then multicast store): the
+#    first result leaves after the fill, which costs NVLS_PIPELINE_FILL_LOOPS loops of ops x chunk bytes.
+# Both constants come from one published step, Azure ND H100 v5 (NCCL 2.18.5, calibration file): between
+# 512 MiB and 1 GiB NCCL doubles the chunk (64 -> 128 KiB) at 64 loops each and busbw jumps 438 -> 466 GB/s
+# (bandwidth(64K)/bandwidth(128K) = 0.94 gives the 8.7 KiB overhead); 8 GiB vs 1 GiB at the same chunk
+# (512 vs 64 loops) gives the 2-loop fill. They are checked, not fitted, on the rest of that curve, on the
+# H200 curve and on GB200 NVL72 (tests/collectives/test_golden.py).
+NVLS_CHUNK_BYTES = 128 * units.KiB                 # NCCL nvlsChunkSize default (NCCL_NVLS_CHUNKSIZE)
+NVLS_CHUNK_OVERHEAD_BYTES = 8.74 * units.KiB
+NVLS_PIPELINE_FILL_LOOPS = 2
+# NVLS channels by generation (NCCL src/transport/nvls.cc: NVLS_NCHANNELS_SM90 16, _SM100 32, and 24 on
+# SM100 multi-node NVLink (NVL72) domains). Heads: one per rank of the domain.
+NVLS_CHANNELS: dict[str, int] = {"hopper": 16, "blackwell": 32}
+NVLS_CHANNELS_MULTI_NODE_DOMAIN = 24
+# Peak NVLS algbw as a fraction of the per-GPU line rate, Hopper: 274.8 GB/s algbw at 128 KiB chunks
+# (8 GiB and 1 GiB on ND H100 v5, fill removed) of 450, scaled to an infinite chunk: 293.6 / 450.
+NVLS_PEAK_LINE_FRACTION_HOPPER = 293.6 / 450.0
+# Other generations follow NCCL's own NVLS efficiency table (tuning.cc nvlsEfficiency: Hopper 0.85,
+# Blackwell 0.74): Blackwell's NVLink5 switch delivers 0.74 / 0.85 of Hopper's share of its line rate.
+NVLS_EFFICIENCY: dict[str, float] = {"hopper": 0.85, "blackwell": 0.74}
+
+# PAT (NCCL 2.23+, all_gather / reduce_scatter with one rank per node): tuning.cc charges busBw x 0.75 and
+# latency baseLat + log2(nodes) x net latency / 3.5 + 2.8 us per rank.
+PAT_BW_FACTOR = 0.75
+PAT_LAT_PER_RANK_US = 2.8
+PAT_LOG_LAT_DIVISOR = 3.5
 
 # Pipeline granularity: NCCL moves a ring step in chunks; NCCL's tuning comment charges a Simple hop "the
 # latency of a 256 kB chunk", and rings run about 8 channels in parallel: 8 x 256 kB in flight per rank.

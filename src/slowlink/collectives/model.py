@@ -16,7 +16,7 @@ from slowlink import units
 from slowlink.collectives import algorithms as algo
 from slowlink.collectives.calibration import calibrated_time_s, load_profile
 from slowlink.collectives.communicator import Group, with_crossing
-from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
+from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import Links, resolve
 from slowlink.collectives.ops import busbw_factor, check_op
 from slowlink.errors import SpecError
@@ -25,7 +25,10 @@ from slowlink.spec.cluster import Cluster
 __all__ = ["Group", "Prediction", "default_group", "predict"]
 
 # The traffic pattern each algorithm's network part follows (its crossings: communicator.py).
-PATTERN = {"ring": "ring", "tree": "tree", "nvls": "tree", "hierarchical": "ring", "p2p": "a2a"}
+# NVLS inside one domain crosses no network. PAT's log-distance exchanges are priced as the ring's crossings,
+# an approximation that undercounts the far steps (they carry the smaller pieces).
+PATTERN = {"ring": "ring", "tree": "tree", "nvls": "tree", "nvls_tree": "tree", "pat": "ring",
+           "hierarchical": "ring", "p2p": "a2a"}
 
 
 def pattern_of(algorithm: str, op: str) -> str:
@@ -83,13 +86,19 @@ def default_group(cluster: Cluster, ranks: int | None = None) -> Group:
 
 def candidates(cluster: Cluster, links: Links, op: str, size: float,
                algorithms: tuple[str, ...], protocols: tuple[str, ...]) -> list[algo.Candidate]:
-    """Every algorithm x protocol that can run this op here."""
+    """Every algorithm x protocol that can run this op here.
+
+    The default pick considers NCCL's algorithms only (constants.ALGORITHMS); ``hierarchical`` (not an
+    NCCL algorithm) runs only when asked for by name.
+    """
     arch = cluster.gpu.arch
     out: list[algo.Candidate | None] = []
     if links.domains > 1 and not cluster.fabric.transport.rdma:
         # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
         protocols = tuple(p for p in protocols if p != "LL128") or protocols
     ring_l, tree_l = links.for_pattern("ring"), links.for_pattern("tree")
+    sharp, line = cluster.scale_up.sharp, cluster.scale_up.bw_bytes_s
+    channels = algo.nvls_channels(arch, cluster.scale_up.domain_gpus > cluster.gpus_per_node)
     for p in protocols:
         if op == "all_to_all":
             out.append(algo.all_to_all(links.for_pattern("a2a"), size, p, arch))
@@ -101,8 +110,12 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
             out.append(algo.ring(ring_l, op, size, p, arch))
         if "tree" in algorithms:
             out.append(algo.tree(tree_l, op, size, p, arch))
-        if "nvls" in algorithms and cluster.scale_up.sharp:
-            out.append(algo.nvls(tree_l, op, size, p, cluster.scale_up.bw_bytes_s))
+        if "nvls" in algorithms and sharp:
+            out.append(algo.nvls(links, op, size, p, line, arch, channels))
+        if "nvls_tree" in algorithms and sharp:
+            out.append(algo.nvls_tree(tree_l, op, size, p, line, arch, channels))
+        if "pat" in algorithms:
+            out.append(algo.pat(ring_l, op, size, p, arch))
         if "hierarchical" in algorithms:
             out.append(algo.hierarchical(ring_l, op, size, p, arch))
     return [x for x in out if x is not None]
@@ -167,7 +180,7 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
         raise SpecError(f"size_bytes ({size_bytes!r}) must be >= 0")
     grp = group if group is not None else default_group(cluster)
     check_group(cluster, grp)
-    algs = _choices("algorithm", algorithm, ALGORITHMS)
+    algs = _choices("algorithm", algorithm, ALGORITHMS + EXPLICIT_ALGORITHMS) if algorithm else ALGORITHMS
     protos = _choices("protocol", protocol, PROTOCOLS)
     if grp.ranks > 1:
         grp = with_crossing(cluster, op, grp)

@@ -1,0 +1,68 @@
+"""NCCL's algorithm list, and the NIC line-rate bounds no prediction may beat (issue 13, item 6)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from slowlink import units
+from slowlink.collectives import Group, predict
+from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
+from slowlink.collectives.links import resolve
+from slowlink.collectives.model import candidates
+from slowlink.spec.cluster import Cluster
+
+SIZES = [2.0**k for k in range(16, 34, 3)]
+
+
+def test_default_pick_is_an_nccl_algorithm() -> None:
+    """NCCL has ring, tree, collnet, nvls, nvls_tree, pat (src/graph/tuning.cc); never 'hierarchical'."""
+    assert set(ALGORITHMS) <= {"ring", "tree", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+
+
+def test_one_100g_nic_per_a100_node_caps_busbw_at_line_rate(make: Callable[..., Cluster]) -> None:
+    """Issue 13: 4 nodes x 8 A100, one 100G NIC, 16 ranks (4 per node), 1 GiB: was 14.8 GB/s (hierarchical),
+    above the NIC's 12.5 GB/s. Ring and tree move 2(n-1)/n x S through each node's NIC: busbw <= line."""
+    c = make(nodes=4, gpu="a100-80gb", link="nvlink3", nics=1, speed=100)
+    p = predict(c, "all_reduce", units.GiB, Group(16, 4))
+    assert p.algorithm in ALGORITHMS
+    assert p.busbw_bytes_s <= 100 * units.Gbit
+
+
+def test_hierarchical_only_when_named(make: Callable[..., Cluster]) -> None:
+    c = make(nodes=4, gpu="a100-80gb", link="nvlink3", nics=1, speed=100)
+    links = resolve(c, Group(16, 4, 1))
+    default = candidates(c, links, "all_reduce", units.GiB, ALGORITHMS, PROTOCOLS)
+    named = candidates(c, links, "all_reduce", units.GiB, ("hierarchical",), PROTOCOLS)
+    assert "hierarchical" not in {x.algorithm for x in default}
+    assert {x.algorithm for x in named} == {"hierarchical"}
+
+
+@pytest.mark.parametrize(("gpu", "link", "nics", "speed"), [
+    ("a100-80gb", "nvlink3", 1, 100), ("a100-80gb", "nvlink3", 4, 200), ("h100-sxm", "nvlink4", 1, 400),
+    ("h100-sxm", "nvlink4", 8, 400), ("b200", "nvlink5", 8, 400),
+])
+def test_no_prediction_beats_the_nic_bytes_bound(make: Callable[..., Cluster], gpu: str, link: str, nics: int,
+                                                 speed: float) -> None:
+    """Every node must move at least 2(d-1)/d x S (all_reduce) or (d-1)/d x S (all_gather, reduce_scatter)
+    through its NICs, d = nodes (the reduce-scatter + all-gather lower bound). Without in-switch reduction,
+    ring, tree and PAT move more, so their busbw also stays under the node's line rate."""
+    for nodes, rpn, op, size in itertools.product((2, 4, 16), (1, 4, 8), ("all_reduce", "all_gather",
+                                                                          "reduce_scatter"), SIZES):
+        c = make(nodes=nodes, gpu=gpu, link=link, nics=nics, speed=speed)
+        p = predict(c, op, size, Group(nodes * rpn, rpn))
+        line = nics * speed * units.Gbit
+        need = (2.0 if op == "all_reduce" else 1.0) * (nodes - 1) / nodes * size
+        assert p.time_s >= need / line, (nodes, rpn, op, size, p)
+        if p.algorithm in ("ring", "tree", "pat"):
+            assert p.busbw_bytes_s <= line * 1.0001, (nodes, rpn, op, size, p)
+
+
+def test_pat_runs_at_one_rank_per_node_only(make: Callable[..., Cluster]) -> None:
+    c = make(nodes=64)
+    small = predict(c, "all_gather", 64 * units.KiB, Group(64, 1), algorithm="pat")
+    assert small.algorithm == "pat"
+    links = resolve(c, Group(64, 8, 1))
+    assert not candidates(c, links, "all_gather", units.MiB, ("pat",), PROTOCOLS)
