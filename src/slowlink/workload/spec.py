@@ -60,6 +60,10 @@ class ParallelSpec(BaseModel):
     vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
     zero: int = Field(1, ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer, 2 +grads, 3 +params (FSDP).")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP.")
+    zero3_impl: Literal["fsdp", "deepspeed-2021"] = Field(
+        "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
+        "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
+        "<= 0.4.0, before PR #1188).")
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
