@@ -40,7 +40,7 @@ def test_heldout_runs_are_reported_as_mfu() -> None:
     held = heldout_cases()
     assert {c.quantity for c in held} == {"MFU"}
     assert len(held) >= 4
-    assert all(0.2 < c.predicted_s < 0.8 for c in held)
+    assert all(0.05 < c.predicted_s < 0.8 for c in held)  # ZeRO-3 on 1,536 GPUs measured 10.6% MFU
 
 
 def test_cost_function_is_used_for_every_dimension() -> None:
@@ -182,3 +182,37 @@ def test_narayanan_eq3_reproduces_the_papers_derived_step_time() -> None:
 
     model = resolve_model(ModelSpec(preset="n21-145b"))
     assert narayanan_eq3_flops(model, 2304) / (1536 * 148e12) == pytest.approx(24.8, rel=0.01)
+
+
+def test_deepspeed_2021_zero3_gathers_each_tensor_without_overlap() -> None:
+    # DeepSpeed <= 0.4.0 (stage3.py at b3870363): one all_gather per weight tensor of >= 1e5 elements,
+    # a device synchronize before each (PR #1188), the list API's one copy per rank, per-tensor reduce-scatter.
+    from slowlink.workload.validate import selene
+    from slowlink.workload.zero3 import DS_MAX_REUSE_NUMEL, gathers_per_microbatch, layer_tensors
+
+    h = 12288
+    tensors = layer_tensors(_zero3(1, 384).model, 1)  # type: ignore[attr-defined]
+    assert tensors == [3 * h * h, h * h, 4 * h * h, 4 * h * h]
+    # Recompute: QKV, output and MLP-in are re-gathered for the backward (> 1e9 elements in between), MLP-out kept.
+    assert gathers_per_microbatch(tensors, recompute=True) == [3, 3, 3, 2]
+    assert gathers_per_microbatch([DS_MAX_REUSE_NUMEL / 4] * 2, recompute=True) == [2, 2]
+    cluster = selene(48)
+    seen: list[tuple[str, float]] = []
+    base = analytical_cost(cluster)
+
+    def spy(op: str, size: float, groups: list[list[int]]) -> float:
+        seen.append((op, size))
+        return base(op, size, groups)
+
+    w = workload_from_mapping({
+        "model": {"preset": "gpt3-175b"},
+        "training": {"global_batch": 384, "micro_batch": 1, "precision": "fp16", "recompute": "full",
+                     "flash_attention": False},
+        "parallel": {"tp": 1, "pp": 1, "dp": 384, "zero": 3, "zero3_impl": "deepspeed-2021",
+                     "sequence_parallel": False}})
+    r = plan(w, cluster, spy, check_memory=False)
+    gathered = {s for op, s in seen if op == "all_gather"}
+    assert {2.0 * t for t in tensors} | {2.0 * 51200 * h} == gathered  # each tensor, and the embeddings
+    assert r.comm_s["dp"] == pytest.approx(r.comm_total_s["dp"])  # nothing hidden
+    fsdp = plan(_zero3(1, 384), cluster, check_memory=False)  # type: ignore[arg-type]
+    assert r.step_time_s > fsdp.step_time_s

@@ -1,6 +1,6 @@
 """Communication per step and per parallel dimension, with the groups placed on the real cluster.
 
-Groups come from :func:`slowlink.workload.placement.dimension_groups` (Megatron order, tp fastest) and
+Groups come from :func:`slowlink.workload.placement.dimension_groups` (``parallel.order``, tp fastest) and
 are priced by a :data:`CommCost`: the analytical default goes through :func:`slowlink.collectives.predict`,
 the flow simulator (``slowlink.sim.step.flow_cost``) plugs in the same way. Volumes, per micro-batch and
 per layer unless said otherwise (b sequences, s tokens, h hidden, activations in 2 bytes, 4 in fp32):
@@ -59,14 +59,17 @@ def explain(cluster: Cluster, op: str, size_bytes: float, groups: list[list[int]
     return predict(cluster, op, size_bytes, group_shape(cluster, op, groups))
 
 
-def _key(p: ParallelSpec) -> tuple[int, int, int, int, int]:
-    return (p.tp, p.cp, p.dp, p.pp, p.ep)
+_Key = tuple[int, int, int, int, int, str]
+
+
+def _key(p: ParallelSpec) -> _Key:
+    return (p.tp, p.cp, p.dp, p.pp, p.ep, p.order)
 
 
 @functools.lru_cache(maxsize=256)
-def _groups(key: tuple[int, int, int, int, int], dim: Dimension) -> list[list[int]]:
-    tp, cp, dp, pp, ep = key
-    return dimension_groups(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep), dim)
+def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
+    tp, cp, dp, pp, ep, order = key
+    return dimension_groups(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
 
 
 def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
@@ -79,7 +82,7 @@ def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
 
 
 @functools.lru_cache(maxsize=256)
-def _derived(key: tuple[int, int, int, int, int], dim: str) -> list[list[int]]:
+def _derived(key: _Key, dim: str) -> list[list[int]]:
     ep = key[4]
     if dim == "edp":
         return [g[k::ep] for g in _groups(key, "dp") for k in range(ep)]

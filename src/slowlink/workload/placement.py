@@ -1,9 +1,12 @@
-"""Which ranks form each parallel group: Megatron-LM's rank order, tp fastest, then cp, dp, pp.
+"""Which ranks form each parallel group, for a rank order given fastest-varying first.
 
-A rank ``r`` has coordinates ``r = tp_i + tp * (cp_i + cp * (dp_i + dp * pp_i))`` (Megatron's default
-``order="tp-cp-ep-dp-pp"``). EP groups are carved out of the DP dimension: ``ep`` consecutive DP indices
-with the same tp, cp and pp coordinates. Groups are returned in *rank* space; the topology maps ranks to
-GPUs and nodes (block, fragmented or custom placement, ``slowlink.topology``).
+``parallel.order`` names the dimensions from the fastest-varying (neighbouring ranks) to the slowest:
+Megatron-LM's default ``tp-cp-dp-pp`` (its ``order="tp-cp-ep-dp-pp"``, EP inside DP; megatron/core/
+parallel_state.py), or Meta's ``tp-cp-pp-dp`` for Llama 3 (Dubey et al. 2024, Sec. 3.3.2: "[TP, CP, PP, DP]",
+DP outermost so that the most bandwidth-hungry groups stay closest). In Megatron's order a rank is
+``r = tp_i + tp * (cp_i + cp * (dp_i + dp * pp_i))``. EP groups are carved out of the DP dimension: ``ep``
+consecutive DP indices with the same other coordinates. Groups are returned in *rank* space; the topology
+maps ranks to GPUs and nodes (block, fragmented or custom placement, ``slowlink.topology``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,26 @@ import numpy as np
 from slowlink.workload.spec import ParallelSpec
 
 Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp"]
+DEFAULT_ORDER = "tp-cp-dp-pp"
 
 
-def rank_grid(p: ParallelSpec) -> np.ndarray:
-    """Ranks as an array indexed ``[pp, dp, cp, tp]``."""
-    return np.arange(p.tp * p.cp * p.dp * p.pp).reshape(p.pp, p.dp, p.cp, p.tp)
+def order_of(p: ParallelSpec) -> list[str]:
+    """The dimensions of ``p.order``, fastest-varying first."""
+    return p.order.split("-")
+
+
+def rank_grid(p: ParallelSpec) -> tuple[np.ndarray, list[str]]:
+    """Ranks as an array with one axis per dimension, slowest first, and the axes' names."""
+    axes = order_of(p)[::-1]
+    size = {"tp": p.tp, "cp": p.cp, "dp": p.dp, "pp": p.pp}
+    return np.arange(p.tp * p.cp * p.dp * p.pp).reshape([size[a] for a in axes]), axes
+
+
+def _groups_over(grid: np.ndarray, axes: list[str], inner: list[str]) -> np.ndarray:
+    """Rows of ranks that differ only along the axes ``inner`` (moved last, in that order)."""
+    rest = [i for i, a in enumerate(axes) if a not in inner]
+    moved = grid.transpose(rest + [axes.index(a) for a in inner])
+    return moved.reshape(-1, int(np.prod([grid.shape[axes.index(a)] for a in inner])))
 
 
 def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
@@ -28,20 +46,15 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
     ``dp_cp`` is the gradient-reduction group of context-parallel training (Megatron reduces gradients
     over dp x cp). All groups of one dimension run the same collective at the same time.
     """
-    g = rank_grid(p)
-    if dim == "tp":
-        flat = g.reshape(-1, p.tp)
-    elif dim == "cp":
-        flat = g.transpose(0, 1, 3, 2).reshape(-1, p.cp)
-    elif dim == "dp":
-        flat = g.transpose(0, 2, 3, 1).reshape(-1, p.dp)
+    grid, axes = rank_grid(p)
+    if dim in ("tp", "cp", "dp", "pp"):
+        flat = _groups_over(grid, axes, [dim])
     elif dim == "dp_cp":
-        flat = g.transpose(0, 3, 1, 2).reshape(-1, p.dp * p.cp)
+        flat = _groups_over(grid, axes, ["dp", "cp"])
     elif dim == "ep":
-        ep_grid = g.reshape(p.pp, p.dp // p.ep, p.ep, p.cp, p.tp)
-        flat = ep_grid.transpose(0, 1, 3, 4, 2).reshape(-1, p.ep)
-    elif dim == "pp":
-        flat = g.transpose(1, 2, 3, 0).reshape(-1, p.pp)
+        k = axes.index("dp")
+        split = grid.reshape((*grid.shape[:k], p.dp // p.ep, p.ep, *grid.shape[k + 1:]))
+        flat = _groups_over(split, [*axes[:k], "dp_outer", "ep", *axes[k + 1:]], ["ep"])
     else:
         raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp")
     return [sorted(int(r) for r in row) for row in flat]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from slowlink.errors import SpecError
 from slowlink.fileio import format_validation_error, read_mapping
@@ -60,8 +60,23 @@ class ParallelSpec(BaseModel):
     vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
     zero: int = Field(1, ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer, 2 +grads, 3 +params (FSDP).")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP.")
+    zero3_impl: Literal["fsdp", "deepspeed-2021"] = Field(
+        "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
+        "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
+        "<= 0.4.0, before PR #1188).")
+    order: str = Field(
+        "tp-cp-dp-pp", description="Rank order, fastest-varying dimension first: a permutation of tp, cp, dp, pp "
+        "joined by '-'. Megatron-LM: tp-cp-dp-pp (default); Meta's Llama 3: tp-cp-pp-dp (DP outermost).")
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
+
+
+    @field_validator("order")
+    @classmethod
+    def _order_is_a_permutation(cls, v: str) -> str:
+        if sorted(v.split("-")) != ["cp", "dp", "pp", "tp"]:
+            raise ValueError(f"order ({v!r}) must name tp, cp, dp and pp once each, joined by '-'")
+        return v
 
 
 class OverlapSpec(BaseModel):

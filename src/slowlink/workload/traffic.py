@@ -9,8 +9,8 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
       overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
-      nothing follows; ZeRO 3 gathers each layer forward and backward and reduce-scatters it every
-      micro-batch, each layer's traffic behind the previous layer's compute (prefetch depth 1).
+      nothing follows; ZeRO 3 gathers the parameters forward and backward and reduce-scatters them every
+      micro-batch (:mod:`slowlink.workload.zero3`: FSDP per layer with prefetch, or DeepSpeed 2021 per tensor).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slowlink.spec.cluster import Cluster
+from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import kept_bytes, params_per_gpu
@@ -136,36 +137,16 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
 
 
-def prefetched_exposed_s(comm_s: float, compute_s: float, layers: int) -> float:
-    """Seconds a layer-by-layer prefetch pipeline adds to ``layers`` x ``compute_s``: the first layer's
-    communication cannot start earlier, each later one hides behind the previous layer's compute
-    (depth-1 prefetch: DeepSpeed stage 3 prefetch, FSDP forward/backward prefetch; Zhao et al. 2023, Sec. 3.3)."""
-    return comm_s + (layers - 1) * max(0.0, comm_s - compute_s)
-
-
 def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
-    """ZeRO-3 / FSDP seconds per step (Rajbhandari et al. 2020, Sec. 5.3 and 7.2.2: 3x the parameters per
-    micro-batch): every micro-batch all-gathers each layer's parameters before its forward and again
-    before its backward (recomputation reuses the backward gather: DeepSpeed keeps a parameter gathered
-    while its next use is within stage3_max_reuse_distance), and reduce-scatters each layer's gradients
-    after its backward (the shard owns only its slice, so gradient accumulation does not defer it).
-    The gathers and reduce-scatters are per layer (FSDP unit, DeepSpeed sub-module), so each pays the
-    collective's latency at the full DP size; in the backward the gather of the next layer and the
-    reduce-scatter of the last share the network, behind one layer's backward."""
-    p, o = w.parallel, w.overlap
+    """ZeRO-3 seconds per step, by ``parallel.zero3_impl`` (:mod:`slowlink.workload.zero3`)."""
+    p = w.parallel
     dense_n, expert_n = _local_params(w)
     dim = "dp_cp" if p.cp > 1 else "dp"
-    per_layer = (dense_n + expert_n) / max(layers, 1)  # experts: gathered in the same unit (ep = 1 view)
-    grp = groups_of(p, dim)
-    gather = cost("all_gather", per_layer * kept_bytes(w.training.precision), grp)
-    scatter = cost("reduce_scatter", per_layer * DTYPE_BYTES[w.training.grad_comm_dtype], grp)
-    total = micro * layers * (2.0 * gather + scatter)
-    if not o.param_gather:
-        exposed = total
-    else:
-        fwd = prefetched_exposed_s(gather, lc.forward_s, layers)
-        bwd = prefetched_exposed_s(gather + scatter, lc.backward_s, layers)
-        exposed = micro * (fwd + bwd)
+    if p.zero3_impl == "deepspeed-2021":
+        total, exposed = zero3.deepspeed_2021_step(w, cost, layers, micro)
+    else:  # experts: gathered in the same unit (ep = 1 view)
+        total, exposed = zero3.fsdp_step(w, cost, lc, layers, micro, dense_n + expert_n)
+    per_layer = (dense_n + expert_n) / max(layers, 1)
     return DimComm(total, exposed, "all_gather", per_layer * kept_bytes(w.training.precision), dim)
 
 
