@@ -7,9 +7,11 @@ group's bytes per second): the group is a coflow whose load on link ``l`` is ``L
 
 * Alone, a group finishes in ``max_l L[g, l] / C_l``: its hottest link. This is also a lower bound on any
   schedule of those bytes, so the lockstep model is exact for one pipelined collective alone on its links.
-* Groups that share a link run at progress rates ``x_g`` with ``sum_g x_g L[g, l] <= C_l``, max-min fair in
-  ``x`` (weighted progressive filling, Bertsekas & Gallager, *Data Networks*, 6.5.2), recomputed each time a
-  group finishes. The step model always passes groups of one op and size, so fair progress is fair bytes.
+* Groups that share a link run at progress rates ``x_g`` with ``sum_g x_g L[g, l] <= C_l``. Links share
+  bytes fairly between flows, so the allocation is max-min fair in ``y_g = x_g max_l L[g, l]``, the bytes/s
+  each group moves on its own heaviest link (weighted progressive filling, Bertsekas & Gallager, *Data
+  Networks*, 6.5.2), recomputed each time a group finishes. Two equal groups on one link get half each;
+  a small and a big one get equal bytes/s until the small one is done.
 
 Shortcuts, each stated: fluid (no packets, no queues); latency is the caller's (added per step); groups
 that share no link with any other group are solved in closed form (exact: their constraints are
@@ -82,9 +84,11 @@ def solve(capacity_bytes_s: Sequence[float] | FloatArray, load: sp.csr_matrix) -
     idx = np.flatnonzero(shared)
     remaining = np.ones(idx.size)
     t = 0.0
+    heaviest = np.asarray(load.max(axis=1).toarray()).ravel()
     while idx.size:
         sub = load[idx]
-        x = max_min_rates(sub, cap)
+        norm = sp.diags(1.0 / heaviest[idx]) @ sub
+        x = max_min_rates(norm.tocsr(), cap) / heaviest[idx]
         rate = sub.T @ x
         peak = np.maximum(peak, rate / cap)
         ttf = remaining / x
