@@ -43,8 +43,11 @@ def test_hand_made_group_gets_block_crossings(make_cluster: Callable[..., Cluste
     assert with_crossing(c, "all_to_all", g) is g
 
 
-def test_tree_edges_are_two_mirrored_binary_trees() -> None:
+def test_tree_edges_are_nccls_two_trees() -> None:
+    # ncclGetBtree over 4: 0 is the root, 2 its child, 1 and 3 children of 2; tree 1 is the mirror (n even).
     e = tree_edges(4)
-    assert e[:3] == [(1, 0), (2, 0), (3, 1)]
-    assert e[3:] == [(2, 3), (1, 3), (0, 2)]
+    assert e[:3] == [(1, 2), (2, 0), (3, 2)]
+    assert e[3:] == [(2, 1), (1, 3), (0, 1)]
+    # n odd: tree 1 is tree 0 shifted by one.
+    assert tree_edges(3) == [(1, 2), (2, 0), (2, 0), (0, 1)]
     assert len(tree_edges(1)) == 0

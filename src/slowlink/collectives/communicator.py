@@ -8,13 +8,15 @@ the algorithms use (ring, tree, all_to_all, point-to-point) how much the fabric'
 
 Orders follow NCCL: a ring visits scale-up domains in the order of their lowest rank and the ranks of a
 domain together (``ncclTopoCompute`` builds the intra-node path, the inter-node ring follows the node
-ranks); the double binary tree spans the domains in that order (``ncclGetDtree``, Sanders et al. 2009):
-tree 0 is the heap order, tree 1 its mirror.
+ranks); the double binary tree spans the domains in that order (``ncclGetBtree`` / ``ncclGetDtree`` in
+NCCL's src/graph/trees.cc, after Sanders et al. 2009): a bit-trick binary tree, and its mirror (even count)
+or its shift by one (odd count).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -57,11 +59,33 @@ def patterns_of(op: str) -> tuple[str, ...]:
     return ("ring",)
 
 
+def btree_parent(n: int, rank: int) -> int:
+    """Parent of ``rank`` in NCCL's binary tree over ``n`` nodes (-1 for the root, rank 0).
+
+    From ``ncclGetBtree``: with ``b`` the lowest set bit of ``rank``, the parent is ``(rank ^ b) | 2b``,
+    or ``rank ^ b`` when that is out of range; odd ranks are leaves.
+    """
+    if rank == 0:
+        return -1
+    bit = rank & -rank
+    up = (rank ^ bit) | (bit << 1)
+    return up if up < n else rank ^ bit
+
+
+@lru_cache(maxsize=256)
+def dtree_edges(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """(child, parent) edges of NCCL's two trees over ``n`` nodes (``ncclGetDtree``): the binary tree, and
+    its mirror (``n - 1 - r``) when ``n`` is even or its shift by one (``r + 1 mod n``) when odd."""
+    t0 = [(r, btree_parent(n, r)) for r in range(1, n)]
+    mirror = [(n - 1 - c, n - 1 - p) for c, p in t0]
+    t1 = mirror if n % 2 == 0 else [((c + 1) % n, (p + 1) % n) for c, p in t0]
+    return tuple(t0), tuple(t1)
+
+
 def tree_edges(d: int) -> list[tuple[int, int]]:
-    """(child, parent) edges of NCCL's two binary trees over ``d`` domains: tree 0 the heap order (parent of
-    i is (i-1)//2), tree 1 its mirror (index d-1-i), so inner nodes of one are leaves of the other."""
-    t0 = [(i, (i - 1) // 2) for i in range(1, d)]
-    return t0 + [(d - 1 - c, d - 1 - p) for c, p in t0]
+    """(child, parent) edges of both of NCCL's trees over ``d`` domains, tree 0 first."""
+    t0, t1 = dtree_edges(d)
+    return [*t0, *t1]
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,11 @@
 
 ``simulate_collective`` asks :func:`slowlink.collectives.predict` which algorithm NCCL would pick for this
 communicator, builds that algorithm's phases (:mod:`slowlink.sim.flows`) and runs each through the engine.
-Time = sum over phases of ``steps x (slowest drain + per-step latency)``. The one-step symmetry shortcut
-(a ring's steps are identical) holds when nothing else shares the links during the collective; with
-background traffic use a scenario (:mod:`slowlink.sim.scenario`), which chains the steps instead.
+Time = sum over phases of ``steps x (slowest drain + per-step latency)``; a pipelined phase (ring, tree,
+NVLS) drains in lockstep (:mod:`slowlink.sim.lockstep`: the hottest link of each group sets its pace), a
+phase of independent transfers (all_to_all, send_recv) through the max-min flow engine. The one-step
+symmetry shortcut (a ring's steps are identical) holds when nothing else shares the links during the
+collective; with background traffic use a scenario (:mod:`slowlink.sim.scenario`), which chains the steps.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import numpy as np
 from slowlink.collectives.communicator import communicator as shared_communicator
 from slowlink.collectives.model import Group, Prediction, predict
 from slowlink.collectives.ops import busbw_factor
-from slowlink.sim.engine import SimResult, simulate
-from slowlink.sim.flows import RING_STEPS, Phase, phases
+from slowlink.sim.engine import SimResult
+from slowlink.sim.flows import RING_STEPS, phases
+from slowlink.sim.phase import Phase, phase_drain
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
 
@@ -36,10 +39,9 @@ def choose_algorithm(cluster: Cluster, topo: Topology, op: str, size_bytes: floa
     return predict(cluster, op, size_bytes, communicator(cluster, topo, op, groups))
 
 
-def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
+def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:
     """``steps x (slowest drain + per-step latency)`` of one phase, and its engine result."""
-    res = simulate(topo.capacity_bytes_s, topo.latency_s, ph.flows)
-    drain = float(res.drain_s.max() - res.start_s.min()) if ph.flows else 0.0
+    drain, res = phase_drain(topo, ph)
     return ph.steps * (drain + ph.step_latency_s), res
 
 
@@ -62,9 +64,10 @@ def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: lis
     for ph in phases(topo, op, algo, groups, size_bytes):
         t, res = run_phase(topo, ph)
         total += t
-        if t > worst_t:
+        if t > worst_t and res is not None:
             worst_t, worst = t, res
-    assert worst is not None
+    if worst is None:
+        raise ValueError(f"{op} of {size_bytes} bytes over {n} ranks moves no bytes over any link")
     hot = int(np.argmax(worst.peak_utilisation))
     algbw = size_bytes / total if total > 0 else float("inf")
     pred = Prediction(op, size_bytes, n, total, algbw, algbw * busbw_factor(op, n), algo, "Simple",

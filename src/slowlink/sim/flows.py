@@ -1,22 +1,19 @@
 """Collectives expanded into flows on a :class:`~slowlink.topology.fabric.Topology`, one *phase* at a time.
 
-A :class:`Phase` is a set of flows that run at once, repeated ``steps`` times (the symmetry shortcut: every
-step of a ring moves the same bytes over the same links), plus the latency a chunk accumulates per step.
-Phases run one after the other. Every builder takes *all* concurrent groups (lists of ranks) so that
-groups sharing links contend.
+A :class:`~slowlink.sim.phase.Phase` is a set of flows that run at once, repeated ``steps`` times (the
+symmetry shortcut: every step of a ring moves the same bytes over the same links), plus the latency a chunk
+accumulates per step. Phases run one after the other. Every builder takes *all* concurrent groups (lists of
+ranks) so that groups sharing links contend; each flow records its group (``Phase.group_of``).
 
 * ring (all_reduce ``2(n-1)`` steps, all_gather / reduce_scatter ``n-1``, of ``size/n``): ranks ordered
   by scale-up domain then node (NCCL builds rings along the topology); a hop leaving a node is split over
   the NICs affine to the group's GPUs on that node (NCCL's channels over the rails). Per-step latency: the
   mean hop latency round the ring (a pipelined ring pays each hop's latency once per step on the chain, as
   NCCL's ``(nsteps - ninter) intra + ninter net``), not the slowest hop.
-* tree (all_reduce, NCCL's double binary tree across domains, a chain inside): every edge carries the
-  data up (reduce) and down (broadcast) at once (fluid pipelining); each of the two trees carries half.
-  Latency: ``2 x depth`` hops of the slowest path.
+* tree (all_reduce, NCCL's double binary tree across domains, a chain inside, one channel per NIC) and
+  nvls (NVLS in one domain, NVLS-tree across): :mod:`slowlink.sim.trees`.
 * hierarchical: intra-domain reduce-scatter ring, then ``r`` concurrent inter-domain rings on ``S/r``,
   then an intra-domain all-gather ring (three phases).
-* nvls: every GPU sends ``S`` to its scale-up switch and receives ``S`` (in-switch reduction), with a tree
-  across domains when the group spans several.
 * all_to_all: one flow per ordered pair, ``size/n`` each; a cross-node pair leaves by the NIC of the
   destination's rail (PXN), one step.
 * send_recv: each group is ``[src, dst]``; one flow of ``size`` from the source's NIC.
@@ -24,38 +21,12 @@ groups sharing links contend.
 
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import dataclass, field
-
-import numpy as np
-
 from slowlink.sim.engine import Flow
+from slowlink.sim.phase import Phase, domains, path_latency, ring_order
+from slowlink.sim.trees import nvls_phase, tree_phase
 from slowlink.topology.fabric import Paths, Topology, tag_id
 
-
-@dataclass
-class Phase:
-    """Flows that run at once, ``steps`` times, each step also paying ``step_latency_s``."""
-
-    flows: list[Flow] = field(default_factory=list)
-    steps: int = 1
-    step_latency_s: float = 0.0
-    name: str = ""
-
-
-def _add(flows: list[Flow], paths: Paths, size: float, tag: str) -> None:
-    for w, p in paths:
-        flows.append(Flow(p, size * w, 0.0, tag))
-
-
-def path_latency(topo: Topology, paths: Paths) -> float:
-    return max((sum(topo.latency_s[i] for i in p) for _, p in paths), default=0.0)
-
-
-def ring_order(topo: Topology, ranks: list[int]) -> list[int]:
-    """The ring NCCL would build: ranks grouped by scale-up domain, then node, then GPU."""
-    return sorted(ranks, key=lambda r: (topo.domain_of(r), topo.node_of(r), topo.gpu_of(r)))
+__all__ = ["RING_STEPS", "Phase", "nvls_phase", "phases", "ring_phase", "ring_step_flows", "tree_phase"]
 
 
 def _node_nics(topo: Topology, ranks: list[int]) -> dict[int, list[int]]:
@@ -83,13 +54,13 @@ def ring_phase(topo: Topology, groups: list[list[int]], chunk_bytes: float, step
     """One ring step of every group (``chunk_bytes`` per rank), to be repeated ``steps`` times."""
     ph = Phase(steps=steps, name=tag)
     key = tag_id(tag)
-    for g in groups:
+    for gi, g in enumerate(groups):
         order = ring_order(topo, g)
         nics = _node_nics(topo, order)
         lat = 0.0
         for i, src in enumerate(order):
             paths = hop_paths(topo, src, order[(i + 1) % len(order)], nics, key)
-            _add(ph.flows, paths, chunk_bytes, tag)
+            ph.add(paths, chunk_bytes, tag, gi)
             lat += path_latency(topo, paths)
         ph.step_latency_s = max(ph.step_latency_s, lat / max(1, len(order)))
     return ph
@@ -102,95 +73,39 @@ def ring_step_flows(topo: Topology, ranks: list[int], chunk_bytes: float, tag: s
 
 def all_to_all_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "a2a") -> Phase:
     """Every rank of each group sends ``size_bytes / n`` to every other rank of its group."""
-    ph = Phase(name=tag)
+    ph = Phase(name=tag, pipelined=False)
     key = tag_id(tag)
-    for g in groups:
+    for gi, g in enumerate(groups):
         n = len(g)
         for src in g:
             for dst in g:
                 if src != dst:
                     ln = topo.affine_nics(dst)[0]
                     paths = topo.gpu_paths(src, dst, ln, key, ln)
-                    _add(ph.flows, paths, size_bytes / n, tag)
+                    ph.add(paths, size_bytes / n, tag, gi)
                     ph.step_latency_s = max(ph.step_latency_s, path_latency(topo, paths))
     return ph
 
 
 def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, tag: str = "p2p") -> Phase:
     """Each pair ``[src, dst]`` moves ``size_bytes`` at once."""
-    ph = Phase(name=tag)
+    ph = Phase(name=tag, pipelined=False)
     key = tag_id(tag)
-    for pair in pairs:
+    for gi, pair in enumerate(pairs):
         src, dst = pair[0], pair[-1]
         paths = topo.gpu_paths(src, dst, None, key)
-        _add(ph.flows, paths, size_bytes, tag)
+        ph.add(paths, size_bytes, tag, gi)
         ph.step_latency_s = max(ph.step_latency_s, path_latency(topo, paths))
-    return ph
-
-
-def _domains(topo: Topology, ranks: list[int]) -> list[list[int]]:
-    by: dict[int, list[int]] = {}
-    for r in ring_order(topo, ranks):
-        by.setdefault(topo.domain_of(r), []).append(r)
-    return list(by.values())
-
-
-def _tree_edges(d: int) -> list[tuple[int, int]]:
-    """(child, parent) edges of NCCL's two binary trees over ``d`` leaders: tree 0 is the heap order
-    (parent of i is (i-1)//2), tree 1 its mirror (index d-1-i), so inner nodes of one are leaves of the other."""
-    t0 = [(i, (i - 1) // 2) for i in range(1, d)]
-    return t0 + [(d - 1 - c, d - 1 - p) for c, p in t0]
-
-
-def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "tree",
-               intra: bool = True) -> Phase:
-    """All edges of each group's trees (and intra-domain chains) carrying the data up and down at once."""
-    ph = Phase(name=tag)
-    key = tag_id(tag)
-    depth_lat = 0.0
-    for g in groups:
-        doms = _domains(topo, g)
-        leaders = [dm[0] for dm in doms]
-        nics = _node_nics(topo, g)
-        worst, chain = 0.0, max(len(dm) for dm in doms) - 1
-        if intra:
-            for dm in doms:
-                for a, b in itertools.pairwise(dm):
-                    for s, t in ((a, b), (b, a)):
-                        paths = topo.gpu_paths(s, t)
-                        _add(ph.flows, paths, size_bytes, tag)
-                        worst = max(worst, path_latency(topo, paths))
-        for k, (c, p) in enumerate(_tree_edges(len(leaders))):
-            for s, t in ((leaders[c], leaders[p]), (leaders[p], leaders[c])):
-                paths = hop_paths(topo, s, t, nics, key + k)
-                _add(ph.flows, paths, size_bytes / 2, tag)
-                worst = max(worst, path_latency(topo, paths))
-        depth = (chain if intra else 0) + math.ceil(math.log2(max(1, len(leaders))))
-        depth_lat = max(depth_lat, 2 * max(1, depth) * worst)
-    ph.step_latency_s = depth_lat
-    return ph
-
-
-def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "nvls") -> Phase:
-    """In-switch reduction: every GPU sends and receives ``size_bytes`` over its scale-up link; a tree of
-    the domain leaders across domains."""
-    ph = tree_phase(topo, [g for g in groups if len(_domains(topo, g)) > 1], size_bytes, tag, intra=False)
-    for g in groups:
-        for r in g:
-            gpu = topo.gpu_of(r)
-            ph.flows.append(Flow((topo.gpu_up[gpu],), size_bytes, 0.0, tag))
-            ph.flows.append(Flow((topo.gpu_down[gpu],), size_bytes, 0.0, tag))
-    ph.step_latency_s += 2 * float(np.mean([topo.latency_s[topo.gpu_up[0]]]))
     return ph
 
 
 def hierarchical_phases(topo: Topology, groups: list[list[int]], op: str, size_bytes: float) -> list[Phase]:
     """Intra reduce-scatter, inter ring on ``S/r`` (one ring per local position), intra all-gather."""
-    intra = [dm for g in groups for dm in _domains(topo, g)]
+    intra = [dm for g in groups for dm in domains(topo, g)]
     r = max(len(dm) for dm in intra)
     inter: list[list[int]] = []
     for g in groups:
-        doms = _domains(topo, g)
+        doms = domains(topo, g)
         inter += [[dm[i] for dm in doms if i < len(dm)] for i in range(r)]
     d = max(len(x) for x in inter)
     out: list[Phase] = []
@@ -219,8 +134,8 @@ def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], siz
                          "all_to_all or send_recv")
     if algorithm == "tree" and op == "all_reduce":
         return [tree_phase(topo, groups, size_bytes)]
-    if algorithm == "nvls" and op == "all_reduce":
+    if algorithm in ("nvls", "nvls_tree") and op == "all_reduce":
         return [nvls_phase(topo, groups, size_bytes)]
-    if algorithm == "hierarchical" and min(len(_domains(topo, g)) for g in groups) > 1:
+    if algorithm == "hierarchical" and min(len(domains(topo, g)) for g in groups) > 1:
         return hierarchical_phases(topo, groups, op, size_bytes)
     return [ring_phase(topo, groups, size_bytes / n, RING_STEPS[op](n))]

@@ -42,7 +42,7 @@ class TrafficSpec(BaseModel):
     ranks: list[int] | None = Field(None, description="collective: the communicator's ranks (default all).")
     first_rank: int | None = Field(None, ge=0, description="collective: first rank of a contiguous range.")
     count: int | None = Field(None, ge=2, description="collective: ranks in the contiguous range.")
-    algorithm: Literal["ring", "tree", "nvls", "hierarchical"] | None = Field(
+    algorithm: Literal["ring", "tree", "nvls", "nvls_tree", "pat", "hierarchical"] | None = Field(
         None, description="collective: force an algorithm (default: the analytical model's pick).")
     bytes_per_node: str | float | None = Field(None, description="checkpoint: bytes each node writes, e.g. 4GB.")
     start_us: float = Field(0.0, ge=0, description="When the traffic starts, microseconds.")

@@ -10,8 +10,11 @@ Shortcuts, each exact where stated:
 * the algorithm is the analytical model's pick for one group (``predict(...).algorithm``), expanded into
   phases by :mod:`slowlink.sim.flows` (ring steps simulated once and repeated: exact when the steps are
   identical, i.e. no other traffic shares the links during the collective);
-* each phase is split into link-disjoint components and every distinct component is simulated once
-  (:mod:`slowlink.sim.symmetry`; exact): identical groups over identical links cost one simulation;
+* a pipelined phase (ring, tree, NVLS) is timed by the lockstep model (:mod:`slowlink.sim.lockstep`): one
+  sparse groups x links load matrix, closed form for groups that share no link, max-min fair progress
+  between groups that do (exact for that model; events = distinct group finishes, not flows);
+* a phase of independent transfers (all_to_all, send_recv) is split into link-disjoint components and every
+  distinct component is simulated once (:mod:`slowlink.sim.symmetry`; exact);
 * results are cached per ``(op, size_bytes, groups)`` for the life of the returned function (exact).
 """
 
@@ -21,11 +24,19 @@ from collections.abc import Callable
 
 from slowlink.sim.collectives import choose_algorithm
 from slowlink.sim.flows import phases
+from slowlink.sim.phase import Phase, phase_drain
 from slowlink.sim.symmetry import solve
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
 
 CostFn = Callable[[str, float, list[list[int]]], float]
+
+
+def _drain_s(topo: Topology, ph: Phase) -> float:
+    """Slowest drain of one phase: lockstep when pipelined, else distinct components through the engine."""
+    if ph.pipelined:
+        return phase_drain(topo, ph)[0]
+    return solve(topo.capacity_bytes_s, topo.latency_s, ph.flows).drain_s
 
 
 def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
@@ -42,8 +53,7 @@ def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
             algo = choose_algorithm(cluster, tp, op, size_bytes, groups).algorithm
             total = 0.0
             for ph in phases(tp, op, algo, groups, size_bytes):
-                total += ph.steps * (solve(tp.capacity_bytes_s, tp.latency_s, ph.flows).drain_s
-                                     + ph.step_latency_s)
+                total += ph.steps * (_drain_s(tp, ph) + ph.step_latency_s)
             cache[key] = total
         return cache[key]
 

@@ -68,6 +68,7 @@ class Topology:
     domain_gpus: int
     node_of_block: list[int]
     kind: str = "single-switch"
+    arch: str = "hopper"          # the GPU generation (catalog), for generation-specific NVLS rates
     adaptive: bool = False
     ecmp_seed: int = 0
     capacity_bytes_s: list[float] = field(default_factory=list)
@@ -179,7 +180,7 @@ def build(cluster: Cluster) -> Topology:
     f = cluster.fabric
     topo = Topology(gpus_per_node=cluster.gpus_per_node, nics_per_node=max(1, cluster.compute_nics.per_node),
                     domain_gpus=min(cluster.scale_up.domain_gpus, cluster.gpus),
-                    node_of_block=placement_nodes(cluster), kind=f.topology,
+                    node_of_block=placement_nodes(cluster), kind=f.topology, arch=cluster.gpu.arch,
                     adaptive=f.routing == "adaptive", ecmp_seed=f.ecmp_seed)
     _scale_up(topo, cluster)
     if cluster.compute_nics.per_node == 0:

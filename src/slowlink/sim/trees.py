@@ -1,0 +1,138 @@
+"""NCCL's tree, NVLS and NVLS-tree all_reduce as flows: which bytes cross which links, per channel.
+
+Sources (NVIDIA/nccl master): ``src/graph/trees.cc`` (``ncclGetBtree`` / ``ncclGetDtree``: the two binary
+trees over nodes), ``src/graph/connect.cc`` (``connectTrees``, ``connectNvls``: channel ``c`` uses tree
+``c % 2``; NVLS-tree has one *head* GPU per NIC, each head runs the inter-node trees for its share of the
+data over its own NIC, rail to rail), ``src/device/all_reduce.h`` (``RunWorkColl<..., NCCL_ALGO_NVLS_TREE>``:
+scatter to the switch, reduce at the head, send up / receive down the tree, broadcast through the switch;
+all stages pipelined over chunks), ``src/graph/tuning.cc`` (bandwidth model).
+
+What each builder puts on the links, for a buffer of ``S`` bytes and ``k`` channels (one per NIC affine to
+the group's GPUs in a domain, headed by the GPU nearest that NIC):
+
+* network (tree and NVLS-tree): per channel and per tree, every tree edge carries ``S / 2k`` up (reduce)
+  and ``S / 2k`` down (broadcast) at once. An inner node of one tree (two children) is a leaf of the other,
+  so each NIC sends and receives ``3 S/2k + S/2k = 2 S/k``: the node's NICs move ``2 S`` each way, NCCL's
+  ``algbw = busBw / 2`` (tuning.cc's ``nRanks / nsteps`` ratio).
+* tree inside a domain: per channel a chain from the head through the domain's GPUs (rotated so every GPU
+  heads one channel); each chain edge carries ``S / k`` each way (both trees' halves).
+* NVLS inside a domain (one domain, or the NVLS part of NVLS-tree): every GPU pushes its buffer to the
+  switch and pulls the result back: ``S`` up and ``S`` down its scale-up link.
+
+Efficiencies (shared with the analytical model, :mod:`slowlink.collectives.constants`): NVLS traffic on a
+scale-up link moves at the analytical model's peak NVLS fraction of line rate (``nvls_peak_bw``, by GPU
+generation) where ring traffic gets
+``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so NVLS flows carry ``S x SCALE_UP / NVLS``
+wire-equivalent bytes; tree flows on the network carry ``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's
+tree refinement, ``busBw x 0.9`` in tuning.cc 2.18-2.21; 0.92 on master, where NVLS-tree has none).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from slowlink.collectives.algorithms import nvls_peak_bw
+from slowlink.collectives.communicator import btree_parent, dtree_edges
+from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
+from slowlink.sim.phase import Phase, domains, path_latency
+from slowlink.topology.fabric import Topology, tag_id
+
+Channel = tuple[int, int]  # (head rank, local NIC index on the head's node)
+
+
+@lru_cache(maxsize=64)
+def tree_depth(n: int) -> int:
+    """Edges from the deepest node to the root of NCCL's binary tree over ``n`` nodes (mirror/shift keep it)."""
+    depth = 0
+    for r in range(n):
+        d, x = 0, r
+        while x > 0:
+            x, d = btree_parent(n, x), d + 1
+        depth = max(depth, d)
+    return depth
+
+
+def channels(topo: Topology, dom: list[int]) -> list[Channel]:
+    """One channel per NIC affine to the group's GPUs in the domain, headed by the first GPU nearest it."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Channel] = []
+    for r in dom:
+        for ln in topo.affine_nics(r):
+            if (topo.node_of(r), ln) not in seen:
+                seen.add((topo.node_of(r), ln))
+                out.append((r, ln))
+    return out
+
+
+def _network_trees(topo: Topology, ph: Phase, group: int, chans: list[list[Channel]], share_bytes: float,
+                   key: int) -> float:
+    """Both trees over the domains, channel ``h`` of every domain on its own NIC (rail to rail); each edge
+    carries ``share_bytes`` up and down per channel and tree. Returns the slowest network hop latency."""
+    k = max(len(c) for c in chans)
+    worst = 0.0
+    for t, edges in enumerate(dtree_edges(len(chans))):
+        for c, p in edges:
+            for h in range(k):
+                (sc, lc), (sp, lp) = chans[c][h % len(chans[c])], chans[p][h % len(chans[p])]
+                for src, ls, dst, ld in ((sc, lc, sp, lp), (sp, lp, sc, lc)):
+                    paths = topo.gpu_paths(src, dst, ls, key + 2 * h + t, ld)
+                    ph.add(paths, share_bytes, ph.name, group)
+                    worst = max(worst, path_latency(topo, paths))
+    return worst
+
+
+def _chains(topo: Topology, ph: Phase, group: int, dom: list[int], chans: list[Channel], edge_bytes: float) -> None:
+    """Per channel a chain from its head through the domain (rotated: each GPU heads its NIC's channel);
+    every chain edge carries ``edge_bytes`` each way. Only the scale-up links see it, so the bytes are
+    summed per GPU link (exact for the lockstep model: a GPU pair's flow loads its two links only)."""
+    r = len(dom)
+    sent = dict.fromkeys(dom, 0.0)
+    for head, _ in chans:
+        start = dom.index(head)
+        for i in range(r):
+            sent[dom[(start + i) % r]] += edge_bytes * ((i > 0) + (i < r - 1))
+    for g, b in sent.items():
+        gpu = topo.gpu_of(g)
+        if b > 0:
+            ph.add([(1.0, (topo.gpu_up[gpu],)), (1.0, (topo.gpu_down[gpu],))], b, ph.name, group)
+
+
+def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "tree") -> Phase:
+    """NCCL's double binary tree all_reduce (Simple): chains inside domains, trees across, per channel."""
+    ph = Phase(name=tag)
+    key = tag_id(tag)
+    wire = size_bytes / TREE_BW_FACTOR
+    for gi, g in enumerate(groups):
+        doms = domains(topo, g)
+        chans = [channels(topo, dm) for dm in doms]
+        k = max(len(c) for c in chans)
+        net = _network_trees(topo, ph, gi, chans, wire / (2 * k), key) if len(doms) > 1 else 0.0
+        for dm, ch in zip(doms, chans, strict=True):
+            _chains(topo, ph, gi, dm, ch, wire / k)
+        chain = max(len(dm) for dm in doms) - 1
+        hop = topo.latency_s[topo.gpu_up[topo.gpu_of(g[0])]] + topo.latency_s[topo.gpu_down[topo.gpu_of(g[0])]]
+        lat = 2 * (chain * hop + tree_depth(len(doms)) * net)
+        ph.step_latency_s = max(ph.step_latency_s, lat)
+    return ph
+
+
+def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "nvls") -> Phase:
+    """NVLS inside each domain (every GPU ``S`` up and down its scale-up link) and, across domains,
+    NVLS-tree: both trees over the NVLS heads, one per NIC, each on its share ``S / k``."""
+    ph = Phase(name=tag)
+    key = tag_id(tag)
+    nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / nvls_peak_bw(1.0, topo.arch)
+    for gi, g in enumerate(groups):
+        doms = domains(topo, g)
+        for r in g:
+            gpu = topo.gpu_of(r)
+            ph.add([(1.0, (topo.gpu_up[gpu],)), (1.0, (topo.gpu_down[gpu],))], nvls_bytes, tag, gi)
+        hop = topo.latency_s[topo.gpu_up[topo.gpu_of(g[0])]] + topo.latency_s[topo.gpu_down[topo.gpu_of(g[0])]]
+        lat = 2 * hop
+        if len(doms) > 1:
+            chans = [channels(topo, dm) for dm in doms]
+            k = max(len(c) for c in chans)
+            net = _network_trees(topo, ph, gi, chans, size_bytes / TREE_BW_FACTOR / (2 * k), key)
+            lat += 2 * tree_depth(len(doms)) * net
+        ph.step_latency_s = max(ph.step_latency_s, lat)
+    return ph
