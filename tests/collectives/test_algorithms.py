@@ -12,7 +12,7 @@ from slowlink.collectives import Group, predict
 from slowlink.collectives.constants import ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import resolve
 from slowlink.collectives.model import candidates
-from slowlink.spec.cluster import Cluster
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
 
 SIZES = [2.0**k for k in range(16, 34, 3)]
 
@@ -66,3 +66,50 @@ def test_pat_runs_at_one_rank_per_node_only(make: Callable[..., Cluster]) -> Non
     assert small.algorithm == "pat"
     links = resolve(c, Group(64, 8, 1))
     assert not candidates(c, links, "all_gather", units.MiB, ("pat",), PROTOCOLS)
+
+
+def _tcp_ring_cluster(nic_bytes_s: float) -> Cluster:
+    """4 nodes x 1 GPU, one NIC each, kernel TCP with no added latency: the emulated cluster of issue 13
+    (examples/emulate-2leaf.yaml as emulate.validate.emulated_cluster scales it)."""
+    from dataclasses import replace
+
+    from slowlink.spec.cluster import NicGroup
+    c = cluster_from_mapping({
+        "name": "emu", "nodes": 4, "gpus_per_node": 1, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": 1},
+        "nics": {"compute": {"per_node": 1, "speed_gbit_s": 25}},
+        "fabric": {"transport": "ethernet", "lossless": False, "topology": "fat-tree", "tiers": 2,
+                   "oversubscription": "2:1", "switch_radix": 4},
+    }, "emu")
+    t = replace(c.fabric.transport, efficiency=1.0, latency_s=0.0)
+    return replace(c, compute_nics=NicGroup(1, nic_bytes_s),
+                   fabric=replace(c.fabric, transport=t, switch_latency_s=0.0, routing="adaptive"))
+
+
+@pytest.mark.parametrize("nic_bytes_s", [11.95e6, 23.9e6])
+@pytest.mark.parametrize("size", [4 * units.MiB, 64 * units.MiB])
+def test_ring_on_a_slow_network_is_bytes_per_link_over_bw(nic_bytes_s: float, size: float) -> None:
+    """Every link of a ring carries every step from the first one: no pipeline fill. 4 ranks, one per node,
+    gloo-like TCP ring: time within 10% of 2(n-1)/n x size / bw + latency (issue 13: the old byte-window fill
+    predicted +83% at 4 MiB, i.e. 0.965 s against 0.535 s measured and 0.526 s flow)."""
+    c = _tcp_ring_cluster(nic_bytes_s)
+    p = predict(c, "all_reduce", size, Group(ranks=4, ranks_per_node=1), algorithm="ring", protocol="Simple")
+    ideal = 2 * 3 / 4 * size / nic_bytes_s  # + latency: 8.4 us base, no link delay
+    assert abs(p.time_s / ideal - 1) <= 0.10, (p.time_s, ideal)
+    assert predict(c, "all_reduce", size, Group(ranks=4, ranks_per_node=1)).algorithm == "ring"
+
+
+def test_send_recv_has_no_fill() -> None:
+    """One hop: lat + size / bw, nothing to fill (the old model added up to 2 MiB / bw)."""
+    c = _tcp_ring_cluster(23.9e6)
+    p = predict(c, "send_recv", 4 * units.MiB, Group(ranks=2, ranks_per_node=1), protocol="Simple")
+    assert abs(p.time_s / (4 * units.MiB / 23.9e6) - 1) <= 0.02
+
+
+def test_ring_step_wait_is_capped_in_time_not_bytes() -> None:
+    """The per-step wait grows with a short step's transfer time and stops at RING_STEP_WAIT_US."""
+    from slowlink.collectives import constants as c
+    from slowlink.collectives.algorithms import ring_step_wait_s
+    assert ring_step_wait_s(14, 1024.0, 1e9) == pytest.approx(13 * 1024 / 1e9)
+    assert ring_step_wait_s(14, 2**20, 23.9e6) == pytest.approx(13 * c.RING_STEP_WAIT_US * 1e-6)
+    assert ring_step_wait_s(1, 2**30, 1e6) == 0.0

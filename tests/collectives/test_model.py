@@ -127,4 +127,5 @@ def test_pod_boundary_ratio_applies_only_to_traffic_that_crosses_pods(make: Call
 def test_slow_transport_latency_scales_small_messages(make: Callable[..., Cluster]) -> None:
     ib = predict(make(nodes=8), "all_reduce", 8 * units.KiB)
     eth = predict(make(nodes=8, transport="ethernet", lossless=False, speed=100), "all_reduce", 8 * units.KiB)
-    assert eth.time_s > 2 * ib.time_s
+    # 14 network hops of 64 at 50 us (kernel TCP) instead of 14 us: the LL ring's latency grows 1.87x.
+    assert eth.time_s > 1.8 * ib.time_s

@@ -1,7 +1,9 @@
 """Candidate algorithms: each returns the time of one algorithm + protocol, or None where it cannot run.
 
-Time follows NCCL's ``ncclTopoGetAlgoTime``: latency + bytes / bandwidth, plus the pipeline-fill term
-(see :data:`constants.PIPELINE_WINDOW_BYTES`).
+Time follows NCCL's ``ncclTopoGetAlgoTime``: latency + bytes / bandwidth, plus what NCCL's chunking adds:
+a fixed GPU-side cost per slice and step on rings (:func:`ring_slice_cost_s`, no pipeline fill: every link
+of a ring is busy from the first step) and the pipeline fill of chains and trees, whose links wait for the
+first chunk (:func:`chain_fill_s`, :func:`tree_fill_s`).
 """
 
 from __future__ import annotations
@@ -35,14 +37,51 @@ def bus_link(links: Links) -> tuple[float, str]:
     return links.net_bw_bytes_s, "network"
 
 
-def fill_s(steps: int, step_bytes: float, bw: float) -> float:
-    """Pipeline fill: (steps - 1) x min(step bytes, window) / bw (see constants.PIPELINE_WINDOW_BYTES)."""
-    return max(0, steps - 1) * min(step_bytes, c.PIPELINE_WINDOW_BYTES) / bw
+def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
+    """Per-step wait of a ring: (steps - 1) x min(step bytes / bw, RING_STEP_WAIT_US).
+
+    Each step after the first waits for data of the previous step; a short step costs its own transfer
+    time, a long one at most the fixed cap (see constants.RING_STEP_WAIT_US). A time cap, not a byte window:
+    on a slow link it stays microseconds, far below the bytes term.
+    """
+    return max(0, steps - 1) * min(step_bytes / bw, c.RING_STEP_WAIT_US * c.US)
+
+
+def chain_fill_s(hops: int, size: float, protocol: str, bw: float) -> float:
+    """broadcast / reduce along a chain: the last link starts when the first chunk of every channel has
+    crossed hops - 1 links: (hops - 1) x min(size, channels x chunk) / bw, plus the per-chunk cost of the
+    (loops + hops - 1) chunk times of a channel."""
+    loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES[protocol]
+    loops = max(1, math.ceil(size / loop_bytes))
+    return (max(0, hops - 1) * min(size, loop_bytes) / bw
+            + (loops + max(0, hops - 1)) * c.RING_STEP_WAIT_US * c.US)
+
+
+def tree_chunk_bytes(size: float, depth: int) -> float:
+    """NCCL's Simple tree chunk (enqueue.cc calcCollChunking): 512 KiB, halved while a channel gets fewer
+    than 8 / 4 / 1 x depth chunks, down to 128 / 64 / 32 KiB."""
+    chunk = c.TREE_CHUNK_BYTES
+    for times, floor in c.TREE_CHUNK_HALVING:
+        while size / (c.CHANNELS * chunk) < depth * times and chunk > floor:
+            chunk /= 2
+    return chunk
+
+
+def tree_fill_s(depth: int, size: float, protocol: str, algbw: float) -> float:
+    """A pipelined tree (up then down, 2 x depth hops): the root's last chunk leaves 2 depth - 1 chunk times
+    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw, plus the per-chunk cost of the
+    (chunks + 2 depth - 1) chunk times of a channel. LL / LL128 use their FIFO step as chunk."""
+    chunk = tree_chunk_bytes(size, depth) if protocol == "Simple" else c.RING_CHUNK_BYTES[protocol]
+    loop_bytes = c.CHANNELS * chunk
+    hops = max(0, 2 * depth - 1)
+    return (hops * min(size, loop_bytes) / algbw
+            + (max(1, math.ceil(size / loop_bytes)) + hops) * c.RING_STEP_WAIT_US * c.US)
 
 
 def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
     """Ring: lat = base + (nsteps - ninter) x intra hop + ninter x net hop (x1.4 multi-node Simple AR);
-    time = lat + size x busbw_factor / bw + fill."""
+    all_reduce / all_gather / reduce_scatter: time = lat + size x busbw_factor / bw + per-slice cost
+    (:func:`ring_slice_cost_s`); broadcast / reduce (a chain): time = lat + size / bw + chain fill."""
     n, d = links.ranks, links.domains
     steps, inter = ring_steps(op, n), inter_steps(op, d)
     bus, where = bus_link(links)
@@ -52,11 +91,11 @@ def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
     lat = proto.base_lat_s("ring", p) + (steps - inter) * intra + inter * net
     if p == "Simple" and d > 1 and op == "all_reduce":
         lat *= c.RING_SIMPLE_PLATEAU
-    factor = busbw_factor(op, n) if op in ("all_reduce", "all_gather", "reduce_scatter") else 1.0
-    # all_reduce / all_gather / reduce_scatter move size/n per step; broadcast / reduce cut the message
-    # into at least as many pieces as the chain has hops.
-    step_bytes = size / n if op in ("all_reduce", "all_gather", "reduce_scatter") else size / max(1, steps)
-    t = lat + size * factor / bw + fill_s(steps, step_bytes, bw)
+    if op in ("all_reduce", "all_gather", "reduce_scatter"):
+        # every rank sends size / n per step, all at once: no link waits for another, no fill.
+        t = lat + size * busbw_factor(op, n) / bw + ring_step_wait_s(steps, size / n, bw)
+    else:
+        t = lat + size / bw + chain_fill_s(steps, size, p, bw)
     return Candidate("ring", p, t, lat, bw, where)
 
 
@@ -64,7 +103,7 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     """Double binary tree across domains, chain inside (all_reduce, > 1 domain).
 
     lat = base + 2((ranks/domain - 1) x intra hop + log2(domains) x net hop);
-    algbw = 0.5 x tree bus bw (NCCL ratio); time = lat + size / algbw + fill over the tree depth.
+    algbw = 0.5 x tree bus bw (NCCL ratio); time = lat + size / algbw + the tree's fill (:func:`tree_fill_s`).
     """
     if op != "all_reduce" or links.domains < 2:
         return None
@@ -75,7 +114,7 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale)
     lat = proto.base_lat_s("tree", p) + 2 * ((links.ranks_per_domain - 1) * intra
                                               + int(math.log2(links.domains)) * net)
-    t = lat + size / algbw + fill_s(2 * depth, size / max(1, 2 * depth), algbw)
+    t = lat + size / algbw + tree_fill_s(depth, size, p, algbw)
     return Candidate("tree", p, t, lat, algbw, where)
 
 
@@ -183,9 +222,9 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     intra_phases = 2 if op == "all_reduce" else 1
     inter_factor = 2.0 * (d - 1) / d if op == "all_reduce" else (d - 1) / d
     t_intra = intra_phases * ((r - 1) * hop_i + (r - 1) / r * size / intra_bw
-                              + fill_s(r - 1, size / r, intra_bw))
+                              + ring_step_wait_s(r - 1, size / r, intra_bw))
     inter_n = 2 * (d - 1) if op == "all_reduce" else d - 1
-    t_inter = inter_n * hop_n + inter_factor * size / net_bw + fill_s(inter_n, size / r / d, net_bw / r)
+    t_inter = inter_n * hop_n + inter_factor * size / net_bw + ring_step_wait_s(inter_n, size / r / d, net_bw / r)
     lat = proto.base_lat_s("ring", p) + intra_phases * (r - 1) * hop_i + inter_n * hop_n
     t = proto.base_lat_s("ring", p) + t_intra + t_inter
     where = "network" if t_inter > t_intra else "scale-up"
@@ -212,7 +251,8 @@ def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
 def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) -> Candidate:
     """nccl-tests sendrecv: each rank sends S to the next; across domains through one NIC of its node.
 
-    bw = min(scale-up, network / NICs per node) under the protocol's ring factor; lat = base + one hop.
+    bw = min(scale-up, network / NICs per node) under the protocol's ring factor; lat = base + one hop;
+    time = lat + size / bw: one link, nothing to fill.
     """
     if links.domains > 1:
         bw, where = links.net_bw_bytes_s / max(1, nics_per_node), "network"
@@ -223,4 +263,4 @@ def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) 
         bw, where, hop = links.intra_bw_bytes_s, "scale-up", proto.hop_lat_s(links.intra_hw, "ring", p)
     bw = proto.ring_bw(bw, p, "send_recv", links.domains > 1, links.ranks_per_domain < 2, arch)
     lat = proto.base_lat_s("ring", p) + hop
-    return Candidate("p2p", p, lat + size / bw + fill_s(2, size, bw), lat, bw, where)
+    return Candidate("p2p", p, lat + size / bw, lat, bw, where)

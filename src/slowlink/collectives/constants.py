@@ -106,10 +106,34 @@ PAT_BW_FACTOR = 0.75
 PAT_LAT_PER_RANK_US = 2.8
 PAT_LOG_LAT_DIVISOR = 3.5
 
-# Pipeline granularity: NCCL moves a ring step in chunks; NCCL's tuning comment charges a Simple hop "the
-# latency of a 256 kB chunk", and rings run about 8 channels in parallel: 8 x 256 kB in flight per rank.
-# A step cannot finish before its last chunk has crossed, so every step after the first costs one piece
-# (min(step bytes, window)) at the ring's bandwidth: the mid-size dip of every published busbw curve.
-PIPELINE_WINDOW_BYTES = 8 * 256 * units.KiB
+# Chunking (NCCL 2.18.5, src/include/collectives.h, devcomm.h, init.cc). Chunk bytes per channel per step:
+# LL128 one FIFO step of 120 x 640 x 8 bytes, 15/16 of it data (one flag word per 128-byte line); LL one step of
+# 8 x 512 lines of 16 bytes, half of it data.
+RING_CHUNK_BYTES: dict[str, float] = {"Simple": 2 * units.MiB, "LL128": 120 * 640 * 8 * 15 / 16,
+                                      "LL": 8 * 512 * 16 / 2}
+# broadcast / reduce run a chain (root -> ... -> last) with one FIFO step per chunk (BROADCAST_CHUNKSTEPS =
+# REDUCE_CHUNKSTEPS = 1): Simple 4 MiB / 8 = 512 KiB. Unlike a ring, a chain's links wait for the first chunk
+# to reach them: that fill is real, (hops - 1) chunk times.
+CHAIN_CHUNK_BYTES: dict[str, float] = {"Simple": 512 * units.KiB, "LL128": RING_CHUNK_BYTES["LL128"],
+                                       "LL": RING_CHUNK_BYTES["LL"]}
+# Tree (Simple): chunk = one FIFO step (512 KiB), halved while the message gives a channel fewer than 8 x depth
+# chunks (down to 128 KiB), 4 x depth (down to 64 KiB), depth (down to 32 KiB) (enqueue.cc calcCollChunking).
+TREE_CHUNK_BYTES = 512 * units.KiB
+TREE_CHUNK_HALVING: tuple[tuple[int, float], ...] = ((8, 128 * units.KiB), (4, 64 * units.KiB), (1, 32 * units.KiB))
+# Channels a ring or tree runs side by side: 24 on an HGX A100 node ("Channel 23/24" in the NCCL log of
+# NVIDIA/nccl-tests issue 100). Used only to size chain and tree chunks; not modelled per topology.
+CHANNELS = 24
+# Ring step wait (replaces the old byte-window "pipeline fill"). In a ring every rank sends its own data
+# from the first step and every link carries every step, so a ring has no pipeline fill: its bytes term is
+# bytes per link / bw. What published NVLink curves still show at mid sizes is a cost per step that grows
+# with a short step's transfer time and saturates: each step after the first is charged
+# min(step bytes / bw, RING_STEP_WAIT_US). The cap is a time (GPU-side flag wait, barriers and system fence
+# per slice, prims_simple.h genericOp), so a slow link never scales it: on a 24 MB/s TCP ring it is
+# microseconds against a bytes term of tenths of a second. Empirical, ONE calibration point: the Azure
+# ND A100 v4 ring at 64 MiB (NCCL 2.18.5, 166.6 GB/s busbw): 12 us. The rest of the A100 curve is a check.
+# Not derived from NCCL's code: a first-principles per-slice model (fixed cost per slice, 2 slices per
+# chunk, loops of 24 channels x 8 ranks x 2 MiB) could not fit both the 1 MiB point (NCCL's latency alone)
+# and 16-64 MiB (see docs/collectives.md).
+RING_STEP_WAIT_US = 12.0
 
 US = units.US
