@@ -123,9 +123,11 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
     if json_out:
         print_json([asdict(r) for r in rows])
         return
-    table = Table("case", "measured s", "predicted s", "fidelity", "error", "cpu busy / rank")
+    table = Table("case", "median s", "best s", "predicted s", "fidelity", "error (median)", "error (best)",
+                  "cpu busy / rank")
     for r in rows:
-        table.add_row(r.case, f"{r.measured_s:.4f}", f"{r.predicted_s:.4f}", r.fidelity, f"{r.error:+.1%}",
+        table.add_row(r.case, f"{r.measured_s:.4f}", f"{r.best_s:.4f}", f"{r.predicted_s:.4f}", r.fidelity,
+                      f"{r.error:+.1%}", f"{r.best_error:+.1%}",
                       f"{r.cpu_busy:.0%} / {r.rank_cpu:.0%}" + (" CPU-LIMITED" if r.cpu_limited else ""))
     out.print(table)
     if any(r.cpu_limited for r in rows):

@@ -5,10 +5,15 @@ NIC at the emulated rate times TCP's payload fraction (``MSS / frame`` = 1448 / 
 since tbf counts whole Ethernet frames), transport efficiency 1, no switch latency, and the added delay
 of each impaired link on that link (the analytical model, which has one latency for every path, is given
 the largest). Error = (predicted - measured) / measured; measured is the median of the timed iterations
-of the slowest rank. ``cpu_busy`` is the machine's CPU use during the timed iterations (``/proc/stat``,
-other users included) and ``rank_cpu`` the busiest rank's CPU time / wall time. A rank busy half the time
-or more (or a quarter on a saturated machine) means the CPUs, not the links, may set the time: the row
-says ``cpu_limited``.
+of the slowest rank; ``best_s`` is the fastest timed iteration. gloo's all_to_all sends its pairs on one
+event loop per rank, and the order drifts between ranks: an iteration whose senders collide on one receiver
+takes a whole chunk time longer (measured here on a non-oversubscribed switch: 4 ranks, 6 MiB, iterations
+at 0.42, 0.54 and 0.65 s against a 0.395 s fluid bound, with no TCP retransmission when the queue is deep).
+The fluid models price the fabric, not that schedule, so the best iteration is the fabric-limited time and
+the median adds the schedule's losses; both are reported. ``cpu_busy`` is the machine's CPU use during the
+timed iterations (``/proc/stat``, other users included) and ``rank_cpu`` the busiest rank's CPU time /
+wall time. A rank busy half the time or more (or a quarter on a saturated machine) means the CPUs, not the
+links, may set the time: the row says ``cpu_limited``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class Row:
     predicted_s: float
     fidelity: str
     error: float
+    best_s: float
+    best_error: float
     cpu_busy: float
     rank_cpu: float
     cpu_limited: bool
@@ -72,11 +79,11 @@ def emulated_topology(scaled: Cluster, plan: Plan) -> Topology:
     return topo
 
 
-def measure_case(plan: Plan, op: str, size_bytes: float, iters: int) -> tuple[float, float, float]:
-    """Median time of ``op`` over ``iters`` iterations, the machine's CPU busy fraction and the busiest
-    rank's CPU share meanwhile."""
+def measure_case(plan: Plan, op: str, size_bytes: float, iters: int) -> tuple[float, float, float, float]:
+    """Median and best time of ``op`` over ``iters`` iterations, the machine's CPU busy fraction and the
+    busiest rank's CPU share meanwhile."""
     r = collective_report(plan, op, size_bytes, iters=iters)
-    return statistics.median(r["times_s"]), float(r["cpu_busy"]), max(r["cpu_share"])
+    return statistics.median(r["times_s"]), min(r["times_s"]), float(r["cpu_busy"]), max(r["cpu_share"])
 
 
 def cpu_limited(cpu_busy: float, rank_cpu: float) -> bool:
@@ -93,13 +100,14 @@ def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, it
     net.up(plan)
     try:
         for op in ops:
-            measured, busy, rank_cpu = measure_case(plan, op, size_bytes, iters)
+            measured, best, busy, rank_cpu = measure_case(plan, op, size_bytes, iters)
             flow, _ = simulate_collective(scaled, op, size_bytes, topo=topo)
             analytical = predict(scaled, op, size_bytes)
             case = f"{plan.topology} {op} {size_bytes / 2**20:g}MiB" + (
                 " +delay" if any(x.delay_s for x in plan.links) else "")
             for fidelity, pred in (("flow", flow.time_s), ("analytical", analytical.time_s)):
-                rows.append(Row(case, measured, pred, fidelity, (pred - measured) / measured, busy, rank_cpu,
+                rows.append(Row(case, measured, pred, fidelity, (pred - measured) / measured, best,
+                                (pred - best) / best, busy, rank_cpu,
                                 cpu_limited(busy, rank_cpu)))
     finally:
         net.down(plan.run_id)
