@@ -18,11 +18,12 @@ from slowlink.spec.cluster import Cluster, cluster_from_mapping
 LARGE = 8 * units.GiB  # "peak" statements are checked at nccl-tests' usual top size
 
 
-def node_cluster(name: str, gpu: str, link: str, nodes: int, nics: int, speed_gbit_s: float) -> Cluster:
-    """An HGX-style cluster of ``nodes`` x 8 GPUs on InfiniBand, non-blocking, from the catalog."""
+def node_cluster(name: str, gpu: str, link: str, nodes: int, nics: int, speed_gbit_s: float,
+                 gpus_per_node: int = 8, domain_gpus: int = 8) -> Cluster:
+    """An HGX-style cluster of ``nodes`` x 8 GPUs (or an NVL rack's trays) on InfiniBand, non-blocking."""
     return cluster_from_mapping({
-        "name": name, "nodes": nodes, "gpus_per_node": 8, "gpu": gpu,
-        "scale_up": {"link": link, "domain_gpus": 8},
+        "name": name, "nodes": nodes, "gpus_per_node": gpus_per_node, "gpu": gpu,
+        "scale_up": {"link": link, "domain_gpus": domain_gpus},
         "nics": {"compute": {"per_node": nics, "speed_gbit_s": speed_gbit_s}},
         "fabric": {"transport": "infiniband", "tiers": 2, "oversubscription": 1},
     }, name)
@@ -66,6 +67,42 @@ def a100_curve(data: dict[str, Any]) -> list[Point]:
                   entry["source"]) for k, v in entry["busbw_gbyte_s_by_size"].items()]
 
 
+def _curve(case: str, cluster: Cluster, by_size: dict[str, float], source: str) -> list[Point]:
+    return [Point(case, units.parse_size(k), _busbw(cluster, units.parse_size(k)), float(v), source)
+            for k, v in by_size.items()]
+
+
+def node_curves(data: dict[str, Any]) -> list[Point]:
+    """Azure ND H100 v5 and ND H200 v5: one node, 8 GPUs on NVLink4 with NVLS, all_reduce busbw by size."""
+    h100 = node_cluster("h100-node", "h100-sxm", "nvlink4", 1, 8, 400)
+    h200 = node_cluster("h200-node", "h200", "nvlink4", 1, 8, 400)
+    return [p for key, c in (("h100_node_all_reduce", h100), ("h200_node_all_reduce", h200))
+            for p in _curve(key, c, data[key]["busbw_gbyte_s_by_size"], data[key]["source"])]
+
+
+def gb200_curves(data: dict[str, Any]) -> list[Point]:
+    """GB200 NVL72 racks (18 trays x 4 GPUs, 4 x 400G per tray) at 1, 2 and 20 racks (coreweave)."""
+    entry = data["gb200_nvl72_all_reduce"]
+    out = []
+    for racks in (1, 2, 20):
+        c = node_cluster(f"gb200-{racks}rack", "gb200", "nvlink5", 18 * racks, 4, 400, gpus_per_node=4,
+                         domain_gpus=72)
+        out += _curve(f"gb200_nvl72_{racks}rack", c, entry[f"racks_{racks}"], entry["source"])
+    return out
+
+
+def multi_node_curves(data: dict[str, Any]) -> list[Point]:
+    """HGX nodes with 8 x 400G InfiniBand: 8 x H100 (the job manifest enables SHARP, i.e. NCCL CollNet,
+    which slowlink does not model), 2 x H100 and 2 x B200 (coreweave/nccl-tests)."""
+    shapes = [("h100_8node_sharp", "h100-sxm", "nvlink4", 8), ("h100_2node", "h100-sxm", "nvlink4", 2),
+              ("b200_2node", "b200", "nvlink5", 2)]
+    out = []
+    for (case, gpu, link, nodes), entry in zip(shapes, data["multi_node_all_reduce"], strict=True):
+        c = node_cluster(case, gpu, link, nodes, 8, 400)
+        out += _curve(case, c, entry["busbw_gbyte_s_by_size"], entry["source"])
+    return out
+
+
 def maintainer_points() -> list[Point]:
     """The maintainers' statements (nccl-tests issues 212, 290, 119), at 8 GiB.
 
@@ -88,4 +125,6 @@ def maintainer_points() -> list[Point]:
 
 def validate() -> list[Point]:
     """Every published point with the model's prediction."""
-    return a100_curve(load_published()) + maintainer_points()
+    data = load_published()
+    return (a100_curve(data) + node_curves(data) + gb200_curves(data) + multi_node_curves(data)
+            + maintainer_points())
