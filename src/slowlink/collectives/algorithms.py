@@ -49,12 +49,10 @@ def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
 
 def chain_fill_s(hops: int, size: float, protocol: str, bw: float) -> float:
     """broadcast / reduce along a chain: the last link starts when the first chunk of every channel has
-    crossed hops - 1 links: (hops - 1) x min(size, channels x chunk) / bw, plus the per-chunk cost of the
-    (loops + hops - 1) chunk times of a channel."""
+    crossed hops - 1 links: (hops - 1) x min(size, channels x chunk) / bw. (The ring's measured step wait,
+    constants.RING_STEP_WAIT_US, is one NVLink ring's; it is not carried over to chains and trees.)"""
     loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES[protocol]
-    loops = max(1, math.ceil(size / loop_bytes))
-    return (max(0, hops - 1) * min(size, loop_bytes) / bw
-            + (loops + max(0, hops - 1)) * c.RING_STEP_WAIT_US * c.US)
+    return max(0, hops - 1) * min(size, loop_bytes) / bw
 
 
 def tree_chunk_bytes(size: float, depth: int) -> float:
@@ -69,13 +67,11 @@ def tree_chunk_bytes(size: float, depth: int) -> float:
 
 def tree_fill_s(depth: int, size: float, protocol: str, algbw: float) -> float:
     """A pipelined tree (up then down, 2 x depth hops): the root's last chunk leaves 2 depth - 1 chunk times
-    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw, plus the per-chunk cost of the
-    (chunks + 2 depth - 1) chunk times of a channel. LL / LL128 use their FIFO step as chunk."""
+    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw. LL / LL128 use their FIFO step as
+    chunk. (No per-chunk step wait: see chain_fill_s.)"""
     chunk = tree_chunk_bytes(size, depth) if protocol == "Simple" else c.RING_CHUNK_BYTES[protocol]
-    loop_bytes = c.CHANNELS * chunk
     hops = max(0, 2 * depth - 1)
-    return (hops * min(size, loop_bytes) / algbw
-            + (max(1, math.ceil(size / loop_bytes)) + hops) * c.RING_STEP_WAIT_US * c.US)
+    return hops * min(size, c.CHANNELS * chunk) / algbw
 
 
 def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
