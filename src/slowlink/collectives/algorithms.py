@@ -69,9 +69,16 @@ def tree_fill_s(depth: int, size: float, protocol: str, algbw: float) -> float:
     """A pipelined tree (up then down, 2 x depth hops): the root's last chunk leaves 2 depth - 1 chunk times
     after the first: (2 depth - 1) x min(size, channels x chunk) / algbw. LL / LL128 use their FIFO step as
     chunk. (No per-chunk step wait: see chain_fill_s.)"""
+    return tree_fill_fraction(depth, size, protocol) * size / algbw
+
+
+def tree_fill_fraction(depth: int, size: float, protocol: str) -> float:
+    """The tree's fill as a fraction of its bytes term: (2 depth - 1) x min(size, channels x chunk) / size
+    (shared with the flow model, which times the bytes and adds this on top)."""
+    if size <= 0:
+        return 0.0
     chunk = tree_chunk_bytes(size, depth) if protocol == "Simple" else c.RING_CHUNK_BYTES[protocol]
-    hops = max(0, 2 * depth - 1)
-    return hops * min(size, c.CHANNELS * chunk) / algbw
+    return max(0, 2 * depth - 1) * min(size, c.CHANNELS * chunk) / size
 
 
 def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:

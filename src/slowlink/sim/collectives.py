@@ -18,7 +18,7 @@ from slowlink.collectives.model import Group, Prediction, predict
 from slowlink.collectives.ops import busbw_factor
 from slowlink.sim.engine import SimResult
 from slowlink.sim.flows import RING_STEPS, phases
-from slowlink.sim.phase import Phase, phase_drain
+from slowlink.sim.phase import Phase, phase_time_s
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.fabric import Topology, build
 
@@ -40,9 +40,8 @@ def choose_algorithm(cluster: Cluster, topo: Topology, op: str, size_bytes: floa
 
 
 def run_phase(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:
-    """``steps x (slowest drain + per-step latency)`` of one phase, and its engine result."""
-    drain, res = phase_drain(topo, ph)
-    return ph.steps * (drain + ph.step_latency_s), res
+    """``steps x (slowest drain x (1 + fill) + per-step latency)`` of one phase, and its engine result."""
+    return phase_time_s(topo, ph)
 
 
 def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: list[int] | None = None,

@@ -19,11 +19,13 @@ from slowlink.topology.fabric import Paths, Topology
 
 @dataclass
 class Phase:
-    """Flows that run at once, ``steps`` times, each step also paying ``step_latency_s``."""
+    """Flows that run at once, ``steps`` times, each step also paying ``step_latency_s``; a pipelined tree
+    also pays its fill, ``fill_fraction`` of its drain (the analytical model's, ``tree_fill_fraction``)."""
 
     flows: list[Flow] = field(default_factory=list)
     steps: int = 1
     step_latency_s: float = 0.0
+    fill_fraction: float = 0.0
     name: str = ""
     group_of: list[int] = field(default_factory=list)
     pipelined: bool = True
@@ -78,6 +80,12 @@ def lockstep_result(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
                     segments_s=np.array([0.0, end]), link_rate_bytes_s=None, events=sol.events,
                     tags=tuple(f.tag for f in ph.flows))
     return end, res
+
+
+def phase_time_s(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:
+    """``steps x (slowest drain x (1 + fill) + per-step latency)`` of one phase, and its engine result."""
+    drain, res = phase_drain(topo, ph)
+    return ph.steps * (drain * (1.0 + ph.fill_fraction) + ph.step_latency_s), res
 
 
 def phase_drain(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:

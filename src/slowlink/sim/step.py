@@ -53,7 +53,7 @@ def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
             algo = choose_algorithm(cluster, tp, op, size_bytes, groups).algorithm
             total = 0.0
             for ph in phases(tp, op, algo, groups, size_bytes):
-                total += ph.steps * (_drain_s(tp, ph) + ph.step_latency_s)
+                total += ph.steps * (_drain_s(tp, ph) * (1.0 + ph.fill_fraction) + ph.step_latency_s)
             cache[key] = total
         return cache[key]
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from slowlink.collectives.algorithms import nvls_peak_bw
+from slowlink.collectives.algorithms import nvls_peak_bw, tree_fill_fraction
 from slowlink.collectives.communicator import btree_parent, dtree_edges
 from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
 from slowlink.sim.phase import Phase, domains, path_latency
@@ -113,6 +113,8 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         hop = topo.latency_s[topo.gpu_up[topo.gpu_of(g[0])]] + topo.latency_s[topo.gpu_down[topo.gpu_of(g[0])]]
         lat = 2 * (chain * hop + tree_depth(len(doms)) * net)
         ph.step_latency_s = max(ph.step_latency_s, lat)
+        ph.fill_fraction = max(ph.fill_fraction,
+                               tree_fill_fraction(chain + tree_depth(len(doms)), size_bytes, "Simple"))
     return ph
 
 
