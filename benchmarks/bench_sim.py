@@ -16,7 +16,7 @@ from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.engine import Flow, simulate
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 from slowlink.workload.spec import workload_from_mapping
 from slowlink.workload.step import plan
 

@@ -17,7 +17,7 @@ from slowlink import units
 from slowlink.collectives import predict
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 
 # name -> (nodes, gpus per node, NICs per node, fabric keys, placement)
 CASES: dict[str, tuple[int, int, int, dict[str, Any], dict[str, Any] | None]] = {

@@ -11,7 +11,7 @@ from slowlink.collectives.constants import SCALE_UP_EFFICIENCY
 from slowlink.collectives.model import predict
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 
 RADIX4 = {1: 8, 4: 5}  # switch radix giving 4 down ports per leaf at 1:1 and at 4:1 (floor(r o / (1 + o)))
 

@@ -11,7 +11,7 @@ from slowlink import units
 from slowlink.sim.engine import simulate
 from slowlink.sim.flows import phases
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 
 CASES = [("all_reduce", "ring"), ("all_reduce", "tree"), ("all_reduce", "nvls"),
          ("all_reduce", "hierarchical"), ("all_gather", "ring"), ("reduce_scatter", "hierarchical"),

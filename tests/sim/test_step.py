@@ -8,7 +8,7 @@ from slowlink import units
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 from slowlink.workload.placement import dimension_groups
 from slowlink.workload.spec import ParallelSpec
 

@@ -15,7 +15,7 @@ from slowlink.sim import lockstep
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.trees import btree_parent, dtree_edges, nvls_phase
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 
 
 def h100(nodes: int, routing: str = "adaptive", tiers: int = 2) -> Cluster:

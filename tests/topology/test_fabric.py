@@ -8,7 +8,8 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import Topology, build
+from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 
 def _switches(topo: Topology, prefix: str) -> set[str]:

@@ -9,7 +9,7 @@ import pytest
 from slowlink import units
 from slowlink.emulate.plan import build_plan
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 from slowlink.topology.shape import down_ports, fabric_shape
 
 LINE = 400 * units.Gbit

@@ -12,7 +12,7 @@ from slowlink.errors import SpecError
 from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.scenario import load_scenario, run_scenario
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import build
+from slowlink.topology.build import build
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -48,7 +48,7 @@ def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int |
 def _flow(cluster: Cluster, op: str, sizes: list[float], ranks: int | None) -> list[Prediction]:
     """The flow simulator on the cluster's topology graph (block placement, the first ``ranks`` GPUs)."""
     from slowlink.sim.collectives import simulate_collective
-    from slowlink.topology.fabric import build
+    from slowlink.topology.build import build
 
     topo = build(cluster)
     gpu_ids = list(range(ranks if ranks is not None else cluster.gpus))

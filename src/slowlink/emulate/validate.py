@@ -27,7 +27,8 @@ from slowlink.emulate.measure import collective_report
 from slowlink.emulate.plan import Plan
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster, NicGroup
-from slowlink.topology.fabric import Topology, build
+from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 TCP_PAYLOAD_FRACTION = 1448 / 1514
 RANK_CPU_LIMIT = 0.5

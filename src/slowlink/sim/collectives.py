@@ -20,7 +20,8 @@ from slowlink.sim.engine import SimResult
 from slowlink.sim.flows import RING_STEPS, phases
 from slowlink.sim.phase import Phase, phase_time_s
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import Topology, build
+from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 SIMULATED = (*RING_STEPS, "all_to_all", "send_recv")
 

@@ -26,7 +26,8 @@ from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.sim.flows import phases
 from slowlink.spec.cluster import Cluster, load_cluster
-from slowlink.topology.fabric import Topology, build
+from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 _STRICT = ConfigDict(extra="forbid")
 MAX_COPIES = 32

@@ -27,7 +27,8 @@ from slowlink.sim.flows import phases
 from slowlink.sim.phase import Phase, phase_drain
 from slowlink.sim.symmetry import solve
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.fabric import Topology, build
+from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 CostFn = Callable[[str, float, list[list[int]]], float]
 

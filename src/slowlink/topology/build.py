@@ -1,0 +1,59 @@
+"""Build the topology graph of a cluster: GPUs on their scale-up switch, NICs, the scale-out fabric
+(:mod:`.fattree` or :mod:`.dragonfly`, sized by :mod:`.shape`) and the storage vertices (:mod:`.storage`).
+
+Kept apart from :mod:`.fabric` (the :class:`~slowlink.topology.fabric.Topology` data structure the builders
+fill in) so that no module of this package imports one that imports it back.
+"""
+
+from __future__ import annotations
+
+from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster
+from slowlink.topology import dragonfly, fattree, storage
+from slowlink.topology.fabric import Topology
+from slowlink.topology.shape import placement_nodes
+
+
+def _scale_up(topo: Topology, cluster: Cluster) -> None:
+    bw = cluster.scale_up.bw_bytes_s * SCALE_UP_EFFICIENCY
+    lat = cluster.scale_up.link.latency_s / 2
+    for g in range(cluster.gpus):
+        up, down = topo.add_link(f"gpu:{g}", f"nvsw:{g // topo.domain_gpus}", bw, lat)
+        topo.gpu_up.append(up)
+        topo.gpu_down.append(down)
+
+
+def _nics(topo: Topology, cluster: Cluster) -> list[str]:
+    """Compute NIC vertices in NIC-index order, with their links to a placeholder (the switch is set later)."""
+    return [f"nic:{n}:{i}" for n in range(cluster.nodes) for i in range(topo.nics_per_node)]
+
+
+def build(cluster: Cluster) -> Topology:
+    """The compute fabric of ``cluster`` (and its storage, when ``cluster.storage`` is given), sized by
+    :func:`slowlink.topology.shape.fabric_shape`. Cost: O(GPUs + NICs + switch links) time and memory."""
+    f = cluster.fabric
+    topo = Topology(gpus_per_node=cluster.gpus_per_node, nics_per_node=max(1, cluster.compute_nics.per_node),
+                    domain_gpus=min(cluster.scale_up.domain_gpus, cluster.gpus),
+                    node_of_block=placement_nodes(cluster), kind=f.topology, arch=cluster.gpu.arch,
+                    adaptive=f.routing == "adaptive", ecmp_seed=f.ecmp_seed)
+    _scale_up(topo, cluster)
+    if cluster.compute_nics.per_node == 0:
+        return topo
+    endpoints = _nics(topo, cluster)
+    line = cluster.compute_nics.speed_bytes_s
+    caps = [line * f.transport.efficiency] * len(endpoints)
+    targets = storage.converged_endpoints(cluster)
+    if targets:
+        topo.storage_endpoint0 = len(endpoints)
+        endpoints += [name for name, _ in targets]
+        caps += [cap for _, cap in targets]
+    if f.topology == "dragonfly":
+        if targets:
+            raise SpecError("storage.shared_with_compute (True) on a dragonfly fabric is not built: use a "
+                            "separate storage fabric (nics.storage) or a fat tree")
+        dragonfly.build_dragonfly(topo, cluster, endpoints, caps)
+    else:
+        fattree.build_fat_tree(topo, cluster, endpoints, caps)
+    storage.attach(topo, cluster)
+    return topo
