@@ -49,7 +49,7 @@ class Links:
         if c.stage is None:
             return self
         return replace(self, net_bw_bytes_s=self.net_bw_bytes_s / c.factor, crossed_ratio=c.ratio,
-                       crossed_tier=c.stage, crossing_factor=c.factor, crossed_name=c.stage_name)
+                       crossed_tier=c.stage, crossing_factor=c.factor, crossed_name=c.what)
 
 
 def scale_up_bw(cluster: Cluster) -> float:

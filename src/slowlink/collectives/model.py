@@ -127,7 +127,7 @@ def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
         return f"scale-up {links.scale_up_name}"
     name = f"NIC {links.net_name}"
     if links.crossed_tier is not None:
-        name = (f"fabric tier {links.crossed_tier} ({links.crossed_name} uplinks, {links.crossed_ratio:g}:1) "
+        name = (f"fabric tier {links.crossed_tier} ({links.crossed_name}, {links.crossed_ratio:g}:1) "
                 f"above {name}")
     return name
 

@@ -34,6 +34,7 @@ class Crossing:
     stage: int | None = None
     stage_name: str = ""
     ratio: float = 1.0
+    what: str = ""
 
 
 NONE = Crossing()
@@ -45,11 +46,45 @@ def _worst(shape: FabricShape, t_nic: float, loads: list[float]) -> Crossing:
     for i, (st, t) in enumerate(zip(shape.stages, loads, strict=True)):
         f = t / t_nic
         if f > best.factor * (1 + 1e-9):
-            best = Crossing(f, i, st.name, st.ratio)
+            best = Crossing(f, i, st.name, st.ratio, st.what)
     return best
 
 
-def _stage_time(st: Stage, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
+def _local_time(shape: FabricShape, gs: np.ndarray, ss: np.ndarray, gd: np.ndarray, sd: np.ndarray,
+                w: np.ndarray) -> float:
+    """Busiest dragonfly local link / line rate, switch-to-switch traffic ``w`` from (group gs, switch ss)
+    to (gd, sd) under minimal routing spread evenly over the m global links of a pair: inside a group one
+    local hop; across, a local hop to the gateway of global link k and one from the far gateway."""
+    a, m = shape.switches_per_group, max(1, shape.global_links_per_pair)
+    keys, loads = [], []
+    same = gs == gd
+    keys.append((gs[same] * a + ss[same]) * a + sd[same])
+    loads.append(w[same] * (ss[same] != sd[same]))
+    x = ~same
+    g, h = shape.groups, max(1, shape.global_links_per_switch)
+    for k in range(m):
+        gw_s = ((((gd[x] - gs[x] - 1) % g) + k * (g - 1)) // h) % a
+        gw_d = ((((gs[x] - gd[x] - 1) % g) + k * (g - 1)) // h) % a
+        keys += [(gs[x] * a + ss[x]) * a + gw_s, (gd[x] * a + gw_d) * a + sd[x]]
+        loads += [w[x] / m * (ss[x] != gw_s), w[x] / m * (gw_d != sd[x])]
+    key, load = np.concatenate(keys), np.concatenate(loads)
+    if len(key) == 0:
+        return 0.0
+    return float(np.bincount(key, load).max()) / shape.line_bytes_s
+
+
+def _local_time_nodes(shape: FabricShape, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
+    """:func:`_local_time` of node-to-node traffic, each node's share spread over its NICs (rail to rail)."""
+    nics, epg, p = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf
+    se = (src[:, None] * nics + np.arange(nics)).ravel()
+    de = (dst[:, None] * nics + np.arange(nics)).ravel()
+    ww = np.repeat(w / nics, nics)
+    return _local_time(shape, se // epg, (se % epg) // p, de // epg, (de % epg) // p, ww)
+
+
+def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
+    if st.name == "local":
+        return _local_time_nodes(shape, src, dst, w)
     ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
     cross = ds != dd
     if not cross.any():
@@ -75,7 +110,7 @@ def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndar
     node_t = max(np.bincount(src_node, w).max(), np.bincount(dst_node, w).max()) / nic_node_bytes_s
     if node_t <= 0:
         return NONE
-    return _worst(shape, node_t, [_stage_time(st, src_node, dst_node, w) for st in shape.stages])
+    return _worst(shape, node_t, [_stage_time(shape, st, src_node, dst_node, w) for st in shape.stages])
 
 
 def _member_counts(keys: np.ndarray) -> np.ndarray:
@@ -103,6 +138,9 @@ def all_to_all_crossing(shape: FabricShape, nic_node_bytes_s: float, nodes: np.n
         return NONE
     loads = []
     for st in shape.stages:
+        if st.name == "local":
+            loads.append(_a2a_local_time(shape, nodes))
+            continue
         dom = nodes // st.nodes_per_domain
         out = (n - _member_counts(dom)) / n
         t = float(np.bincount(dom.ravel(), out.ravel()).max()) / st.uplink_bytes_s
@@ -115,3 +153,24 @@ def all_to_all_crossing(shape: FabricShape, nic_node_bytes_s: float, nodes: np.n
             t = max(t, float(pair.max()) / st.pair_bytes_s)
         loads.append(t)
     return _worst(shape, node_t, loads)
+
+
+def _a2a_local_time(shape: FabricShape, nodes: np.ndarray) -> float:
+    """Dragonfly local links under every group's all_to_all: switch A sends c_A c_B / n to switch B (c: a
+    group's members per switch, each member's NIC share spread over its node's NICs). O(groups x S^2) for
+    the S switches a group touches."""
+    nics, epg, p, a = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf, \
+        shape.switches_per_group
+    n = nodes.shape[1]
+    parts = []
+    for row in nodes:
+        ep = (row[:, None] * nics + np.arange(nics)).ravel()
+        sw = (ep // epg) * a + (ep % epg) // p
+        ids, counts = np.unique(sw, return_counts=True)
+        c = counts / nics
+        src, dst = np.meshgrid(ids, ids, indexing="ij")
+        parts.append((src.ravel(), dst.ravel(), np.outer(c, c).ravel() / n))
+    src = np.concatenate([x[0] for x in parts])
+    dst = np.concatenate([x[1] for x in parts])
+    w = np.concatenate([x[2] for x in parts])
+    return _local_time(shape, src // a, src % a, dst // a, dst % a, w)

@@ -30,11 +30,9 @@ def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps
     if g_n < 2 or g_n > n_ep:
         raise SpecError(f"fabric.dragonfly.groups ({g_n}) must be between 2 and the NICs ({n_ep})")
     shape = fabric_shape(cluster)
-    per_group = -(-n_ep // g_n)
-    p, a, m = shape.endpoints_per_leaf, shape.switches_per_group, shape.global_links_per_pair
-    h = f.dragonfly_global_links
+    a, m = shape.switches_per_group, shape.global_links_per_pair
     line, sw = cluster.compute_nics.speed_bytes_s, f.switch_latency_s
-    sw_of = [(e // per_group, (e % per_group) // p) for e in range(n_ep)]
+    sw_of = [shape.df_switch(e) for e in range(n_ep)]
     for e, name in enumerate(endpoints):
         gi, s = sw_of[e]
         up, down = topo.add_link(name, f"df:{gi}:{s}", caps[e], f.transport.latency_s / 2 + sw)
@@ -48,8 +46,7 @@ def build_dragonfly(topo: Topology, cluster: Cluster, endpoints: list[str], caps
                 local[(gi, s, t)], local[(gi, t, s)] = fw, bw
     glob: dict[tuple[int, int, int], tuple[int, int, int]] = {}  # (i, j, k) -> (link i->j, gw_i, gw_j)
 
-    def gateway(i: int, j: int, k: int) -> int:
-        return (((j - i - 1) % g_n + k * (g_n - 1)) // h) % a
+    gateway = shape.df_gateway
 
     for i in range(g_n):
         for j in range(i + 1, g_n):

@@ -48,6 +48,12 @@ class Stage:
     nodes_per_domain: int
     uplink_bytes_s: float
     pair_bytes_s: float | None = None
+    label: str = ""
+
+    @property
+    def what(self) -> str:
+        """The stage in words, for bottleneck sentences."""
+        return self.label or f"{self.name} uplinks"
 
 
 @dataclass(frozen=True)
@@ -67,11 +73,24 @@ class FabricShape:
     groups: int = 0              # dragonfly groups
     switches_per_group: int = 0  # dragonfly
     global_links_per_pair: int = 0  # dragonfly
+    endpoints_per_group: int = 0    # dragonfly: NICs spread evenly over the groups
+    global_links_per_switch: int = 0  # dragonfly h
     stages: tuple[Stage, ...] = ()
 
     def leaf_of_node(self, node: int) -> int:
         """Leaf block of a node (rail-optimized: the block of rail leaves its NICs use)."""
         return node // max(1, self.nodes_per_leaf)
+
+    def df_switch(self, endpoint: int) -> tuple[int, int]:
+        """Dragonfly (group, switch in group) of a NIC endpoint (index node * nics + i)."""
+        g, r = divmod(endpoint, self.endpoints_per_group)
+        return g, r // self.endpoints_per_leaf
+
+    def df_gateway(self, i: int, j: int, k: int) -> int:
+        """Switch of group ``i`` where global link ``k`` of the pair (i, j) ends: the pairs' links are dealt
+        round the group's switches, h per switch (``((j - i - 1) mod G + k (G - 1)) // h mod a``)."""
+        g, a, h = self.groups, self.switches_per_group, max(1, self.global_links_per_switch)
+        return (((j - i - 1) % g + k * (g - 1)) // h) % a
 
 
 def down_ports(radix: int, ratio: float) -> int:
@@ -119,9 +138,13 @@ def _dragonfly(cluster: Cluster) -> FabricShape:
     a = -(-per_group // p)
     m = max(1, a * f.dragonfly_global_links // max(1, g_n - 1))
     nodes_per_group = max(1, per_group // nics)
-    stage = Stage("group", 1.0, nodes_per_group, (g_n - 1) * m * line, m * line)
+    stage = Stage("group", 1.0, nodes_per_group, (g_n - 1) * m * line, m * line, "global links between groups")
+    # One switch-to-switch link inside a group: minimal routes take one to the gateway of the pair's global
+    # link and one from the far gateway (crossing.py counts them per link).
+    local = Stage("local", 1.0, max(1, p // nics), line, None, "local links inside a group")
     return FabricShape("dragonfly", nics, line, p, max(1, p // nics), 0, 0.0, groups=g_n,
-                       switches_per_group=a, global_links_per_pair=m, stages=(stage,))
+                       switches_per_group=a, global_links_per_pair=m, endpoints_per_group=per_group,
+                       global_links_per_switch=f.dragonfly_global_links, stages=(stage, local))
 
 
 def fabric_shape(cluster: Cluster) -> FabricShape:
