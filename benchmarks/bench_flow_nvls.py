@@ -37,14 +37,15 @@ def h100_cluster(nodes: int, routing: str, tiers: int = 2) -> Cluster:
     return cluster_from_mapping(spec)
 
 
-def collective(nodes: int, routing: str, tiers: int = 2) -> float:
-    """1 GiB all_reduce over every GPU, the analytical model's algorithm; returns the flow wall time."""
+def collective(nodes: int, routing: str, tiers: int = 2, algorithm: str | None = None) -> float:
+    """1 GiB all_reduce over every GPU with ``algorithm`` (default: the analytical model's pick); returns
+    the flow wall time."""
     c = h100_cluster(nodes, routing, tiers)
-    ana = predict(c, "all_reduce", units.GiB)
+    ana = predict(c, "all_reduce", units.GiB, algorithm=algorithm)
     t0 = time.perf_counter()
-    flow, res = simulate_collective(c, "all_reduce", units.GiB, topo=build(c))
+    flow, res = simulate_collective(c, "all_reduce", units.GiB, topo=build(c), algorithm=algorithm)
     dt = time.perf_counter() - t0
-    print(f"{c.gpus:>6} {routing:>8} {flow.algorithm:>5} {res.finish_s.size:>7} {dt:>7.3f} "
+    print(f"{c.gpus:>6} {routing:>8} {flow.algorithm:>9} {res.finish_s.size:>7} {dt:>7.3f} "
           f"{ana.busbw_bytes_s / 1e9:>8.1f} {flow.busbw_bytes_s / 1e9:>8.1f} {flow.time_s / ana.time_s - 1:>+7.1%}"
           f"  {flow.bottleneck}")
     return dt
@@ -67,11 +68,13 @@ def dp_step(nodes: int, routing: str) -> float:
 
 
 def main() -> int:
-    print(f"{'gpus':>6} {'routing':>8} {'algo':>5} {'flows':>7} {'wall_s':>7} {'ana_bus':>8} {'flow_bus':>8} "
+    print(f"{'gpus':>6} {'routing':>8} {'algo':>9} {'flows':>7} {'wall_s':>7} {'ana_bus':>8} {'flow_bus':>8} "
           f"{'err':>7}  hottest link")
-    worst_1024 = max(collective(128, r) for r in ("ecmp", "adaptive"))
+    worst_1024 = max(collective(128, r, algorithm=a) for r in ("ecmp", "dmodk", "adaptive")
+                     for a in ("nvls_tree", None))
     for r in ("ecmp", "adaptive"):
-        collective(2048, r, tiers=3)
+        for a in ("nvls_tree", None):
+            collective(2048, r, tiers=3, algorithm=a)
     print(f"{'gpus':>6} {'routing':>8} {'step_wall_s':>8}")
     worst_step = max(dp_step(2048, r) for r in ("ecmp", "adaptive"))
     missed = []

@@ -152,6 +152,18 @@ def nvls_transfer(size: float, ranks: int, channels: int, line_bw: float, arch: 
     return size / bw, c.NVLS_PIPELINE_FILL_LOOPS * min(size, ops * chunk) / bw, bw
 
 
+def nvls_fill_fraction(size: float, ranks_per_domain: int, domains: int, channels: int) -> float:
+    """NVLS's (and NVLS-tree's) fills as a fraction of the bytes term, for the flow model, which times the
+    bytes itself: NVLS_PIPELINE_FILL_LOOPS x one loop on NVLink, plus one loop per tree level each way on
+    the network (the terms of :func:`nvls` and :func:`nvls_tree`, each over its own stage's bytes term)."""
+    if size <= 0:
+        return 0.0
+    ops = channels * ranks_per_domain
+    loop = min(size, ops * nvls_chunk_bytes(size, ops))
+    levels = max(1, math.ceil(math.log2(domains))) if domains > 1 else 0
+    return (c.NVLS_PIPELINE_FILL_LOOPS + 2 * levels) * loop / size
+
+
 def nvls_channels(arch: str, multi_node_domain: bool) -> int:
     """NCCL's NVLS channel count (nvls.cc): 16 Hopper, 32 Blackwell, 24 on a multi-node NVLink domain."""
     if multi_node_domain and arch == "blackwell":

@@ -19,19 +19,20 @@ the group's GPUs in a domain, headed by the GPU nearest that NIC):
 * NVLS inside a domain (one domain, or the NVLS part of NVLS-tree): every GPU pushes its buffer to the
   switch and pulls the result back: ``S`` up and ``S`` down its scale-up link.
 
-Efficiencies (shared with the analytical model, :mod:`slowlink.collectives.constants`): NVLS traffic on a
-scale-up link moves at the analytical model's peak NVLS fraction of line rate (``nvls_peak_bw``, by GPU
-generation) where ring traffic gets
-``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so NVLS flows carry ``S x SCALE_UP / NVLS``
-wire-equivalent bytes; tree flows on the network carry ``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's
-tree refinement, ``busBw x 0.9`` in tuning.cc 2.18-2.21; 0.92 on master, where NVLS-tree has none).
+Efficiencies and fills are the analytical model's (:mod:`slowlink.collectives.algorithms`): NVLS traffic on
+a scale-up link moves at its rate for this size (``nvls_transfer``: peak by GPU generation x chunk / (chunk
++ per-chunk cost)) where ring traffic gets ``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so
+NVLS flows carry ``S x SCALE_UP / NVLS`` wire-equivalent bytes, and the phase pays the same pipeline fills
+(``nvls_fill_fraction``, ``tree_fill_fraction``) on top of its drain; tree flows on the network carry
+``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's tree refinement, ``busBw x 0.9`` in tuning.cc
+2.18-2.21; 0.92 on master, where NVLS-tree has none).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from slowlink.collectives.algorithms import nvls_peak_bw, tree_fill_fraction
+from slowlink.collectives.algorithms import nvls_channels, nvls_fill_fraction, nvls_transfer, tree_fill_fraction
 from slowlink.collectives.communicator import btree_parent, dtree_edges
 from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
 from slowlink.sim.phase import Phase, domains, path_latency
@@ -123,9 +124,14 @@ def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
     NVLS-tree: both trees over the NVLS heads, one per NIC, each on its share ``S / k``."""
     ph = Phase(name=tag)
     key = tag_id(tag)
-    nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / nvls_peak_bw(1.0, topo.arch)
+    chans_nvls = nvls_channels(topo.arch, topo.domain_gpus > topo.gpus_per_node)
     for gi, g in enumerate(groups):
         doms = domains(topo, g)
+        rpd = max(len(dm) for dm in doms)
+        # NVLS moves at the analytical model's rate for this size (peak x chunk / (chunk + per-chunk cost))
+        nvls_frac = nvls_transfer(size_bytes, rpd, chans_nvls, 1.0, topo.arch)[2]
+        nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / nvls_frac
+        ph.fill_fraction = max(ph.fill_fraction, nvls_fill_fraction(size_bytes, rpd, len(doms), chans_nvls))
         for r in g:
             gpu = topo.gpu_of(r)
             ph.add([(1.0, (topo.gpu_up[gpu],)), (1.0, (topo.gpu_down[gpu],))], nvls_bytes, tag, gi)
