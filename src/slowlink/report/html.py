@@ -34,7 +34,7 @@ DIMS = ("tp", "cp", "ep", "pp", "dp")
 SEGMENTS = (("compute", "#4c72b0"), ("pipeline bubble", "#b0b0b0"), ("optimizer", "#8c6d31"),
             ("TP exposed", "#dd8452"), ("CP exposed", "#937860"), ("EP exposed", "#da8bc3"),
             ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
-_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?$")
+_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( / [0-9][0-9.,]*)?$")
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
 color:#222;padding:0 1rem;line-height:1.45}
@@ -84,13 +84,20 @@ def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1) -> Ite
             plt.close(fig)
 
 
-def _svg(fig: Any) -> str:
-    """The figure as an inline <svg> element (the XML prolog and DOCTYPE dropped)."""
+def _svg(fig: Any, prefix: str) -> str:
+    """The figure as an inline <svg> element (XML prolog and DOCTYPE dropped), every id prefixed.
+
+    matplotlib numbers its groups per figure (``figure_1``, ``patch_1``); two figures on one page would
+    repeat those ids, so each id and each reference to one (``url(#..)``, ``href="#.."``) gets ``prefix``.
+    """
     buf = io.StringIO()
     fig.tight_layout()
     fig.savefig(buf, format="svg")
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
+    text = re.sub(r'url\(#([^)]+)\)', rf"url(#{prefix}-\1)", text)
+    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)
 
 
 def _figure_block(svg: str, caption: str, fig_id: str) -> str:
@@ -166,10 +173,15 @@ def step_segments_s(r: StepResult) -> list[float]:
     return [r.compute_s, r.bubble_s, r.optimizer_s, *(r.comm_s.get(d, 0.0) for d in DIMS)]
 
 
-def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str = "plan") -> str:
-    """Stacked horizontal bars, one per cluster: compute, bubble, optimizer, each dimension's exposed comm."""
-    segs = [step_segments_s(r) for r in results]
-    with _figure(salt, 10, 1.6 + 0.55 * len(names)) as (fig, (ax,)):
+def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str = "plan",
+                  share: bool = False) -> str:
+    """Stacked horizontal bars, one per cluster: compute, bubble, optimizer, each dimension's exposed comm.
+
+    In seconds, or with ``share`` in percent of each bar's step (for steps of very different lengths).
+    """
+    segs = [[v / r.step_time_s * 100 if share else v for v in step_segments_s(r)] for r in results]
+    ends = [sum(s) for s in segs]
+    with _figure(salt, 10, 1.3 + 0.5 * len(names)) as (fig, (ax,)):
         left = [0.0] * len(names)
         for k, (label, colour) in enumerate(SEGMENTS):
             vals = [s[k] for s in segs]
@@ -177,20 +189,22 @@ def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str
                 continue
             bars = ax.barh(range(len(names)), vals, left=left, color=colour, label=label, height=0.6)
             for bar, v, r in zip(bars, vals, results, strict=True):
-                if v / r.step_time_s >= 0.06:
+                if v >= 0.05 * max(ends):  # wide enough for its label
+                    part = v / 100 if share else v / r.step_time_s
                     ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
-                            f"{v / r.step_time_s:.0%}", ha="center", va="center", color="white", fontsize=8)
+                            f"{part:.0%}", ha="center", va="center", color="white", fontsize=8)
             left = [a + v for a, v in zip(left, vals, strict=True)]
         for i, r in enumerate(results):
             ax.text(left[i], i, f"  {r.step_time_s:.3g} s, MFU {r.mfu:.0%}", va="center", fontsize=9)
         ax.set_yticks(range(len(names)), list(names))
         ax.invert_yaxis()
-        ax.set_xlim(0, max(left) * 1.22)
-        ax.set_xlabel("seconds per training step")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.1 / len(names)), ncol=4, frameon=False,
-                  fontsize=9)
+        ax.set_xlim(0, max(ends) * 1.25)
+        if share:
+            ax.set_xticks(range(0, 101, 20))
+        ax.set_xlabel("share of the training step (%)" if share else "seconds per training step")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=9)
         ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig)
+        return _svg(fig, salt)
 
 
 def _bottleneck_block(name: str, r: StepResult, advice: Sequence[Advice]) -> str:
@@ -274,7 +288,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
             ax.minorticks_off()
             ax.set_xlabel("nodes")
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig)
+        return _svg(fig, salt)
 
 
 def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str, reason: str) -> str:
@@ -287,7 +301,7 @@ def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode
     fig = _figure_block(scale_svg(points), f"{w.name} on {cluster.name} resized ({mode}): per-GPU "
                         "efficiency, and what grows with the node count.", "scaling")
     breakdown = _figure_block(breakdown_svg([f"{p.nodes} nodes" for p in points], [p.result for p in points],
-                                            "scale-breakdown"), "Step breakdown at each size.", "breakdown")
+                                            "scale-breakdown", share=True), "Step breakdown at each size.", "breakdown")
     body = (f'<h2>Bottleneck</h2><div class="bottleneck"><span class="sentence">{html.escape(reason)}</span>'
             f"</div><h2>Scaling</h2>{fig}{table}{breakdown}{_inputs([cluster], w)}")
     return _page(f"slowlink scale: {w.name} on {cluster.name}", body)
@@ -319,7 +333,7 @@ def busbw_svg(sizes_bytes: Sequence[float], busbw_gbyte_s: Sequence[float], labe
         ax.grid(alpha=0.3)
         ax.legend(frameon=False)
         ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig)
+        return _svg(fig, salt)
 
 
 def collective_page(cluster: Cluster, preds: Sequence[Prediction]) -> str:

@@ -31,7 +31,8 @@ def slowdown(t: TrafficResult) -> float:
 def slowdown_svg(traffic: Sequence[TrafficResult]) -> str:
     """Left: each traffic's slowdown against running alone. Right: start-finish bars with the alone time."""
     names = [t.name for t in traffic]
-    with _figure("sim-slowdown", 11, 1.4 + 0.45 * len(names), ncols=2) as (fig, (ax1, ax2)):
+    salt = "sim-slowdown"
+    with _figure(salt, 11, 1.4 + 0.45 * len(names), ncols=2) as (fig, (ax1, ax2)):
         slow = [slowdown(t) for t in traffic]
         ax1.barh(range(len(names)), slow, color=["#c44e52" if s > 1.05 else "#4c72b0" for s in slow], height=0.6)
         ax1.axvline(1.0, color="#999", ls="--", lw=1)
@@ -52,7 +53,7 @@ def slowdown_svg(traffic: Sequence[TrafficResult]) -> str:
             ax.set_yticks(range(len(names)), names)
             ax.invert_yaxis()
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig)
+        return _svg(fig, salt)
 
 
 def heatmap_svg(r: ScenarioResult, top: int = HEATMAP_LINKS) -> str | None:
@@ -71,14 +72,15 @@ def heatmap_svg(r: ScenarioResult, top: int = HEATMAP_LINKS) -> str | None:
     if not order or positive.size == 0:
         return None
     t_ms = np.where(t_ms > 0, t_ms, positive.min() / 2)
-    with _figure("sim-heatmap", 11, 1.5 + 0.2 * len(order)) as (fig, (ax,)):
+    salt = "sim-heatmap"
+    with _figure(salt, 11, 1.5 + 0.2 * len(order)) as (fig, (ax,)):
         mesh = ax.pcolormesh(t_ms, np.arange(len(order) + 1), util[:, order].T, vmin=0, vmax=1, cmap="viridis")
         ax.set_xscale("log")
         ax.set_yticks(np.arange(len(order)) + 0.5, [r.link_names[i] for i in order], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("time (ms, log scale)")
         fig.colorbar(mesh, ax=ax, label="load / capacity", pad=0.01)
-        return _svg(fig)
+        return _svg(fig, salt)
 
 
 def summary_sentence(r: ScenarioResult) -> str:
