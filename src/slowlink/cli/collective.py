@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -71,14 +71,23 @@ def collective(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     compare: Annotated[Path | None, typer.Option("--compare", help="A bench collectives result: predicted vs "
                                                   "measured at its op, ranks and sizes.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report (busbw vs size, "
+                                               "measured overlaid with --compare) to this file.")] = None,
 ) -> None:
     """Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."""
+    from slowlink.report import html as report_html
+
+    report_html.check_html_path(html)
     if compare is not None:
-        _compare(cluster_file, compare, as_json)
+        points = _compare(cluster_file, compare, as_json)
+        if html is not None:
+            report_html.write_compare(html, load_cluster(cluster_file), points, str(compare))
         return
     if dtype not in DTYPE_BYTES:
         raise SpecError(f"--dtype ({dtype!r}) is not one of {', '.join(DTYPE_BYTES)}")
     preds = run_collective(cluster_file, op, _sizes(size, sweep), ranks, fidelity)
+    if html is not None:
+        report_html.write_collective(html, load_cluster(cluster_file), preds)
     if as_json:
         objs = [p.to_json() for p in preds]
         print_json(objs[0] if size is not None else objs)
@@ -88,7 +97,7 @@ def collective(
         out.print(f"reason: {preds[0].reason}")
 
 
-def _compare(cluster_file: Path, result: Path, as_json: bool) -> None:
+def _compare(cluster_file: Path, result: Path, as_json: bool) -> list[dict[str, Any]]:
     """Predicted against measured per size, with the mean and max |error|."""
     from slowlink.bench.calibrate import predicted_vs_measured
     from slowlink.bench.record import load_record
@@ -99,9 +108,10 @@ def _compare(cluster_file: Path, result: Path, as_json: bool) -> None:
     summary = {"mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs)}
     if as_json:
         print_json({"points": points, **summary})
-        return
+        return points
     out.print(predicted_table(points, f"{points[0]['op']} x{points[0]['ranks']}: {cluster_file} vs {result}"))
     out.print(f"mean |error| {summary['mean_abs_error_pct']:.1f}%, max |error| {summary['max_abs_error_pct']:.1f}%")
+    return points
 
 
 @clean_errors

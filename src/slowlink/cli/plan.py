@@ -16,6 +16,7 @@ _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with 
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collective model) or flow (simulator).")
+_HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
 
 
 def comm_cost(fidelity: str, cluster: Cluster) -> CommCost | None:
@@ -36,8 +37,10 @@ def plan_cmd(
     workload: Path | None = _WORKLOAD,
     as_json: bool = _JSON,
     fidelity: str = _FIDELITY,
+    html: Path | None = _HTML,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
+    from slowlink.report import html as report_html
     from slowlink.report.plan import bottleneck_lines, plan_table
     from slowlink.workload.advice import advise
     from slowlink.workload.step import plan
@@ -48,11 +51,14 @@ def plan_cmd(
         clusters, wpath = [files[0]], files[1]
     else:
         clusters, wpath = list(files), workload
+    report_html.check_html_path(html)
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     costs = [comm_cost(fidelity, c) for c in loaded]
     results = [plan(w, c, k) for c, k in zip(loaded, costs, strict=True)]
     advice = [advise(w, c, r, k) for c, r, k in zip(loaded, results, costs, strict=True)]
+    if html is not None:
+        report_html.write_plan(html, loaded, w, results, advice)
     if as_json:
         js = [r.to_json() | {"advice": [a.to_json() for a in adv]} for r, adv in zip(results, advice, strict=True)]
         print_json(js[0] if len(js) == 1 else {c.name: j for c, j in zip(loaded, js, strict=True)})
@@ -85,8 +91,9 @@ _MODE = typer.Option("global-batch", "--mode", help="global-batch or per-gpu-bat
 
 @clean_errors
 def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _MODE,
-              as_json: bool = _JSON) -> None:
+              as_json: bool = _JSON, html: Path | None = _HTML) -> None:
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
+    from slowlink.report import html as report_html
     from slowlink.report.plan import scale_reason, scale_table
     from slowlink.workload.scale import MODES, scale
 
@@ -96,7 +103,11 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
         counts = [int(x) for x in nodes.split(",")]
     except ValueError:
         raise SpecError(f"--nodes ({nodes!r}) must be comma-separated integers, e.g. 1,2,4,8") from None
-    pts = scale(load_workload(workload), load_cluster(cluster), counts, mode)
+    report_html.check_html_path(html)
+    w, c = load_workload(workload), load_cluster(cluster)
+    pts = scale(w, c, counts, mode)
+    if html is not None:
+        report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
         print_json([{"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
                      "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,

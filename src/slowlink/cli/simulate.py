@@ -80,10 +80,19 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     heatmap_png: Annotated[Path | None, typer.Option("--heatmap", help="Write a link-utilisation image.")]
     = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report (slowdowns, timeline, "
+                                               "utilisation heatmap) to this file.")] = None,
 ) -> None:
     """Run several traffics (collectives, checkpoint bursts) at once on the cluster's fabric."""
+    from slowlink.report import html as report_html
+
+    report_html.check_html_path(html)
     spec, cluster = load_scenario(scenario)
     result = run_scenario(spec, cluster)
+    if html is not None:
+        from slowlink.report.html_simulate import write_simulate
+
+        write_simulate(html, result, cluster)
     if heatmap_png is not None:
         heatmap(result, heatmap_png)
     if as_json:
