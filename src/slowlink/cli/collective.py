@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from slowlink import units
-from slowlink.cli.common import clean_errors, print_json
+from slowlink.cli.common import clean_errors, print_json, progress
 from slowlink.collectives import OPS, Prediction, predict
 from slowlink.collectives.model import default_group
 from slowlink.collectives.validate import validate
@@ -53,7 +53,7 @@ def _flow(cluster: Cluster, op: str, sizes: list[float], ranks: int | None) -> l
     topo = build(cluster)
     gpu_ids = list(range(ranks if ranks is not None else cluster.gpus))
     try:
-        return [simulate_collective(cluster, op, s, gpu_ids, topo)[0] for s in sizes]
+        return [simulate_collective(cluster, op, s, gpu_ids, topo)[0] for s in progress(sizes, f"flow {op}")]
     except ValueError as exc:
         raise SpecError(f"--op with --fidelity flow: {exc}") from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import typer
@@ -19,6 +19,7 @@ err = Console(stderr=True, highlight=False)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -38,3 +39,12 @@ def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
 def print_json(obj: Any) -> None:
     """JSON on stdout, unwrapped, so that other tools can parse it."""
     print(json.dumps(obj, indent=2, sort_keys=False, default=float))
+
+
+def progress(items: Sequence[T], what: str) -> Iterator[T]:
+    """``items`` one by one, with a progress bar on stderr while they run: only on a terminal and for more
+    than one item, and erased at the end, so pipes, JSON and tests see nothing of it."""
+    from rich.progress import track
+
+    yield from track(items, description=what, console=err, transient=True,
+                     disable=len(items) < 2 or not err.is_terminal)

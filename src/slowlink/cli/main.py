@@ -1,37 +1,108 @@
-"""The ``slowlink`` command: a thin typer app; each area registers its own subcommands."""
+"""The ``slowlink`` command: a thin typer app; each area registers its own subcommands, loaded on first use.
+
+The root lists every command from :data:`COMMANDS` (name, area module, one-line summary) and imports an
+area's module, and the libraries behind it (numpy, pydantic, scipy, networkx), only when one of its
+commands runs or shows its own help: ``slowlink --help`` and ``slowlink --version`` import none of them.
+The approach is click's documented lazy group ("Advanced Patterns: Lazily Loading Subcommands",
+click.palletsprojects.com), on typer's group class so the help keeps typer's rich layout.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
 
 from slowlink import __version__
-from slowlink.cli import bench, collective, emulate, plan, simulate
 
-app = typer.Typer(
-    name="slowlink",
-    help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-validate_app = typer.Typer(
-    help="Check slowlink's models against published or emulated measurements.",
-    add_completion=False,
-)
-app.add_typer(validate_app, name="validate")
+_VALIDATE = "validate"
+_VALIDATE_HELP = "Check slowlink's models against published or emulated measurements."
+
+# command -> (the area module that registers it, the summary the root help shows). `validate` gathers
+# commands from several areas. tests/cli/test_main.py checks that this table names every command the
+# areas register, each with its own help's first line.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "collective": ("slowlink.cli.collective",
+                   "Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."),
+    "plan": ("slowlink.cli.plan",
+             "Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."),
+    "scale": ("slowlink.cli.plan",
+              "Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."),
+    "simulate": ("slowlink.cli.simulate",
+                 "Run several traffics (collectives, checkpoint bursts) at once on the cluster's fabric."),
+    "compare": ("slowlink.cli.bench", "Exit 1 when RESULT is slower than BASELINE beyond the tolerance "
+                "(or, with --nodes, a node is slow)."),
+    "calibrate": ("slowlink.cli.bench", "Fit the collective model's latency and bus bandwidth to a sweep; "
+                  "write the profile and a cluster file."),
+    _VALIDATE: ("", _VALIDATE_HELP),
+    "bench": ("slowlink.cli.bench", "Measure collectives, GEMMs and a small training job on this machine."),
+    "baseline": ("slowlink.cli.bench", "Keep benchmark results as named baselines."),
+    "emulate": ("slowlink.cli.emulate", "An emulated cluster in Linux network namespaces (needs root)."),
+}
+AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
+         "slowlink.cli.emulate")
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    if version:
+def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
+    """A root app with every command of ``areas`` registered (imports those modules)."""
+    root = typer.Typer(add_completion=False)
+    validate_app = typer.Typer(help=_VALIDATE_HELP, add_completion=False)
+    root.add_typer(validate_app, name=_VALIDATE)
+    for area in areas:
+        importlib.import_module(area).register(root, validate_app)
+    return root
+
+
+class LazyGroup(TyperGroup):
+    """Typer's group that builds a subcommand from its area module on first use."""
+
+    listing = False  # True while the root help is drawn: the summaries come from COMMANDS, nothing loads
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.commands, *(n for n in COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            area, summary = COMMANDS[cmd_name]
+            if self.listing:
+                return typer.core.TyperCommand(name=cmd_name, help=summary)
+            group = typer.main.get_group(full_app((area,) if area else AREAS))
+            self.commands[cmd_name] = group.commands[cmd_name]
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+def _print_version(value: bool) -> None:
+    if value:
         print(__version__)
         raise typer.Exit(0)
 
 
-for _area in (collective, plan, simulate, bench, emulate):
-    _area.register(app, validate_app)
+app = typer.Typer(
+    name="slowlink",
+    cls=LazyGroup,
+    help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    pass
 
 
 def run() -> None:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from slowlink.errors import SpecError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Path = tuple[int, ...]
 Paths = list[tuple[float, Path]]
@@ -95,6 +97,8 @@ class Topology:
     @property
     def graph(self) -> nx.DiGraph:
         """The links as a directed graph (built on each call; for inspection, not for the engine)."""
+        import networkx as nx  # ~60 ms to import; only this view needs it
+
         g = nx.DiGraph()
         for i, name in enumerate(self.names):
             u, v = name.split("->")

@@ -30,24 +30,43 @@ CommCost = Callable[[str, float, list[list[int]]], float]
 #  dimension as lists of RANKS) -> seconds until all of them finish. op in all_reduce, all_gather,
 #  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
 
+_SHAPES: dict[tuple[int, int, str], tuple[Cluster, list[list[int]], Group]] = {}
+# Cleared when either bound is passed: entries, and ranks held in the kept group lists (2**22 ranks: about
+# five 131,072-GPU layouts with every collective of each, ~150 MB at most), so a long search cannot grow it.
+_SHAPES_MAX = 1024
+_SHAPES_MAX_RANKS = 2**22
+_shapes_ranks = 0
+
+
 def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
     """The collective model's :class:`Group` of ``groups`` on the placed cluster (one rule for both models:
-    :func:`slowlink.collectives.communicator.communicator`)."""
-    return communicator(cluster, op, groups)
+    :func:`slowlink.collectives.communicator.communicator`).
+
+    Cached per (cluster object, groups object, op): :func:`groups_of` hands out one list per layout, so a
+    plan repeated on the same cluster places each communicator once. The entry holds both objects, so
+    their ids cannot be reused while it lives, and a hit checks identity.
+    """
+    global _shapes_ranks
+    key = (id(cluster), id(groups), op)
+    hit = _SHAPES.get(key)
+    if hit is None or hit[0] is not cluster or hit[1] is not groups:
+        ranks = len(groups) * len(groups[0]) if groups else 0
+        if len(_SHAPES) >= _SHAPES_MAX or _shapes_ranks + ranks > _SHAPES_MAX_RANKS:
+            _SHAPES.clear()
+            _shapes_ranks = 0
+        hit = (cluster, groups, communicator(cluster, op, groups))
+        _SHAPES[key] = hit
+        _shapes_ranks += ranks
+    return hit[2]
 
 
 def analytical_cost(cluster: Cluster) -> CommCost:
     """The :data:`CommCost` of the analytical collective model (``slowlink.collectives.predict``)."""
 
-    shapes: dict[tuple[str, int], tuple[list[list[int]], Group]] = {}  # keeps groups alive: ids stay unique
-
     def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
         if not groups or len(groups[0]) < 2 or size_bytes <= 0:
             return 0.0
-        key = (op, id(groups))
-        if key not in shapes:
-            shapes[key] = (groups, group_shape(cluster, op, groups))
-        return predict(cluster, op, size_bytes, shapes[key][1]).time_s
+        return predict(cluster, op, size_bytes, group_shape(cluster, op, groups)).time_s
 
     return cost
 

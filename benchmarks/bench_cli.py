@@ -1,0 +1,78 @@
+"""Wall time of the ``slowlink`` command, process start to exit, the way a user waits for it (issue 19):
+``--help`` and ``plan`` on the default example < 0.3 s; ``--version``, ``collective``, ``simulate`` and a
+131,072-GPU ``plan`` reported. Each is the best of ``--repeat`` runs (other processes share the cores).
+Exits 1 when a goal is missed. Run as ``python benchmarks/bench_cli.py [--repeat N]``."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+GOAL_S = 0.3  # --help and the default plan (issue 19)
+
+# A 16,384-node H100 cluster and Llama 3 8B over all of its 131,072 GPUs (TP 8 in the node, DP 16,384).
+HUGE_CLUSTER = """name: h100-131k
+nodes: 16384
+gpus_per_node: 8
+gpu: h100-sxm
+scale_up: {link: nvlink4, domain_gpus: 8}
+nics: {compute: {per_node: 8, speed_gbit_s: 400}}
+fabric: {transport: roce, topology: fat-tree, tiers: 3, oversubscription: [1, 1, 7], pod_gpus: 3072}
+"""
+HUGE_WORKLOAD = """name: llama3-8b-131k
+model: {preset: llama3-8b}
+training: {global_batch: 32768, micro_batch: 1, precision: bf16, recompute: selective}
+parallel: {tp: 8, pp: 1, dp: 16384}
+"""
+
+
+def wall_s(args: list[str], repeat: int) -> float:
+    """Best wall time of ``repeat`` runs of ``python -m slowlink ARGS`` (output discarded; must exit 0)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "slowlink", *args], check=True, stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=5)
+    repeat = ap.parse_args().repeat
+    ref, w8 = str(EXAMPLES / "ref-64gpu.yaml"), str(EXAMPLES / "llama3-8b.yaml")
+    with tempfile.TemporaryDirectory() as tmp:
+        huge_c, huge_w = Path(tmp) / "cluster.yaml", Path(tmp) / "workload.yaml"
+        huge_c.write_text(HUGE_CLUSTER)
+        huge_w.write_text(HUGE_WORKLOAD)
+        cases: list[tuple[str, list[str], float | None]] = [
+            ("python -c pass (interpreter floor)", [], None),
+            ("slowlink --help", ["--help"], GOAL_S),
+            ("slowlink --version", ["--version"], None),
+            ("slowlink plan ref-64gpu llama3-8b", ["plan", ref, w8], GOAL_S),
+            ("slowlink collective ref-64gpu --size 1GiB", ["collective", ref, "--size", "1GiB"], None),
+            ("slowlink simulate scenario-two-jobs", ["simulate", str(EXAMPLES / "scenario-two-jobs.yaml")], None),
+            ("slowlink plan (131,072 GPUs)", ["plan", str(huge_c), str(huge_w)], None),
+        ]
+        ok = True
+        for name, args, goal in cases:
+            if not args:
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], check=True)
+                dt = time.perf_counter() - t0
+            else:
+                dt = wall_s(args, repeat if goal is not None else max(1, repeat // 2))
+            verdict = "" if goal is None else f" (goal < {goal:.1f} s) {'ok' if dt < goal else 'MISSED'}"
+            ok &= goal is None or dt < goal
+            print(f"{name:45s} {dt:6.3f} s{verdict}")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

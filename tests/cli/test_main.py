@@ -1,0 +1,71 @@
+"""The root command: --version, -h everywhere, the lazy command table, and what `import` costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer.main
+from typer.testing import CliRunner
+
+from slowlink import __version__
+from slowlink.cli.main import COMMANDS, app, full_app
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _first_paragraph(text: str | None) -> str:
+    return " ".join((text or "").split("\n\n")[0].split())
+
+
+def test_version_prints_the_version() -> None:
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == __version__
+
+
+def test_short_help_flag_works_at_every_level() -> None:
+    for args in (["-h"], ["plan", "-h"], ["validate", "-h"], ["bench", "collectives", "-h"], ["emulate", "up", "-h"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, (args, res.output)
+        assert "Usage" in res.output, args
+
+
+def test_root_help_lists_every_command_without_loading_it() -> None:
+    res = runner.invoke(app, ["--help"])
+    assert res.exit_code == 0
+    for name in COMMANDS:
+        assert name in res.output
+
+
+def test_command_table_matches_the_areas() -> None:
+    """Every command the areas register is in COMMANDS, with its own help's first paragraph as summary."""
+    group = typer.main.get_group(full_app())
+    assert set(group.commands) == set(COMMANDS)
+    for name, cmd in group.commands.items():
+        assert _first_paragraph(COMMANDS[name][1]) == _first_paragraph(cmd.short_help or cmd.help), name
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    res = runner.invoke(app, ["no-such-command"])
+    assert res.exit_code == 2
+
+
+def test_help_imports_no_numerical_library() -> None:
+    """`slowlink --help` answers without scipy, networkx, numpy or pydantic (they cost ~0.2 s to import)."""
+    code = ("import sys\nfrom slowlink.cli.main import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = {'scipy', 'networkx', 'numpy', 'pydantic'}\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_plan_imports_neither_scipy_nor_networkx() -> None:
+    code = ("import sys\nfrom slowlink.cli.main import app\ntry:\n"
+            f"    app(['plan', '{EXAMPLES / 'ref-64gpu.yaml'}', '{EXAMPLES / 'llama3-8b.yaml'}', '--json'])\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'scipy', 'networkx'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
