@@ -58,3 +58,100 @@ def test_validation_errors_name_field_value_and_rule(data: dict[str, object], ex
     with pytest.raises(ValidationError) as info:
         _Model.model_validate(data)
     assert expected in format_validation_error(info.value, "src")
+
+
+def test_binary_file_is_a_clean_error(tmp_path: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    with pytest.raises(SpecError, match=r"c.yaml: not a text file \(byte \d+ is not UTF-8\)"):
+        read_mapping(bad)
+
+
+def test_duplicate_yaml_key_names_key_and_lines(tmp_path: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text("name: x\nnodes: 8\nfabric: {tiers: 2}\nnodes: 4\n")
+    with pytest.raises(SpecError, match=r"c.yaml: key 'nodes' is written twice at line 4 \(first at line 2\)"):
+        read_mapping(bad)
+
+
+def test_duplicate_nested_yaml_key_and_json_key(tmp_path: Path) -> None:
+    nested = tmp_path / "c.yaml"
+    nested.write_text("fabric:\n  tiers: 2\n  tiers: 3\n")
+    with pytest.raises(SpecError, match=r"key 'tiers' is written twice at line 3"):
+        read_mapping(nested)
+    js = tmp_path / "c.json"
+    js.write_text('{"nodes": 8, "nodes": 4}')
+    with pytest.raises(SpecError, match=r"c.json: key 'nodes' is written twice"):
+        read_mapping(js)
+
+
+def test_yaml_merge_keys_still_work(tmp_path: Path) -> None:
+    ok = tmp_path / "c.yaml"
+    ok.write_text("base: &b {tiers: 2}\nfabric:\n  <<: *b\n  topology: fat-tree\n")
+    assert read_mapping(ok)["fabric"] == {"tiers": 2, "topology": "fat-tree"}
+
+
+@pytest.mark.parametrize(("text", "field", "value"), [
+    ("fabric: {oversubscription: .inf}\n", "fabric.oversubscription", "inf"),
+    ("storage: {read_gbyte_s: .nan}\n", "storage.read_gbyte_s", "nan"),
+    ("ranks: [1, -.inf]\n", "ranks.1", "-inf"),
+])
+def test_non_finite_numbers_are_rejected(tmp_path: Path, text: str, field: str, value: str) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text(text)
+    with pytest.raises(SpecError, match=rf"c.yaml: {field} \({value}\): must be a finite number"):
+        read_mapping(bad)
+
+
+def test_json_nan_is_rejected(tmp_path: Path) -> None:
+    bad = tmp_path / "c.json"
+    bad.write_text('{"nodes": NaN}')
+    with pytest.raises(SpecError, match=r"nodes \(nan\): must be a finite number"):
+        read_mapping(bad)
+
+
+class _Outer(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    inner: _Model
+    order: list[int]
+
+
+def test_long_values_are_cut_and_sections_never_repeated() -> None:
+    with pytest.raises(ValidationError) as info:
+        _Outer.model_validate({"inner": {"nodes": 0}, "order": "x" * 500})
+    text = format_validation_error(info.value, "src")
+    assert "src: inner.nodes (0):" in text and "src: order ('xxx" in text and "...): must be a list" in text
+    assert all(len(line) < 160 for line in text.splitlines()), text
+    with pytest.raises(ValidationError) as info:
+        _Outer.model_validate({"inner": "n" * 500, "order": []})
+    assert len(format_validation_error(info.value, "src")) < 160
+
+
+def test_unknown_key_points_to_the_page_of_its_kind() -> None:
+    with pytest.raises(ValidationError) as info:
+        _Model.model_validate({"nodes": 2, "foo": 1})
+    assert "docs/workload.md" in format_validation_error(info.value, "w.yaml", "workload")
+    assert "docs/sim.md" in format_validation_error(info.value, "s.yaml", "scenario")
+
+
+def test_swapped_files_get_a_hint() -> None:
+    from slowlink.fileio import check_kind, guess_kind
+
+    workload = {"name": "w", "model": {}, "training": {}, "parallel": {}}
+    cluster = {"name": "c", "nodes": 8, "gpus_per_node": 8, "fabric": {}}
+    assert guess_kind(workload) == "workload" and guess_kind(cluster) == "cluster"
+    with pytest.raises(SpecError, match=r"w.yaml: this looks like a workload file .* not a cluster file "
+                                        r"\(the cluster file comes first"):
+        check_kind(workload, "cluster", "w.yaml")
+    check_kind(cluster, "cluster", "c.yaml")  # the right kind passes
+    check_kind({"nodes": 8, "model": {}}, "cluster", "c.yaml")  # a cluster key present: validated as one
+
+
+def test_check_output(tmp_path: Path) -> None:
+    from slowlink.fileio import check_output
+
+    assert check_output(tmp_path / "h.png", "--heatmap", (".png",)) == tmp_path / "h.png"
+    with pytest.raises(SpecError, match=r"--heatmap \('.*h.txt'\) must end in .png"):
+        check_output(tmp_path / "h.txt", "--heatmap", (".png",))
+    with pytest.raises(SpecError, match=r"folder '.*nodir' does not exist"):
+        check_output(tmp_path / "nodir" / "h.png", "--heatmap", (".png",))

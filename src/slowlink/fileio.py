@@ -1,8 +1,16 @@
-"""Reading spec files: YAML or JSON into a mapping, and pydantic errors into one readable message."""
+"""Reading spec files: YAML or JSON into a mapping, and pydantic errors into one readable message.
+
+Everything a user writes goes through :func:`read_mapping`: it reads text (never a binary file), refuses a
+key written twice (YAML and JSON would both keep the last one silently) and any non-finite number
+(``.inf``/``.nan`` in YAML, ``Infinity``/``NaN`` in Python's JSON), naming the file, the key and the line.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,41 +19,194 @@ from pydantic import ValidationError
 
 from slowlink.errors import SpecError
 
+# Where each kind of file is documented, so that an error points to the page that lists its keys.
+DOCS = {
+    "cluster": "docs/spec.md",
+    "catalog": "docs/spec.md#the-catalog",
+    "workload": "docs/workload.md#the-workload-file-keys-are-a-contract-added-never-renamed",
+    "scenario": "docs/sim.md#scenarios-slowlink-simulate",
+    "record": "docs/bench.md#records-baselines-compare",
+    "calibration": "docs/bench.md#calibration",
+}
 
-def read_mapping(path: Path | str) -> dict[str, Any]:
-    """Parse a YAML or JSON file whose top level is a mapping; every failure is a :class:`SpecError`."""
+# Top-level keys only one kind of file has: what a file given in the wrong place most likely is.
+_KIND_KEYS = {
+    "cluster": ("nodes", "gpus_per_node", "gpu", "scale_up", "nics", "fabric"),
+    "workload": ("model", "training", "parallel", "overlap"),
+    "scenario": ("traffic",),
+    "record": ("rows", "kind"),
+}
+
+MAX_VALUE_CHARS = 60  # longest input value an error message repeats; longer ones are cut with "..."
+
+
+class _Dup(Exception):
+    def __init__(self, key: object, line: int, first_line: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a mapping with a key written twice is an error (YAML 1.2, 3.2.1.1:
+    "the content of a mapping node is an unordered set of key/value node pairs, with the restriction that
+    each of the keys is unique"; PyYAML keeps the last value silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, Hashable) and key in seen:
+                raise _Dup(key, line, seen[key])
+            if isinstance(key, Hashable):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: a key written twice in one JSON object is an error (RFC 8259 4: names
+    "SHOULD be unique"; Python keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Dup(key, 0, 0)
+        out[key] = value
+    return out
+
+
+def read_text(path: Path | str, what: str = "file") -> str:
+    """The UTF-8 text of ``path``; a missing, unreadable or binary file is a :class:`SpecError`."""
     p = Path(path)
     if not p.exists():
-        raise SpecError(f"file ({str(p)!r}) does not exist")
+        raise SpecError(f"{what} ({str(p)!r}) does not exist")
     if p.is_dir():
-        raise SpecError(f"file ({str(p)!r}) is a directory, not a spec file")
+        raise SpecError(f"{what} ({str(p)!r}) is a directory, not a spec file")
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as exc:
-        raise SpecError(f"file ({str(p)!r}) cannot be read: {exc.strerror}") from None
+        raise SpecError(f"{what} ({str(p)!r}) cannot be read: {exc.strerror}") from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{p}: not a text file (byte {exc.start} is not UTF-8): give a YAML or JSON file") from None
+
+
+def non_finite(data: Any, path: str = "") -> Iterator[tuple[str, float]]:
+    """Every (field path, value) in nested dicts/lists whose value is an infinite or NaN float."""
+    if isinstance(data, float) and not math.isfinite(data):
+        yield path or "(top level)", data
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            yield from non_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from non_finite(v, f"{path}.{i}" if path else str(i))
+
+
+def parse_text(text: str, source: str, as_json: bool, finite: bool = True) -> Any:
+    """YAML (or JSON) text into Python objects; syntax errors, repeated keys and (``finite``) non-finite
+    numbers are :class:`SpecError`."""
+    try:
+        # a SafeLoader subclass: only plain YAML types are built, as with yaml.safe_load
+        data = json.loads(text, object_pairs_hook=_unique_pairs) if as_json else yaml.load(text, _UniqueKeyLoader)
+    except _Dup as dup:
+        where = f" at line {dup.line} (first at line {dup.first_line})" if dup.line else ""
+        raise SpecError(f"{source}: key {dup.key!r} is written twice{where}: keep one") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{p}: not valid YAML/JSON{where}: {problem}") from None
+        raise SpecError(f"{source}: not valid YAML/JSON{where}: {problem}") from None
+    for field, value in non_finite(data) if finite else ():
+        raise SpecError(f"{source}: {field} ({value}): must be a finite number")
+    return data
+
+
+def read_mapping(path: Path | str) -> dict[str, Any]:
+    """Parse a YAML or JSON file whose top level is a mapping; every failure is a :class:`SpecError`."""
+    p = Path(path)
+    data = parse_text(read_text(p), str(p), p.suffix == ".json")
     if not isinstance(data, dict):
         raise SpecError(f"{p}: the top level must be a mapping of keys, got {type(data).__name__}")
     return data
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """Render pydantic errors as ``source: field.path (value): message``, one per line."""
+def guess_kind(data: dict[str, Any]) -> str | None:
+    """The kind of file (cluster, workload, scenario, record) its top-level keys say, or None if unclear."""
+    hits = {kind: sum(k in data for k in keys) for kind, keys in _KIND_KEYS.items()}
+    best = max(hits, key=lambda k: hits[k])
+    return best if hits[best] >= 1 and list(hits.values()).count(hits[best]) == 1 else None
+
+
+def check_kind(data: dict[str, Any], expected: str, source: str) -> None:
+    """A :class:`SpecError` when a file of another kind is given where ``expected`` is (e.g. swapped files)."""
+    kind = guess_kind(data)
+    if kind is None or kind == expected or any(k in data for k in _KIND_KEYS.get(expected, ())):
+        return
+    keys = ", ".join(k for k in _KIND_KEYS[kind] if k in data)
+    hint = " (the cluster file comes first: slowlink plan CLUSTER WORKLOAD)" if {kind, expected} == {
+        "cluster", "workload"} else ""
+    raise SpecError(f"{source}: this looks like a {kind} file (it has {keys}), not a {expected} file{hint}; "
+                    f"a {expected} file is described in {DOCS[expected]}")
+
+
+def short(value: object, limit: int = MAX_VALUE_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so that an error never repeats a whole section."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_RULES = {  # pydantic's words for a type error, in the rule's words (strict mode: no bool -> int, no str -> int)
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "finite_number": "must be a finite number",
+    "model_type": "must be a mapping of keys",
+    "model_attributes_type": "must be a mapping of keys",
+    "dict_type": "must be a mapping of keys",
+    "list_type": "must be a list",
+}
+
+
+def format_validation_error(exc: ValidationError, source: str, kind: str = "cluster") -> str:
+    """Render pydantic errors as ``source: field.path (value): rule``, one per line.
+
+    Values are cut to :data:`MAX_VALUE_CHARS`; a whole section (a mapping) is never repeated; an unknown key
+    points to the page that documents the keys of ``kind`` (a cluster, workload, scenario, ...).
+    """
     lines = []
     for err in exc.errors():
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
         value = err.get("input")
         if err["type"] == "extra_forbidden":
-            lines.append(f"{source}: {loc}: unknown key (allowed keys are documented in docs/spec.md)")
+            doc = DOCS.get(kind, DOCS["cluster"])
+            lines.append(f"{source}: {loc}: unknown key (the keys of a {kind} file are in {doc})")
         elif err["type"] == "missing":
             lines.append(f"{source}: {loc}: required key is missing")
         else:
-            msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{source}: {loc} ({value!r}): {msg}")
+            msg = _RULES.get(err["type"]) or err["msg"].removeprefix("Value error, ")
+            if not err["loc"]:  # a rule across several keys: its message names them
+                lines.append(f"{source}: {msg}")
+                continue
+            shown = "" if isinstance(value, dict) else f" ({short(value)})"
+            lines.append(f"{source}: {loc}{shown}: {msg}")
     return "\n".join(lines)
+
+
+def check_output(path: Path | str, flag: str, suffixes: tuple[str, ...]) -> Path:
+    """An output file a command will write, checked before any work: its folder exists and is writable,
+    it is not a folder, and its suffix is one of ``suffixes`` (e.g. ``(".png", ".svg")``)."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise SpecError(f"{flag} ({str(p)!r}) must end in {', '.join(suffixes)}")
+    if p.is_dir():
+        raise SpecError(f"{flag} ({str(p)!r}) is a folder: give a file name")
+    folder = p.parent
+    if not folder.is_dir():
+        raise SpecError(f"{flag} ({str(p)!r}): folder {str(folder)!r} does not exist (create it first)")
+    if not os.access(folder, os.W_OK):
+        raise SpecError(f"{flag} ({str(p)!r}): folder {str(folder)!r} is not writable")
+    return p

@@ -16,12 +16,86 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from slowlink import __version__
 from slowlink.errors import BenchError, SpecError
+from slowlink.fileio import format_validation_error, parse_text, read_text
 
 KINDS = ("collectives", "compute", "train")
+
+# Rows keep every key a benchmark wrote (extra="allow"); the keys the readers use (compare, calibrate,
+# collective --compare) are checked: present, of their type (strict: no bool for an int), finite, positive.
+_ROW = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+class CollectiveRow(BaseModel):
+    """One size of a collectives sweep (nccl-tests' columns)."""
+
+    model_config = _ROW
+    op: str = Field(min_length=1, description="Collective, e.g. all_reduce.")
+    size_bytes: float = Field(gt=0, description="Size in nccl-tests' convention, bytes.")
+    ranks: int = Field(ge=1, description="Ranks of the communicator.")
+    time_s: float = Field(gt=0, description="Out-of-place time per iteration, seconds.")
+    busbw_gbyte_s: float = Field(ge=0, description="Bus bandwidth, GB/s.")
+    redop: str = Field("sum", description="Reduction operator, or none.")
+    type: str = Field("float", description="Element type (nccl-tests' name).")
+    wrong: int = Field(0, ge=-1, description="Wrong elements found by the check; -1 when not checked.")
+
+
+class ComputeRow(BaseModel):
+    """One GEMM shape and dtype of a compute benchmark."""
+
+    model_config = _ROW
+    m: int = Field(ge=1, description="GEMM rows.")
+    n: int = Field(ge=1, description="GEMM columns.")
+    k: int = Field(ge=1, description="GEMM inner dimension.")
+    dtype: str = Field(min_length=1, description="fp32, bf16 or fp16.")
+    tflops: float = Field(gt=0, description="Achieved TFLOP/s.")
+
+
+class TrainRow(BaseModel):
+    """One rank count of a training benchmark."""
+
+    model_config = _ROW
+    mode: str = Field(min_length=1, description="ddp or fsdp.")
+    ranks: int = Field(ge=1, description="Ranks trained on.")
+    step_time_s: float = Field(gt=0, description="Mean step time, seconds.")
+
+
+class RecordEnv(BaseModel):
+    """The parts of a record's environment that readers use; everything else is kept as written."""
+
+    model_config = _ROW
+    hostnames: list[str] | None = Field(None, description="Host of every rank.")
+    backend: str | None = Field(None, description="gloo or nccl.")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+    kind: Literal["collectives", "compute", "train"] = Field(description="Which benchmark wrote it.")
+    created_utc: str | None = Field(None, description="When it was written, ISO 8601 UTC.")
+    env: RecordEnv = Field(default_factory=RecordEnv, description="Versions and hosts of the run.")
+    config: dict[str, Any] = Field(default_factory=dict, description="The benchmark's options.")
+
+
+class CollectivesRecord(_Record):
+    rows: list[CollectiveRow] = Field(min_length=1, description="One row per size (and reduction).")
+
+
+class ComputeRecord(_Record):
+    rows: list[ComputeRow] = Field(min_length=1, description="One row per shape and dtype.")
+
+
+class TrainRecord(_Record):
+    rows: list[TrainRow] = Field(min_length=1, description="One row per rank count.")
+
+
+RECORD_MODELS: dict[str, type[_Record]] = {
+    "collectives": CollectivesRecord, "compute": ComputeRecord, "train": TrainRecord,
+}
 
 
 def _driver_version() -> str | None:
@@ -92,19 +166,36 @@ def write_record(rec: dict[str, Any], results_dir: Path, label: str) -> Path:
     return path
 
 
+def _row_kind(rows: list[Any]) -> str:
+    """The kind of a bare list of rows (``bench ... --json`` output), by the keys of its first row."""
+    first = rows[0] if rows and isinstance(rows[0], dict) else {}
+    for kind, key in (("collectives", "busbw_gbyte_s"), ("compute", "tflops"), ("train", "step_time_s")):
+        if key in first:
+            return kind
+    return "unknown"
+
+
+def check_record(data: Any, source: str) -> dict[str, Any]:
+    """``data`` (a parsed record, or a bare list of rows) as a record dict, checked against its kind's schema."""
+    if isinstance(data, list):
+        data = {"kind": _row_kind(data), "env": {}, "config": {}, "rows": data}
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
+        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        raise SpecError(f"{source}: kind ({kind!r}) must be one of {', '.join(KINDS)}, with a list of rows "
+                        "(write one with `slowlink bench ...`)")
+    try:
+        RECORD_MODELS[data["kind"]].model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source, "record")) from None
+    return data
+
+
 def load_record(path: Path | str) -> dict[str, Any]:
-    """A record file, or a bare list of rows (``bench ... --json`` output), as a record."""
+    """A record file, or a bare list of rows (``bench ... --json`` output), as a checked record.
+
+    A NaN in a column no reader uses is kept (a benchmark may write one); the schema refuses it where read.
+    """
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"result ({str(p)!r}) does not exist or is not a file")
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(f"result ({str(p)!r}) is not a JSON result: {exc}") from None
-    if isinstance(data, list):
-        kind = "collectives" if data and "busbw_gbyte_s" in data[0] else "unknown"
-        data = {"kind": kind, "env": {}, "config": {}, "rows": data}
-    if not isinstance(data, dict) or data.get("kind") not in KINDS or not isinstance(data.get("rows"), list):
-        raise SpecError(f"result ({str(p)!r}): kind must be one of {', '.join(KINDS)} with a list of rows "
-                        "(write one with `slowlink bench ...`)")
-    return data
+    return check_record(parse_text(read_text(p, "result"), str(p), as_json=True, finite=False), str(p))

@@ -31,7 +31,8 @@ _TRAIN_CLUSTER = typer.Option(None, "--cluster", help="Cluster file: peak for MF
 _PARTITION = typer.Option(None, "--partition", help="--emit-slurm: Slurm partition.")
 
 
-def _sizes(lo: str, hi: str, factor: float) -> tuple[float, ...]:
+def _sizes(lo: str, hi: str, factor: float, elem_bytes: int = 1, dtype: str = "int8") -> tuple[float, ...]:
+    """nccl-tests' -b/-e/-f sizes; each must hold at least one element of ``dtype`` (count = size / elem > 0)."""
     try:
         a, b = parse_size(lo), parse_size(hi)
     except ValueError as exc:
@@ -40,6 +41,9 @@ def _sizes(lo: str, hi: str, factor: float) -> tuple[float, ...]:
         raise BenchError(
             f"sizes (-b {lo} -e {hi} -f {factor:g}) need 0 < minbytes <= maxbytes and factor > 1"
         )
+    if a < elem_bytes:
+        raise BenchError(f"-b/--minbytes ({lo!r}) must be >= one {dtype} element ({elem_bytes} B): "
+                         "a smaller size has a count of 0")
     sizes = []
     s = a
     while s <= b * (1 + 1e-9):
@@ -110,7 +114,9 @@ def collectives(
         raise BenchError(f"iters ({iters}) must be >= 1 and warmup_iters ({warmup}) >= 0")
     if rounds < 1:
         raise BenchError(f"--rounds ({rounds}) must be >= 1")
-    sizes = _sizes(minbytes, maxbytes, stepfactor)
+    from slowlink.report.collective import DTYPE_BYTES
+
+    sizes = _sizes(minbytes, maxbytes, stepfactor, DTYPE_BYTES[dtype], dtype)
     redops_for(op, redop, "nccl")  # the name is checked before anything starts
     if emit is not None:
         args = ["collectives", "--op", op, "-o", redop, "-d", dtype, "-b", minbytes, "-e", maxbytes,

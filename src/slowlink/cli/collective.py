@@ -85,7 +85,11 @@ def collective(
         return
     if dtype not in DTYPE_BYTES:
         raise SpecError(f"--dtype ({dtype!r}) is not one of {', '.join(DTYPE_BYTES)}")
-    preds = run_collective(cluster_file, op, _sizes(size, sweep), ranks, fidelity)
+    sizes = _sizes(size, sweep)
+    if min(sizes) < DTYPE_BYTES[dtype]:
+        raise SpecError(f"--size/--sweep ({min(sizes):g} B) must be >= one {dtype} element ({DTYPE_BYTES[dtype]} B): "
+                        "a smaller size has a count of 0")
+    preds = run_collective(cluster_file, op, sizes, ranks, fidelity)
     if html is not None:
         report_html.write_collective(html, load_cluster(cluster_file), preds)
     if as_json:

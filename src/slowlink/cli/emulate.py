@@ -98,6 +98,23 @@ def kill_cmd(node: int) -> None:
     out.print(f"killed {net.kill_node(net.current(), node)} processes")
 
 
+FLOAT32_BYTES = 4  # emulate/collective.py runs the collectives on float32 tensors
+
+
+def check_emulated_size(size_bytes: float, ops: list[str], ranks: int) -> None:
+    """--size must be whole float32 elements, and for all_to_all a whole number of them per rank (gloo's
+    all_to_all_single splits the tensor into ``ranks`` equal blocks and refuses a remainder)."""
+    elems, rest = divmod(size_bytes, FLOAT32_BYTES)
+    shown = int(size_bytes) if size_bytes == int(size_bytes) else size_bytes
+    if elems < 1 or rest:
+        raise EmulationError(field_error("--size", shown, f"must be a positive multiple of {FLOAT32_BYTES} B "
+                                         "(the collectives run on float32)"))
+    if "all_to_all" in ops and elems % ranks:
+        raise EmulationError(field_error("--size", shown, f"must be a multiple of {FLOAT32_BYTES} B x "
+                                         f"{ranks} ranks = {FLOAT32_BYTES * ranks} B for all_to_all, which "
+                                         "sends each rank an equal share"))
+
+
 @clean_errors
 def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
                  ops: str = typer.Option("all_reduce,all_to_all", help="Collectives, comma-separated."),
@@ -108,7 +125,6 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
     """Bring CLUSTER up emulated, measure gloo collectives, compare the flow and analytical models."""
     from slowlink.emulate.validate import validate
 
-    net.check_root()
     try:
         size_bytes = units.parse_size(size)
     except ValueError as exc:
@@ -118,8 +134,10 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
     if bad or not op_list or iters < 1:
         raise EmulationError(field_error("ops/iters", (ops, iters), "need all_reduce/all_to_all and iters >= 1"))
     c = load_cluster(cluster)
-    rows = validate(c, build_plan(c, scale=scale, delay_s=_pairs(delay, "delay", units.MS)), op_list,
-                    size_bytes, iters)
+    plan = build_plan(c, scale=scale, delay_s=_pairs(delay, "delay", units.MS))
+    check_emulated_size(size_bytes, op_list, len(plan.nodes))  # before anything is brought up
+    net.check_root()
+    rows = validate(c, plan, op_list, size_bytes, iters)
     if json_out:
         print_json([asdict(r) for r in rows])
         return

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
-from slowlink.errors import SpecError
+from slowlink.errors import SlowlinkError, SpecError
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.comm import CommCost
-from slowlink.workload.spec import load_workload
+from slowlink.workload.spec import Workload, load_workload
+
+if TYPE_CHECKING:
+    from slowlink.workload.step import StepResult
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
@@ -31,6 +35,18 @@ def comm_cost(fidelity: str, cluster: Cluster) -> CommCost | None:
     raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
 
 
+def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, path: Path, several: bool) -> StepResult:
+    """The plan of one cluster; with several clusters an error names the one it is about."""
+    from slowlink.workload.step import plan
+
+    try:
+        return plan(w, c, cost)
+    except SlowlinkError as exc:
+        if not several:
+            raise
+        raise type(exc)(f"{path} (cluster {c.name}): {exc}") from None
+
+
 @clean_errors
 def plan_cmd(
     files: list[Path] = _FILES,
@@ -43,7 +59,6 @@ def plan_cmd(
     from slowlink.report import html as report_html
     from slowlink.report.plan import bottleneck_lines, plan_table
     from slowlink.workload.advice import advise
-    from slowlink.workload.step import plan
 
     if workload is None:
         if len(files) != 2:
@@ -55,7 +70,8 @@ def plan_cmd(
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     costs = [comm_cost(fidelity, c) for c in loaded]
-    results = [plan(w, c, k) for c, k in zip(loaded, costs, strict=True)]
+    results = [_plan_named(w, c, k, path, len(loaded) > 1)
+               for c, k, path in zip(loaded, costs, clusters, strict=True)]
     advice = [advise(w, c, r, k) for c, r, k in zip(loaded, results, costs, strict=True)]
     if html is not None:
         report_html.write_plan(html, loaded, w, results, advice)

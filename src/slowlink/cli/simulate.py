@@ -36,6 +36,20 @@ def to_json(r: ScenarioResult) -> dict[str, Any]:
     }
 
 
+HEATMAP_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector backends write
+
+
+def check_heatmap(path: Path) -> None:
+    """--heatmap's file can be written (folder, suffix) and matplotlib is installed: checked before work."""
+    from slowlink.fileio import check_output
+
+    check_output(path, "--heatmap", HEATMAP_SUFFIXES)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SlowlinkError("--heatmap needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
+
+
 def heatmap(r: ScenarioResult, path: Path, top: int = 40) -> None:
     """Utilisation of the ``top`` busiest links over time as an image (needs the 'plot' extra)."""
     try:
@@ -78,7 +92,8 @@ def _table(r: ScenarioResult) -> Table:
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML/JSON file (cluster + traffic list).")],
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
-    heatmap_png: Annotated[Path | None, typer.Option("--heatmap", help="Write a link-utilisation image.")]
+    heatmap_png: Annotated[Path | None, typer.Option(
+        "--heatmap", help="Write a link-utilisation image (.png, .svg or .pdf).")]
     = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write an HTML report (slowdowns, timeline, "
                                                "utilisation heatmap) to this file.")] = None,
@@ -87,6 +102,8 @@ def simulate(
     from slowlink.report import html as report_html
 
     report_html.check_html_path(html)
+    if heatmap_png is not None:  # before the simulation, which can take minutes
+        check_heatmap(heatmap_png)
     spec, cluster = load_scenario(scenario)
     result = run_scenario(spec, cluster)
     if html is not None:

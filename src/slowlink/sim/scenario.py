@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping
 from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
@@ -29,7 +29,12 @@ from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
 
-_STRICT = ConfigDict(extra="forbid")
+# Unknown keys are errors; numbers are numbers (strict: `count: true` is not 1) and finite.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+# Algorithms that reduce inside the NVLink switches (NVLink SHARP): they need a scale-up link whose catalog
+# entry has `sharp: true` (NVLS came with NCCL 2.17.1 for H100 NVSwitch systems, NVLS-tree with 2.18.1:
+# NCCL release notes; third-generation NVSwitch, A100, has no in-switch reduction).
+NEEDS_SHARP = ("nvls", "nvls_tree")
 MAX_COPIES = 32
 
 
@@ -51,8 +56,8 @@ class TrafficSpec(BaseModel):
     @field_validator("size", "bytes_per_node")
     @classmethod
     def _size(cls, value: str | float | None) -> str | float | None:
-        if value is not None:
-            units.parse_size(value)
+        if value is not None and units.parse_size(value) <= 0:
+            raise ValueError("must be > 0 bytes")
         return value
 
 
@@ -61,6 +66,16 @@ class ScenarioSpec(BaseModel):
     name: str | None = Field(None, description="Name shown in the report.")
     cluster: str = Field(description="Cluster file, relative to the scenario file.")
     traffic: list[TrafficSpec] = Field(min_length=1, description="Traffics that share the fabric.")
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> ScenarioSpec:
+        seen: dict[str, int] = {}
+        for i, t in enumerate(self.traffic):
+            if t.name in seen:
+                raise ValueError(f"traffic.{i}.name ({t.name!r}) is also the name of traffic.{seen[t.name]}: "
+                                 "each traffic needs its own name (the report keys its rows by name)")
+            seen[t.name] = i
+        return self
 
 
 @dataclass(frozen=True)
@@ -135,8 +150,35 @@ def _flows(t: TrafficSpec, cluster: Cluster, topo: Topology, where: str, base: i
     return _chain(phases(topo, t.op, algo, groups, size), start, t.name, base), algo
 
 
+def check_traffic(t: TrafficSpec, cluster: Cluster, where: str) -> None:
+    """What a traffic needs of its kind and of the cluster, checked before any flow is built."""
+    if t.kind == "checkpoint":
+        if t.bytes_per_node is None:
+            raise SpecError(f"{where}.bytes_per_node (None) is required for kind checkpoint")
+        return
+    if t.op is None or t.size is None:
+        raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size!r}) are required for kind collective "
+                        f"(op: one of {', '.join(SIMULATED)})")
+    _ranks(t, cluster, where)
+    if t.algorithm in NEEDS_SHARP and not cluster.scale_up.sharp:
+        raise SpecError(f"{where}.algorithm ({t.algorithm!r}) needs NVLink SHARP, which cluster {cluster.name}'s "
+                        f"scale-up link ({cluster.scale_up.link.name}) does not have: use ring or tree, or "
+                        "leave it out for the model's pick")
+
+
+def check_scenario(spec: ScenarioSpec, cluster: Cluster, source: str = "scenario") -> None:
+    """Every traffic of ``spec`` against ``cluster``; the first problem is a :class:`SpecError` naming
+    ``source``."""
+    for i, t in enumerate(spec.traffic):
+        try:
+            check_traffic(t, cluster, f"traffic.{i}")
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}") from None
+
+
 def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
     """Every traffic together, then each alone; per traffic its time, alone time and bytes."""
+    check_scenario(spec, cluster, spec.name or "scenario")
     topo = build(cluster)
     all_flows: list[Flow] = []
     spans: list[tuple[int, int, str]] = []
@@ -158,11 +200,15 @@ def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
 def load_scenario(path: Path | str) -> tuple[ScenarioSpec, Cluster]:
     """Read and validate a scenario file and its cluster; every failure names the field."""
     p = Path(path)
+    data = read_mapping(p)
+    check_kind(data, "scenario", str(p))
     try:
-        spec = ScenarioSpec.model_validate(read_mapping(p))
+        spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, str(p))) from None
-    return spec, load_cluster(p.parent / spec.cluster)
+        raise SpecError(format_validation_error(exc, str(p), "scenario")) from None
+    cluster = load_cluster(p.parent / spec.cluster)
+    check_scenario(spec, cluster, str(p))
+    return spec, cluster
 
 
 def hottest(result: ScenarioResult, k: int = 10) -> list[dict[str, Any]]:

@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping
 
-_STRICT = ConfigDict(extra="forbid")
+# Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class ScaleUpSpec(BaseModel):
@@ -247,14 +248,19 @@ def _ratios(spec: FabricSpec) -> tuple[float, ...]:
 
 def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir: Path | None = None) -> Cluster:
     """Validate a parsed cluster file and resolve it against the catalog."""
+    check_kind(data, "cluster", source)
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source)) from None
+        raise SpecError(format_validation_error(exc, source, "cluster")) from None
     base = base_dir or Path.cwd()
-    catalog = load_catalog([base / f for f in spec.catalog])
-    gpu = catalog.gpu(spec.gpu)
-    link = catalog.link(spec.scale_up.link)
+    try:
+        catalog = load_catalog([base / f for f in spec.catalog])
+        gpu = catalog.gpu(spec.gpu)
+        link = catalog.link(spec.scale_up.link)
+        transport = pick_transport(catalog, spec.fabric, spec.nics.compute.speed_gbit_s)
+    except SpecError as exc:  # a catalog lookup: say which cluster file asked for it
+        raise type(exc)(str(exc) if str(exc).startswith(source) else f"{source}: {exc}") from None
     scale_up = ScaleUp(
         link=link,
         domain_gpus=spec.scale_up.domain_gpus,
@@ -264,7 +270,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
     )
     f = spec.fabric
     fabric = Fabric(
-        transport=pick_transport(catalog, f, spec.nics.compute.speed_gbit_s),
+        transport=transport,
         topology=f.topology,
         tiers=1 if f.topology == "single-switch" else f.tiers,
         oversubscription=_ratios(f),

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping
 
-_STRICT = ConfigDict(extra="forbid")
+if TYPE_CHECKING:
+    from slowlink.spec.cluster import Cluster
+
+# Unknown keys are errors; numbers are numbers (strict: `tp: true` is not 1) and finite.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}  # bytes per element of each precision
 
 
@@ -21,6 +25,13 @@ class MoESpec(BaseModel):
     top_k: int = Field(ge=1, description="Experts each token is routed to.")
     expert_ffn_hidden: int = Field(ge=1, description="Hidden size of one expert's MLP.")
     shared_experts: int = Field(0, ge=0, description="Always-active shared experts (DeepSeek style).")
+
+    @model_validator(mode="after")
+    def _top_k_fits(self) -> MoESpec:
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k ({self.top_k}) must be <= experts ({self.experts}): a token is routed to "
+                             "top_k distinct experts")
+        return self
 
 
 class ModelSpec(BaseModel):
@@ -77,6 +88,15 @@ class ParallelSpec(BaseModel):
         if sorted(v.split("-")) != ["cp", "dp", "pp", "tp"]:
             raise ValueError(f"order ({v!r}) must name tp, cp, dp and pp once each, joined by '-'")
         return v
+
+    @model_validator(mode="after")
+    def _interleaving_needs_stages(self) -> ParallelSpec:
+        # Virtual stages interleave a rank's layer chunks with other ranks' (Narayanan et al. 2021, 2.2.2):
+        # with one stage there is nothing to interleave (Megatron-LM validate_args refuses
+        # --num-layers-per-virtual-pipeline-stage without pipeline parallelism).
+        if self.vp > 1 and self.pp == 1:
+            raise ValueError(f"vp ({self.vp}) > 1 needs pp > 1: interleaving splits layers between pipeline stages")
+        return self
 
 
 class OverlapSpec(BaseModel):
@@ -145,6 +165,8 @@ def resolve_model(spec: ModelSpec) -> Model:
         raise SpecError(f"model: {', '.join(missing)} missing: give a preset or every field")
     moe = merged.get("moe")
     m = Moe(**{"shared_experts": 0, **moe}) if moe else None
+    if m is not None and m.top_k > m.experts:
+        raise SpecError(f"model.moe.top_k ({m.top_k}) must be <= model.moe.experts ({m.experts})")
     if merged["hidden"] % merged["heads"]:
         raise SpecError(f"model.hidden ({merged['hidden']}) must be divisible by model.heads ({merged['heads']})")
     kv = merged.get("kv_heads", merged["heads"])
@@ -155,13 +177,39 @@ def resolve_model(spec: ModelSpec) -> Model:
                  seq_len=merged["seq_len"], gated_mlp=bool(merged["gated_mlp"]), moe=m)
 
 
+def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
+    """Context parallelism splits each sequence into ``2 cp`` chunks, rank i holding chunks i and 2cp-1-i so
+    that causal attention work is balanced (Megatron-LM ``get_batch_on_this_cp_rank`` in
+    megatron/training/utils.py): the sequence length must be a multiple of ``2 cp``."""
+    cp = parallel.cp
+    if cp > 1 and model.seq_len % (2 * cp):
+        raise SpecError(f"parallel.cp ({cp}): model.seq_len ({model.seq_len}) must be a multiple of 2 * cp "
+                        f"({2 * cp}), the chunks context parallelism splits a sequence into")
+
+
+def check_hardware(w: Workload, cluster: Cluster) -> None:
+    """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
+    (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet)."""
+    gpu = cluster.gpu
+    for field, dtype in (("training.precision", w.training.precision),
+                         ("training.grad_comm_dtype", w.training.grad_comm_dtype)):
+        if dtype not in gpu.peak_flops:
+            raise SpecError(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
+                            f"it has {', '.join(sorted(gpu.peak_flops))}")
+
+
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
-    """Validate a parsed workload file and resolve its model."""
+    """Validate a parsed workload file and resolve its model; every error names ``source``."""
+    check_kind(data, "workload", source)
     try:
         spec = WorkloadSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source)) from None
-    model = resolve_model(spec.model)
+        raise SpecError(format_validation_error(exc, source, "workload")) from None
+    try:
+        model = resolve_model(spec.model)
+        check_context_parallel(model, spec.parallel)
+    except SpecError as exc:
+        raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap)
 
 

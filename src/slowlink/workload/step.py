@@ -22,7 +22,7 @@ from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
-from slowlink.workload.spec import Workload
+from slowlink.workload.spec import Workload, check_hardware
 from slowlink.workload.traffic import DimComm, all_dims
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
@@ -83,7 +83,9 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
 
 
 def check_plan(w: Workload, cluster: Cluster) -> int:
-    """Every divisibility rule of the plan; returns the number of micro-batches per step."""
+    """Every divisibility rule of the plan, and the precisions the GPU must have; returns the number of
+    micro-batches per step."""
+    check_hardware(w, cluster)
     p, t, m = w.parallel, w.training, w.model
     product = p.tp * p.pp * p.dp * p.cp
     if product != cluster.gpus:
