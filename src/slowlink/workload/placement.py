@@ -57,4 +57,5 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
         flat = _groups_over(split, [*axes[:k], "dp_outer", "ep", *axes[k + 1:]], ["ep"])
     else:
         raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp")
-    return [sorted(int(r) for r in row) for row in flat]
+    out: list[list[int]] = np.sort(flat, axis=1).tolist()
+    return out
