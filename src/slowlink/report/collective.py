@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
 from slowlink import units
-from slowlink.collectives import Prediction
-from slowlink.collectives.validate import Point
+
+if TYPE_CHECKING:  # types only: `collective -h` reads DTYPE_BYTES without loading the model
+    from slowlink.collectives import Prediction
+    from slowlink.collectives.validate import Point
 
 DTYPE_BYTES: dict[str, int] = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bf16": 2,
                                "bfloat16": 2, "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
