@@ -72,6 +72,7 @@ def test_oversubscription_only_hits_groups_that_cross_the_tier(make: Callable[..
     bw_term = [p.time_s for p in a2a]
     assert bw_term[0] / bw_term[1] == pytest.approx(4 * 408 * 616 / 1024 / 51 / (8 * 1016 / 1024) * 0.94, rel=0.02)
     assert "tier 0 (leaf uplinks, 4:1)" in a2a[0].bottleneck
+    assert "; the leaf uplinks (tier 0, 4:1) carry its crossing traffic" in a2a[0].reason
 
 
 def test_untuned_roce_is_slower_than_tuned(make: Callable[..., Cluster]) -> None:

@@ -16,6 +16,7 @@ from slowlink import units
 from slowlink.collectives.communicator import Group
 from slowlink.collectives.constants import NET_REFERENCE_LAT_US, SCALE_UP_EFFICIENCY
 from slowlink.spec.cluster import Cluster
+from slowlink.topology.crossing import NONE, Crossing
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,9 @@ class Links:
     intra_hw: str               # 'nvlink' or 'pci' (NCCL's latency row)
     scale_up_name: str
     net_name: str
-    crossed_ratio: float        # oversubscription ratio of the stage that slows this pattern (1 = none)
-    crossed_tier: int | None    # index (0 = leaf) of that stage, None if the NICs bind
     tail_penalty: float
     group: Group | None = None
-    crossing_factor: float = 1.0   # how much the binding stage slows the pattern (>= 1)
-    crossed_name: str = ""
+    crossed: Crossing = NONE    # the fabric stage that slows this pattern (for_pattern), NONE if the NICs bind
 
     def for_pattern(self, pattern: str) -> Links:
         """These links as a traffic pattern (ring, tree, a2a, p2p) sees them: the network bandwidth divided
@@ -48,8 +46,7 @@ class Links:
         c = self.group.crossing_for(pattern)
         if c.stage is None:
             return self
-        return replace(self, net_bw_bytes_s=self.net_bw_bytes_s / c.factor, crossed_ratio=c.ratio,
-                       crossed_tier=c.stage, crossing_factor=c.factor, crossed_name=c.what)
+        return replace(self, net_bw_bytes_s=self.net_bw_bytes_s / c.factor, crossed=c)
 
 
 def scale_up_bw(cluster: Cluster) -> float:
@@ -86,5 +83,5 @@ def resolve(cluster: Cluster, group: Group) -> Links:
         intra_hw="pci" if link.name.startswith("pcie") else "nvlink",
         scale_up_name=link.name,
         net_name=f"{nics.per_node}x{nics.speed_bytes_s / units.Gbit:g}G {t.name}",
-        crossed_ratio=1.0, crossed_tier=None, tail_penalty=t.tail_penalty, group=group,
+        tail_penalty=t.tail_penalty, group=group,
     )

@@ -126,9 +126,9 @@ def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
     if where == "scale-up":
         return f"scale-up {links.scale_up_name}"
     name = f"NIC {links.net_name}"
-    if links.crossed_tier is not None:
-        name = (f"fabric tier {links.crossed_tier} ({links.crossed_name}, {links.crossed_ratio:g}:1) "
-                f"above {name}")
+    x = links.crossed
+    if x.stage is not None:
+        name = f"fabric tier {x.stage} ({x.what}, {x.ratio:g}:1) above {name}"
     return name
 
 
@@ -136,9 +136,10 @@ def _reason(best: algo.Candidate, links: Links) -> str:
     share = best.lat_s / best.time_s if best.time_s > 0 else 0.0
     bound = "latency-bound" if share > 0.5 else "bandwidth-bound"
     extra = ""
-    if links.domains > 1 and links.crossed_tier is not None:
-        extra += (f"; the {links.crossed_name} uplinks (tier {links.crossed_tier}, {links.crossed_ratio:g}:1) "
-                  f"carry its crossing traffic {links.crossing_factor:.2f}x slower than its NICs")
+    x = links.crossed
+    if links.domains > 1 and x.stage is not None:
+        extra += (f"; the {x.what} (tier {x.stage}, {x.ratio:g}:1) carry its crossing traffic "
+                  f"{x.factor:.2f}x slower than its NICs")
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
     return (f"{best.algorithm}/{best.protocol} is fastest: {bound} ({share:.0%} latency), "
