@@ -82,10 +82,15 @@ def lockstep_result(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
     return end, res
 
 
+def time_from_drain_s(ph: Phase, drain_s: float) -> float:
+    """``steps x (slowest drain x (1 + fill) + per-step latency)`` of one phase, given its drain."""
+    return ph.steps * (drain_s * (1.0 + ph.fill_fraction) + ph.step_latency_s)
+
+
 def phase_time_s(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:
-    """``steps x (slowest drain x (1 + fill) + per-step latency)`` of one phase, and its engine result."""
+    """The phase's time (:func:`time_from_drain_s`) and its engine result."""
     drain, res = phase_drain(topo, ph)
-    return ph.steps * (drain * (1.0 + ph.fill_fraction) + ph.step_latency_s), res
+    return time_from_drain_s(ph, drain), res
 
 
 def phase_drain(topo: Topology, ph: Phase) -> tuple[float, SimResult | None]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from slowlink.sim.collectives import choose_algorithm
 from slowlink.sim.flows import phases
-from slowlink.sim.phase import Phase, phase_drain
+from slowlink.sim.phase import Phase, phase_drain, time_from_drain_s
 from slowlink.sim.symmetry import solve
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
@@ -54,7 +54,7 @@ def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
             algo = choose_algorithm(cluster, tp, op, size_bytes, groups).algorithm
             total = 0.0
             for ph in phases(tp, op, algo, groups, size_bytes):
-                total += ph.steps * (_drain_s(tp, ph) * (1.0 + ph.fill_fraction) + ph.step_latency_s)
+                total += time_from_drain_s(ph, _drain_s(tp, ph))
             cache[key] = total
         return cache[key]
 
