@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from slowlink.spec.cluster import load_cluster
+from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.advice import advise
-from slowlink.workload.comm import analytical_cost, group_shape, groups_of
+from slowlink.workload.comm import CommCost, analytical_cost, group_shape, groups_of
 from slowlink.workload.spec import load_workload, workload_from_mapping
 from slowlink.workload.step import plan
 from slowlink.workload.validate import cases, heldout_cases
@@ -141,18 +141,25 @@ def _zero3(micro_batch: int, global_batch: int, overlap: bool = True) -> object:
         "overlap": {"param_gather": overlap, "grad_reduce": overlap}})
 
 
+def _spying_cost(cluster: Cluster) -> tuple[CommCost, list[tuple[str, float]]]:
+    """The analytical cost, recording (op, size) of every collective it prices."""
+    base = analytical_cost(cluster)
+    seen: list[tuple[str, float]] = []
+
+    def spy(op: str, size: float, groups: list[list[int]]) -> float:
+        seen.append((op, size))
+        return base(op, size, groups)
+
+    return spy, seen
+
+
 def test_zero3_moves_three_times_the_parameters_every_micro_batch() -> None:
     # Rajbhandari et al. 2020, Sec. 7.2.2: ZeRO-3 moves 3x the parameters (2 all-gathers + 1 reduce-scatter)
     # per pass; with gradient accumulation each micro-batch repeats all three (the shard owns only its slice).
     from slowlink.workload.validate import selene
 
     cluster = selene(48)
-    seen: list[tuple[str, float]] = []
-    base = analytical_cost(cluster)
-
-    def spy(op: str, size: float, groups: list[list[int]]) -> float:
-        seen.append((op, size))
-        return base(op, size, groups)
+    spy, seen = _spying_cost(cluster)
 
     one = plan(_zero3(1, 384), cluster, spy, check_memory=False)
     two = plan(_zero3(1, 768), cluster, check_memory=False)
@@ -197,12 +204,7 @@ def test_deepspeed_2021_zero3_gathers_each_tensor_without_overlap() -> None:
     assert gathers_per_microbatch(tensors, recompute=True) == [3, 3, 3, 2]
     assert gathers_per_microbatch([DS_MAX_REUSE_NUMEL / 4] * 2, recompute=True) == [2, 2]
     cluster = selene(48)
-    seen: list[tuple[str, float]] = []
-    base = analytical_cost(cluster)
-
-    def spy(op: str, size: float, groups: list[list[int]]) -> float:
-        seen.append((op, size))
-        return base(op, size, groups)
+    spy, seen = _spying_cost(cluster)
 
     w = workload_from_mapping({
         "model": {"preset": "gpt3-175b"},
