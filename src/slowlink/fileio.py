@@ -7,10 +7,14 @@ key written twice (YAML and JSON would both keep the last one silently) and any 
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import math
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,13 +128,98 @@ def parse_text(text: str, source: str, as_json: bool, finite: bool = True) -> An
     return data
 
 
-def read_mapping(path: Path | str) -> dict[str, Any]:
-    """Parse a YAML or JSON file whose top level is a mapping; every failure is a :class:`SpecError`."""
+def read_mapping(path: Path | str, kind: str | None = None) -> dict[str, Any]:
+    """Parse a YAML or JSON file whose top level is a mapping; every failure is a :class:`SpecError`.
+
+    With ``kind`` (a key of :data:`OVERRIDABLE`), the ``--set`` overrides of that kind in force
+    (:func:`overriding`) are applied to the mapping before anything validates it.
+    """
     p = Path(path)
     data = parse_text(read_text(p), str(p), p.suffix == ".json")
     if not isinstance(data, dict):
         raise SpecError(f"{p}: the top level must be a mapping of keys, got {type(data).__name__}")
-    return data
+    return apply_overrides(data, kind, str(p)) if kind is not None else data
+
+
+# --- ``--set KIND.path=value``: what-if overrides of a spec file without copying it -------------------------
+
+# The kinds of file an override may name, and the prefix it is written with (``--set workload.parallel.tp=4``).
+OVERRIDABLE = ("cluster", "workload", "scenario")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``--set``: the kind of file, the key path inside it, and the value (parsed as YAML)."""
+
+    text: str
+    kind: str
+    path: tuple[str, ...]
+    value: Any
+
+
+_OVERRIDES: ContextVar[tuple[Override, ...]] = ContextVar("slowlink_overrides", default=())
+
+
+def parse_override(text: str) -> Override:
+    """``KIND.key.path=value`` into an :class:`Override`; the value is a YAML scalar, list or mapping
+    (``4``, ``true``, ``2.5``, ``[1, 2]``); a list element is named by its index (``traffic.0.size``)."""
+    rule = f"--set ({short(text)}) must be KIND.key.path=value with KIND one of {', '.join(OVERRIDABLE)}"
+    name, eq, raw = text.partition("=")
+    parts = tuple(name.strip().split("."))
+    if not eq or len(parts) < 2 or any(not part for part in parts) or parts[0] not in OVERRIDABLE:
+        raise SpecError(rule)
+    value = parse_text(raw, f"--set {parts[0]}.{'.'.join(parts[1:])}", as_json=False) if raw.strip() else None
+    if value is None:
+        raise SpecError(f"--set ({short(text)}): the value is empty; write the value after '='")
+    return Override(text, parts[0], parts[1:], value)
+
+
+@contextlib.contextmanager
+def overriding(texts: Sequence[str]) -> Iterator[tuple[Override, ...]]:
+    """Apply ``texts`` (``--set`` arguments) to every spec file read inside the block."""
+    overrides = tuple(parse_override(t) for t in texts)
+    token = _OVERRIDES.set(overrides)
+    try:
+        yield overrides
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def source_name(path: Path | str, kind: str) -> str:
+    """How errors name a spec file: its path, and the ``--set`` overrides of its kind when there are some."""
+    texts = [o.text for o in _OVERRIDES.get() if o.kind == kind]
+    return f"{path} (with --set {', '.join(texts)})" if texts else str(path)
+
+
+def apply_overrides(data: dict[str, Any], kind: str, source: str) -> dict[str, Any]:
+    """``data`` with every override of ``kind`` in force set at its key path (intermediate mappings are
+    created; an index must name an existing list element); ``data`` itself is not changed."""
+    overrides = [o for o in _OVERRIDES.get() if o.kind == kind]
+    if not overrides:
+        return data
+    out = copy.deepcopy(data)
+    for o in overrides:
+        node: Any = out
+        for i, key in enumerate(o.path):
+            here = ".".join(o.path[: i + 1])
+            last = i == len(o.path) - 1
+            if isinstance(node, list):
+                if not key.isdigit() or int(key) >= len(node):
+                    raise SpecError(f"{source}: --set {o.kind}.{here}: {here.rpartition('.')[0] or '(top)'} "
+                                    f"is a list of {len(node)}; name an element by its index 0..{len(node) - 1}")
+                if last:
+                    node[int(key)] = o.value
+                else:
+                    node = node[int(key)]
+            elif isinstance(node, dict):
+                if last:
+                    node[key] = o.value
+                else:
+                    node = node.setdefault(key, {})
+            else:
+                raise SpecError(f"{source}: --set {o.kind}.{here}: {here.rpartition('.')[0]} is "
+                                f"{short(node)}, not a mapping; it has no key {key!r}")
+    return out
 
 
 def guess_kind(data: dict[str, Any]) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -36,9 +37,26 @@ def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+# Significant digits of every number slowlink prints as JSON: the models' inputs (bandwidths, latencies, FLOP/s)
+# are known to 2-4 digits, so 6 keeps every difference a model can resolve and drops float noise (0.1 + 0.2).
+JSON_DIGITS = 6
+
+
+def rounded(obj: Any, digits: int = JSON_DIGITS) -> Any:
+    """``obj`` with every float rounded to ``digits`` significant digits; ints, whole floats (byte counts
+    such as 2**30 kept as floats by the models), strings and bools untouched."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}") if math.isfinite(obj) and not obj.is_integer() else obj
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [rounded(v, digits) for v in obj]
+    return obj
+
+
 def print_json(obj: Any) -> None:
-    """JSON on stdout, unwrapped, so that other tools can parse it."""
-    print(json.dumps(obj, indent=2, sort_keys=False, default=float))
+    """JSON on stdout, unwrapped, so that other tools can parse it; floats to :data:`JSON_DIGITS` digits."""
+    print(json.dumps(rounded(obj), indent=2, sort_keys=False, default=float))
 
 
 def progress(items: Sequence[T], what: str) -> Iterator[T]:

@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from slowlink import __version__
 
 _VALIDATE = "validate"
+_SETS = "slowlink.sets"  # where LazyGroup keeps the --set arguments between parsing and invoking
 _VALIDATE_HELP = "Check slowlink's models against published or emulated measurements."
 
 # command -> (the area module that registers it, the summary the root help shows). `validate` gathers
@@ -72,6 +73,45 @@ class LazyGroup(TyperGroup):
             self.commands[cmd_name] = group.commands[cmd_name]
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Take every ``--set KIND.path=value`` out of the command line, wherever it stands (before or after
+        the subcommand, up to a ``--``), and keep it for :meth:`invoke`."""
+        rest, sets, i = [], [], 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                rest += args[i:]
+                break
+            if arg == "--set":
+                if i + 1 == len(args):
+                    typer.echo("error: --set needs a value: KIND.key.path=value", err=True)
+                    raise typer.Exit(2)
+                sets.append(args[i + 1])
+                i += 2
+                continue
+            if arg.startswith("--set="):
+                sets.append(arg.removeprefix("--set="))
+            else:
+                rest.append(arg)
+            i += 1
+        ctx.meta[_SETS] = sets
+        return list(super().parse_args(ctx, rest))
+
+    def invoke(self, ctx: Any) -> Any:
+        from slowlink.errors import SlowlinkError
+        from slowlink.fileio import overriding
+
+        try:
+            scope = overriding(ctx.meta.get(_SETS, []))
+            scope.__enter__()
+        except SlowlinkError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        try:
+            return super().invoke(ctx)
+        finally:
+            scope.__exit__(None, None, None)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self.listing = True
         try:
@@ -89,7 +129,10 @@ def _print_version(value: bool) -> None:
 app = typer.Typer(
     name="slowlink",
     cls=LazyGroup,
-    help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.",
+    help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.\n\n"
+    "Every command that reads a cluster, workload or scenario file takes what-if overrides anywhere on its "
+    "command line: --set KIND.key.path=value (KIND: cluster, workload or scenario), e.g. "
+    "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
 from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
@@ -200,14 +200,15 @@ def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
 def load_scenario(path: Path | str) -> tuple[ScenarioSpec, Cluster]:
     """Read and validate a scenario file and its cluster; every failure names the field."""
     p = Path(path)
-    data = read_mapping(p)
-    check_kind(data, "scenario", str(p))
+    data = read_mapping(p, "scenario")
+    source = source_name(p, "scenario")
+    check_kind(data, "scenario", source)
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, str(p), "scenario")) from None
+        raise SpecError(format_validation_error(exc, source, "scenario")) from None
     cluster = load_cluster(p.parent / spec.cluster)
-    check_scenario(spec, cluster, str(p))
+    check_scenario(spec, cluster, source)
     return spec, cluster
 
 

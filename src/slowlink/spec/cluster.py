@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
 
 # Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -312,4 +312,4 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
 def load_cluster(path: Path | str) -> Cluster:
     """Read, validate and resolve a cluster file (YAML or JSON)."""
     p = Path(path)
-    return cluster_from_mapping(read_mapping(p), str(p), p.parent)
+    return cluster_from_mapping(read_mapping(p, "cluster"), source_name(p, "cluster"), p.parent)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping
+from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
@@ -216,4 +216,4 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
 def load_workload(path: Path | str) -> Workload:
     """Read, validate and resolve a workload file (YAML or JSON)."""
     p = Path(path)
-    return workload_from_mapping(read_mapping(p), str(p))
+    return workload_from_mapping(read_mapping(p, "workload"), source_name(p, "workload"))
