@@ -71,14 +71,52 @@ class Catalog:
         self.transports.update({k: Transport.from_entry(k, v) for k, v in parsed.transports.items()})
 
 
+# The catalog's sections and the bundled file of each.
+SECTIONS = {"gpus": "gpus.yaml", "scale_up": "scale_up.yaml", "transports": "transports.yaml"}
+
+
 def _bundled() -> dict[str, Any]:
     data_dir = resources.files("slowlink.catalog") / "data"
     sections: dict[str, Any] = {}
-    for section, filename in (("gpus", "gpus.yaml"), ("scale_up", "scale_up.yaml"),
-                              ("transports", "transports.yaml")):
+    for section, filename in SECTIONS.items():
         with resources.as_file(data_dir / filename) as path:
             sections[section] = read_mapping(path)
     return sections
+
+
+def entry_sources(text: str) -> dict[str, str]:
+    """Each top-level entry of a catalog file and the first comment line under it (where its figures come
+    from, by the catalog's convention: ``h100-sxm:`` then ``  # NVIDIA H100 ... datasheet``)."""
+    sources: dict[str, str] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and not line.startswith("#") and line.rstrip().endswith(":"):
+            current = line.rstrip()[:-1].strip()
+        elif current is not None and current not in sources and line.strip().startswith("#"):
+            sources[current] = line.strip().lstrip("#").strip()
+    return sources
+
+
+def catalog_entries(extra_files: list[Path] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every catalog entry as written (the file's keys and units), section -> name -> entry, with a
+    ``source`` key: the bundled file's comment for the entry, or the user's file that added or replaced it."""
+    data_dir = resources.files("slowlink.catalog") / "data"
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for section, filename in SECTIONS.items():
+        with resources.as_file(data_dir / filename) as path:
+            raw = read_mapping(path)
+            notes = entry_sources(path.read_text(encoding="utf-8"))
+        out[section] = {name: {**entry, "source": notes.get(name, "")} for name, entry in raw.items()}
+    for path in extra_files or []:
+        data = read_mapping(path)
+        try:
+            CatalogFile.model_validate(data)
+        except ValidationError as exc:
+            raise CatalogError(format_validation_error(exc, str(path), "catalog")) from None
+        for section in SECTIONS:
+            for name, entry in (data.get(section) or {}).items():
+                out[section][name] = {**entry, "source": str(path)}
+    return out
 
 
 def load_catalog(extra_files: list[Path] | None = None) -> Catalog:

@@ -41,9 +41,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("slowlink.cli.bench", "Measure collectives, GEMMs and a small training job on this machine."),
     "baseline": ("slowlink.cli.bench", "Keep benchmark results as named baselines."),
     "emulate": ("slowlink.cli.emulate", "An emulated cluster in Linux network namespaces (needs root)."),
+    "catalog": ("slowlink.cli.catalog",
+                "List the hardware catalog (GPUs, scale-up links, transports) with the source of every entry."),
+    "init": ("slowlink.cli.init",
+             "Write a commented example cluster file and workload file to start from, checked and planned."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
-         "slowlink.cli.emulate")
+         "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
