@@ -69,3 +69,18 @@ def test_plan_imports_neither_scipy_nor_networkx() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in {'scipy', 'networkx'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_shell_completion_names_commands_and_their_options() -> None:
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "_SLOWLINK_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+        code = "import sys; sys.argv[0] = 'slowlink'; from slowlink.cli.main import run; run()"
+        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        return res.stdout.split()
+
+    assert "plan" in complete("slowlink pl", 1)
+    assert "--fidelity" in complete("slowlink plan --fi", 2)

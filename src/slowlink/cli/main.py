@@ -138,7 +138,7 @@ app = typer.Typer(
     "command line: --set KIND.key.path=value (KIND: cluster, workload or scenario), e.g. "
     "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
