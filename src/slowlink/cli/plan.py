@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
-from slowlink.errors import SlowlinkError, SpecError
+from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import Workload, load_workload
@@ -35,16 +35,29 @@ def comm_cost(fidelity: str, cluster: Cluster) -> CommCost | None:
     raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
 
 
-def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, path: Path, several: bool) -> StepResult:
-    """The plan of one cluster; with several clusters an error names the one it is about."""
+def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, path: Path, several: bool) -> StepResult | str:
+    """The plan of one cluster; with several clusters an infeasible one is its reason (a column of its own,
+    not an abort), and any other error names the cluster it is about."""
     from slowlink.workload.step import plan
 
     try:
         return plan(w, c, cost)
+    except InfeasiblePlan as exc:
+        if not several:
+            raise
+        return str(exc)
     except SlowlinkError as exc:
         if not several:
             raise
         raise type(exc)(f"{path} (cluster {c.name}): {exc}") from None
+
+
+def column_keys(clusters: list[Cluster], paths: list[Path]) -> list[str]:
+    """Each cluster's name, or its file when two clusters share a name (and its position when the file is
+    given twice)."""
+    names = [c.name for c in clusters]
+    keys = [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths, strict=True)]
+    return [k if keys.count(k) == 1 else f"{k} #{i + 1}" for i, k in enumerate(keys)]
 
 
 @clean_errors
@@ -70,19 +83,31 @@ def plan_cmd(
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     costs = [comm_cost(fidelity, c) for c in loaded]
-    results = [_plan_named(w, c, k, path, len(loaded) > 1)
+    planned = [_plan_named(w, c, k, path, len(loaded) > 1)
                for c, k, path in zip(loaded, costs, clusters, strict=True)]
-    advice = [advise(w, c, r, k) for c, r, k in zip(loaded, results, costs, strict=True)]
+    keys = column_keys(loaded, clusters)
+    infeasible = {key: r for key, r in zip(keys, planned, strict=True) if isinstance(r, str)}
+    if len(infeasible) == len(planned):
+        raise InfeasiblePlan("no cluster can run this workload:\n" + "\n".join(
+            f"  {key}: {why}" for key, why in infeasible.items()))
+    fits = [(key, c, r, k) for key, c, r, k in zip(keys, loaded, planned, costs, strict=True)
+            if not isinstance(r, str)]
+    names = [key for key, *_ in fits]
+    results = [r for *_, r, _ in fits]
+    advice = [advise(w, c, r, k) for _, c, r, k in fits]
     if html is not None:
-        report_html.write_plan(html, loaded, w, results, advice)
+        report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
-        js = [r.to_json() | {"advice": [a.to_json() for a in adv]} for r, adv in zip(results, advice, strict=True)]
-        print_json(js[0] if len(js) == 1 else {c.name: j for c, j in zip(loaded, js, strict=True)})
+        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv]}
+              for key, r, adv in zip(names, results, advice, strict=True)}
+        js |= {key: {"infeasible": why} for key, why in infeasible.items()}
+        print_json(next(iter(js.values())) if len(planned) == 1 else {key: js[key] for key in keys})
         return
-    names = [c.name for c in loaded]
-    out.print(plan_table(names, results))
+    out.print(plan_table(names, results, infeasible))
     for line in bottleneck_lines(names, results, advice):
         out.print(line, soft_wrap=True)
+    for key, why in infeasible.items():
+        out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
 
 
 @clean_errors

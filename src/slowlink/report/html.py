@@ -154,7 +154,7 @@ def workload_rows(w: Workload) -> list[tuple[str, str]]:
     moe = f", MoE {m.moe.experts} experts top-{m.moe.top_k}" if m.moe else ""
     return [("model", f"{m.name}: {m.layers} layers, hidden {m.hidden}, seq {m.seq_len}{moe}"),
             ("batch", f"global {t.global_batch}, micro {t.micro_batch}, {t.precision}, recompute {t.recompute}"),
-            ("parallel", f"tp {p.tp}, pp {p.pp}, dp {p.dp}, cp {p.cp}, ep {p.ep}, vp {p.vp}, zero {p.zero}")]
+            ("parallel", f"tp {p.tp}, pp {p.pp}, dp {p.dp or 'auto'}, cp {p.cp}, ep {p.ep}, vp {p.vp}, zero {p.zero}")]
 
 
 def _inputs(clusters: Sequence[Cluster], w: Workload | None) -> str:

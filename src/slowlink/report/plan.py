@@ -16,22 +16,24 @@ _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s"
          ("memory per GPU (GiB)", "memory_gib_per_gpu", "{:.1f}"))
 
 
-def plan_table(names: list[str], results: list[StepResult]) -> Table:
-    """One column per cluster; exposed and total seconds of every dimension that communicates."""
+def plan_table(names: list[str], results: list[StepResult], infeasible: dict[str, str] | None = None) -> Table:
+    """One column per cluster; exposed and total seconds of every dimension that communicates. Each of
+    ``infeasible`` (name -> reason) gets a column of its own, marked infeasible (the reason is printed below)."""
     table = Table(title="slowlink plan")
     table.add_column("")
-    for n in names:
+    for n in [*names, *(infeasible or {})]:
         table.add_column(n, justify="right")
+    none = ["-"] * len(infeasible or {})
     js = [r.to_json() for r in results]
-    for label, key, fmt in _ROWS:
-        table.add_row(label, *(fmt.format(j[key]) for j in js))
+    for i, (label, key, fmt) in enumerate(_ROWS):
+        table.add_row(label, *(fmt.format(j[key]) for j in js), *(["infeasible"] * len(none) if i == 0 else none))
     for dim in ("tp", "cp", "ep", "pp", "dp"):
         if any(r.comm_total_s.get(dim, 0.0) > 0 for r in results):
             table.add_row(f"  {dim} exposed / total (s)",
-                          *(f"{r.comm_s[dim]:.3f} / {r.comm_total_s[dim]:.3f}" for r in results))
+                          *(f"{r.comm_s[dim]:.3f} / {r.comm_total_s[dim]:.3f}" for r in results), *none)
     if any(r.tp_spans_nodes for r in results):
         table.add_row("TP group spans nodes", *("YES (over the network)" if r.tp_spans_nodes else "no"
-                                                 for r in results))
+                                                 for r in results), *none)
     return table
 
 

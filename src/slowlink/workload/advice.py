@@ -14,7 +14,7 @@ from slowlink.errors import SlowlinkError
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import StepResult, plan
+from slowlink.workload.step import StepResult, fit_dp, plan
 
 MIN_GAIN = 0.01  # a change must save 1% of the step to be worth saying
 
@@ -70,6 +70,7 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
 def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None,
            *, check_memory: bool = True) -> list[Advice]:
     """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first."""
+    w = fit_dp(w, cluster)
     out: list[Advice] = []
     for words, w2, c2 in _candidates(w, cluster):
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import StepResult, plan
+from slowlink.workload.step import StepResult, fit_dp, plan
 
 MODES = ("global-batch", "per-gpu-batch")
 
@@ -33,7 +33,7 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
         raise SpecError(f"mode ({mode!r}) must be one of {', '.join(MODES)}")
     if not nodes or min(nodes) < 1:
         raise SpecError(f"nodes ({nodes}) must be a non-empty list of counts >= 1")
-    p = w.parallel
+    p = fit_dp(w, cluster).parallel
     per_rank = w.training.global_batch // p.dp
     points: list[ScalePoint] = []
     for n in sorted(set(nodes)):

@@ -61,11 +61,16 @@ class TrainingSpec(BaseModel):
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
 
 
+# parallel.dp written as `auto`: resolved against a cluster by workload.step.fit_dp before any planning.
+AUTO_DP = 0
+
+
 class ParallelSpec(BaseModel):
     model_config = _STRICT
     tp: int = Field(1, ge=1, description="Tensor-parallel size.")
     pp: int = Field(1, ge=1, description="Pipeline stages.")
-    dp: int = Field(1, ge=1, description="Data-parallel size.")
+    dp: int = Field(1, ge=0, description="Data-parallel size; `auto` (held as 0) = the cluster's GPUs / "
+                    "(tp x pp x cp), so one workload file plans on clusters of different sizes.")
     cp: int = Field(1, ge=1, description="Context-parallel size (ring attention).")
     ep: int = Field(1, ge=1, description="Expert-parallel size (inside the data-parallel group).")
     vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
@@ -81,6 +86,15 @@ class ParallelSpec(BaseModel):
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
+
+    @field_validator("dp", mode="before")
+    @classmethod
+    def _dp_auto(cls, v: object) -> object:
+        if v == "auto":
+            return AUTO_DP
+        if v == AUTO_DP:
+            raise ValueError("dp (0) must be >= 1, or auto")
+        return v
 
     @field_validator("order")
     @classmethod

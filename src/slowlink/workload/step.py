@@ -13,7 +13,7 @@ groups of :mod:`slowlink.workload.placement`; exposure rules are in :mod:`slowli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
@@ -22,7 +22,7 @@ from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
-from slowlink.workload.spec import Workload, check_hardware
+from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
 from slowlink.workload.traffic import DimComm, all_dims
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
@@ -82,6 +82,18 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
     return (first if first is not None else mid, mid, last if last is not None else mid)
 
 
+def fit_dp(w: Workload, cluster: Cluster) -> Workload:
+    """``w`` with ``parallel.dp: auto`` resolved on ``cluster``: its GPUs / (tp x pp x cp); else ``w``."""
+    p = w.parallel
+    if p.dp != AUTO_DP:
+        return w
+    model_par = p.tp * p.pp * p.cp
+    if cluster.gpus % model_par:
+        raise InfeasiblePlan(f"parallel.dp (auto): tp ({p.tp}) * pp ({p.pp}) * cp ({p.cp}) = {model_par} must "
+                             f"divide the cluster's gpus ({cluster.gpus})")
+    return replace(w, parallel=p.model_copy(update={"dp": cluster.gpus // model_par}))
+
+
 def check_plan(w: Workload, cluster: Cluster) -> int:
     """Every divisibility rule of the plan, and the precisions the GPU must have; returns the number of
     micro-batches per step."""
@@ -110,6 +122,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     ``cost`` prices every collective (default: the analytical model, :func:`analytical_cost`);
     ``check_memory`` False skips the HBM check (validation of published runs that did fit).
     """
+    w = fit_dp(w, cluster)
     micro = check_plan(w, cluster)
     mem = memory(w)
     if check_memory:
