@@ -129,3 +129,9 @@ def parse_sweep(text: str) -> list[float]:
         sizes.append(size)
         size *= factor
     return sizes
+
+
+# Element size of each nccl-tests / torch datatype name (-d / --datatype), bytes: nccl-tests' ncclDataType_t
+# names (float, half, bfloat16, double, int8, ...) and the torch spellings users type for them.
+DTYPE_BYTES: dict[str, int] = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bf16": 2,
+                               "bfloat16": 2, "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8}

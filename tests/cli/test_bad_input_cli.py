@@ -84,7 +84,7 @@ def _scenario(tmp_path: Path, traffic: str, cluster: str = REF) -> str:
 
 
 def test_heatmap_checked_before_the_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import slowlink.cli.simulate as sim
+    import slowlink.sim.scenario as sim
 
     def never(*_: object) -> None:
         raise AssertionError("the simulation ran before --heatmap was checked")

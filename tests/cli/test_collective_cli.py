@@ -109,7 +109,7 @@ def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
     (("--sweep", "1GiB:8:2"), "needs 0 < MIN <= MAX"),
     ((), "give exactly one of --size"),
     (("--size", "1MiB", "--op", "allreduce"), "op ('allreduce') is not a collective"),
-    (("--size", "1MiB", "--dtype", "float7"), "--dtype ('float7')"),
+    (("--size", "1MiB", "--dtype", "float7"), "--datatype ('float7') is not one of"),
 ])
 def test_bad_options_exit_2(args: tuple[str, ...], needle: str) -> None:
     code, out = _run("collective", str(REF), *args)
@@ -134,3 +134,12 @@ def test_flow_fidelity_unsupported_op_is_a_clean_error() -> None:
                                     "--size", "1MiB", "--fidelity", "flow"])
     assert res.exit_code == 2
     assert "not simulated" in res.output and "Traceback" not in res.output
+
+
+def test_nccl_tests_flags_and_forced_algorithm() -> None:
+    code, out = _run("collective", str(REF), "-b", "1MiB", "-e", "4MiB", "-f", "2", "-d", "half",
+                     "--algorithm", "ring", "--protocol", "Simple", "--json")
+    assert code == 0, out
+    rows = json.loads(out)
+    assert [r["size_bytes"] for r in rows] == [2**20, 2**21, 2**22]
+    assert {(r["algorithm"], r["protocol"]) for r in rows} == {("ring", "Simple")}

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer.main
 from typer.testing import CliRunner
 
@@ -71,10 +72,26 @@ def test_plan_imports_neither_scipy_nor_networkx() -> None:
     assert out.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize("command", ["collective", "simulate", "plan", "bench", "baseline", "catalog", "init"])
+def test_a_command_help_loads_no_model(command: str) -> None:
+    """`slowlink COMMAND -h` loads neither numpy nor scipy nor networkx: the models load when the command runs."""
+    code = ("import sys\nfrom slowlink.cli.main import app\ntry:\n"
+            f"    app(['{command}', '-h'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy', 'scipy', 'networkx'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_tables_into_a_pipe_are_plain_ascii() -> None:
+    res = subprocess.run([sys.executable, "-m", "slowlink", "plan", str(EXAMPLES / "ref-64gpu.yaml"),
+                          str(EXAMPLES / "llama3-8b.yaml")], capture_output=True, text=True, check=True)
+    assert res.stdout.isascii(), [c for c in res.stdout if not c.isascii()][:5]
+    assert "\x1b[" not in res.stdout
+    assert "| step time (s)" in res.stdout
+
+
 def test_shell_completion_names_commands_and_their_options() -> None:
     import os
-    import subprocess
-    import sys
 
     def complete(words: str, cword: int) -> list[str]:
         env = {**os.environ, "_SLOWLINK_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}

@@ -98,7 +98,7 @@ def test_plan_several_clusters_side_by_side(tmp_path: Path) -> None:
 def test_plan_bad_fidelity_exit_2(tmp_path: Path) -> None:
     res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path)), "--fidelity", "exact"])
     assert res.exit_code == 2
-    assert "--fidelity ('exact') must be analytical or flow" in " ".join(res.output.split())
+    assert "--fidelity ('exact') must be one of analytical, flow" in " ".join(res.output.split())
 
 
 def test_scale_names_dp_on_25gbe(tmp_path: Path) -> None:

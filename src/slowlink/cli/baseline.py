@@ -5,14 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from slowlink.cli.common import clean_errors, err, print_json
+from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.units import parse_size
 
 baseline_app = typer.Typer(help="Keep benchmark results as named baselines.", add_completion=False,
                            no_args_is_help=True)
-out = Console(highlight=False, width=200)
 _DIR = typer.Option(Path("baselines"), "--dir", help="Folder of saved baselines.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _RESULT = typer.Argument(..., help="A result record from `slowlink bench ...`.")
@@ -108,7 +106,7 @@ def calibrate(
 baseline_app.command("save")(save)
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Register `baseline`, `compare` and `calibrate` on the root app."""
     app.add_typer(baseline_app, name="baseline")
     app.command("compare")(compare)

@@ -1,5 +1,5 @@
-"""CLI for the bench area: ``slowlink bench collectives|compute|train`` and, registered from here,
-``slowlink baseline``, ``slowlink compare`` and ``slowlink calibrate`` (in cli/baseline.py)."""
+"""CLI for the bench area: ``slowlink bench collectives|compute|train`` (what happens to the results,
+``baseline``, ``compare`` and ``calibrate``, is cli/baseline.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
-from slowlink.cli.common import clean_errors, err, print_json
+from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import BenchError
 from slowlink.units import parse_size
 
 bench_app = typer.Typer(help="Measure collectives, GEMMs and a small training job on this machine.",
                         add_completion=False, no_args_is_help=True)
-out = Console(highlight=False, width=200)  # nccl-tests tables are wide; never wrap a row
 
 _NPROC = typer.Option(None, "--nproc", help="Local ranks to launch (default 2; under torchrun: this rank).")
 _BACKEND = typer.Option("auto", "--backend", help="auto (nccl with a GPU, else gloo), gloo or nccl.")
@@ -114,7 +112,7 @@ def collectives(
         raise BenchError(f"iters ({iters}) must be >= 1 and warmup_iters ({warmup}) >= 0")
     if rounds < 1:
         raise BenchError(f"--rounds ({rounds}) must be >= 1")
-    from slowlink.report.collective import DTYPE_BYTES
+    from slowlink.units import DTYPE_BYTES
 
     sizes = _sizes(minbytes, maxbytes, stepfactor, DTYPE_BYTES[dtype], dtype)
     redops_for(op, redop, "nccl")  # the name is checked before anything starts
@@ -152,10 +150,7 @@ bench_app.command("collectives")(collectives)
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
-    from slowlink.cli import baseline
-
     app.add_typer(bench_app, name="bench")
-    baseline.register(app, bench_app)
 
 
 @clean_errors

@@ -6,56 +6,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from slowlink import units
-from slowlink.cli.common import clean_errors, print_json, progress
-from slowlink.collectives import OPS, Prediction, predict
-from slowlink.collectives.model import default_group
-from slowlink.collectives.validate import validate
-from slowlink.errors import SpecError
-from slowlink.report.collective import DTYPE_BYTES, sweep_table, validation_table
-from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.cli.common import clean_errors, out, print_json, progress
+from slowlink.collectives.ops import OPS
+from slowlink.spec.cluster import load_cluster
+from slowlink.units import DTYPE_BYTES
 
-out = Console(highlight=False, width=170)  # nccl-tests tables are wide; never wrap a row
-
-
-def _sizes(size: str | None, sweep: str | None) -> list[float]:
-    if (size is None) == (sweep is None):
-        raise SpecError("give exactly one of --size (e.g. 1GiB) or --sweep (e.g. 8:8GiB:2)")
-    try:
-        return [units.parse_size(size)] if size is not None else units.parse_sweep(str(sweep))
-    except ValueError as exc:
-        flag = "--size" if size is not None else "--sweep"
-        raise SpecError(f"{flag}: {exc}") from None
-
-
-def run_collective(cluster_file: Path, op: str, sizes: list[float], ranks: int | None,
-                   fidelity: str = "analytical") -> list[Prediction]:
-    """Predictions for each size (the library call behind the command), analytical or flow-level."""
-    cluster = load_cluster(cluster_file)
-    if ranks is not None and (ranks < 1 or ranks > cluster.gpus):
-        raise SpecError(f"--ranks ({ranks}) must be between 1 and the cluster's GPUs ({cluster.nodes} x "
-                        f"{cluster.gpus_per_node} = {cluster.gpus})")
-    if fidelity == "flow":
-        return _flow(cluster, op, sizes, ranks)
-    if fidelity != "analytical":
-        raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
-    group = default_group(cluster, ranks)
-    return [predict(cluster, op, s, group) for s in sizes]
-
-
-def _flow(cluster: Cluster, op: str, sizes: list[float], ranks: int | None) -> list[Prediction]:
-    """The flow simulator on the cluster's topology graph (block placement, the first ``ranks`` GPUs)."""
-    from slowlink.sim.collectives import simulate_collective
-    from slowlink.topology.build import build
-
-    topo = build(cluster)
-    gpu_ids = list(range(ranks if ranks is not None else cluster.gpus))
-    try:
-        return [simulate_collective(cluster, op, s, gpu_ids, topo)[0] for s in progress(sizes, f"flow {op}")]
-    except ValueError as exc:
-        raise SpecError(f"--op with --fidelity flow: {exc}") from None
+# The model (numpy) loads inside the commands: `collective -h` needs none of it.
 
 
 @clean_errors
@@ -64,8 +21,17 @@ def collective(
     op: Annotated[str, typer.Option("--op", help=f"One of {', '.join(OPS)}.")] = "all_reduce",
     size: Annotated[str | None, typer.Option("--size", help="Size (nccl-tests), e.g. 1GiB.")] = None,
     sweep: Annotated[str | None, typer.Option("--sweep", help="MIN:MAX:FACTOR, e.g. 8:8GiB:2.")] = None,
+    minbytes: Annotated[str | None, typer.Option("-b", "--minbytes", help="nccl-tests: smallest size.")] = None,
+    maxbytes: Annotated[str | None, typer.Option("-e", "--maxbytes", help="nccl-tests: largest size.")] = None,
+    stepfactor: Annotated[float | None, typer.Option("-f", "--stepfactor", help="nccl-tests: size multiplier "
+                                                     "(default 2).")] = None,
     ranks: Annotated[int | None, typer.Option("--ranks", help="Ranks (default: every GPU).")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
+    dtype: Annotated[str, typer.Option("-d", "--datatype", "--dtype",
+                                       help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
+    algorithm: Annotated[str | None, typer.Option("--algorithm", help="Force an algorithm, as NCCL_ALGO does: "
+                                                  "ring, tree, nvls, nvls_tree, pat, hierarchical.")] = None,
+    protocol: Annotated[str | None, typer.Option("--protocol", help="Force a protocol, as NCCL_PROTO does: LL, "
+                                                 "LL128, Simple (analytical only).")] = None,
     fidelity: Annotated[str, typer.Option("--fidelity", help="analytical (NCCL's model) or flow (simulator).")]
     = "analytical",
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
@@ -83,15 +49,15 @@ def collective(
         if html is not None:
             report_html.write_compare(html, load_cluster(cluster_file), points, str(compare))
         return
-    if dtype not in DTYPE_BYTES:
-        raise SpecError(f"--dtype ({dtype!r}) is not one of {', '.join(DTYPE_BYTES)}")
-    sizes = _sizes(size, sweep)
-    if min(sizes) < DTYPE_BYTES[dtype]:
-        raise SpecError(f"--size/--sweep ({min(sizes):g} B) must be >= one {dtype} element ({DTYPE_BYTES[dtype]} B): "
-                        "a smaller size has a count of 0")
-    preds = run_collective(cluster_file, op, sizes, ranks, fidelity)
+    from slowlink.report.collective import sweep_table
+    from slowlink.sim.fidelity import CollectiveQuery, predict_collective
+
+    query = CollectiveQuery.from_options(op, size, sweep, minbytes, maxbytes, stepfactor, dtype=dtype, ranks=ranks,
+                                         fidelity=fidelity, algorithm=algorithm, protocol=protocol)
+    cluster = load_cluster(cluster_file)
+    preds = predict_collective(cluster, query, progress)
     if html is not None:
-        report_html.write_collective(html, load_cluster(cluster_file), preds)
+        report_html.write_collective(html, cluster, preds)
     if as_json:
         objs = [p.to_json() for p in preds]
         print_json(objs[0] if size is not None else objs)
@@ -123,6 +89,9 @@ def validate_collectives(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
     """Compare the collective model with published nccl-tests measurements."""
+    from slowlink.collectives.validate import validate
+    from slowlink.report.collective import validation_table
+
     points = validate()
     errs = [abs(p.error) for p in points]
     if as_json:

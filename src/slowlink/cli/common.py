@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -14,8 +15,28 @@ from rich.console import Console
 
 from slowlink.errors import SlowlinkError
 
-# A terminal's own width; 120 columns into a pipe or a CI log (rich would assume 80 and squeeze the headers).
-out = Console(highlight=False, width=shutil.get_terminal_size((120, 24)).columns)
+# Columns of a pipe or a CI log: wide enough that no table wraps (nccl-tests-like sweeps are ~170 wide);
+# rich would assume 80 and squeeze the headers.
+PIPE_WIDTH = 200
+
+
+class PlainWhenPiped(Console):
+    """The one console every command prints to: the terminal's width and rich's boxes on a terminal; into a
+    pipe, a file or a CI log, plain text: no colour codes, ASCII table borders, :data:`PIPE_WIDTH` columns."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal:
+            from rich import box
+            from rich.table import Table
+
+            for obj in objects:
+                if isinstance(obj, Table) and obj.box is not None:
+                    obj.box = box.ASCII2
+        super().print(*objects, **kwargs)
+
+
+_tty = sys.stdout.isatty()
+out = PlainWhenPiped(highlight=False, width=shutil.get_terminal_size((80, 24)).columns if _tty else PIPE_WIDTH)
 err = Console(stderr=True, highlight=False)
 
 P = ParamSpec("P")

@@ -33,13 +33,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."),
     "simulate": ("slowlink.cli.simulate",
                  "Run several traffics (collectives, checkpoint bursts) at once on the cluster's fabric."),
-    "compare": ("slowlink.cli.bench", "Exit 1 when RESULT is slower than BASELINE beyond the tolerance "
+    "compare": ("slowlink.cli.baseline", "Exit 1 when RESULT is slower than BASELINE beyond the tolerance "
                 "(or, with --nodes, a node is slow)."),
-    "calibrate": ("slowlink.cli.bench", "Fit the collective model's latency and bus bandwidth to a sweep; "
+    "calibrate": ("slowlink.cli.baseline", "Fit the collective model's latency and bus bandwidth to a sweep; "
                   "write the profile and a cluster file."),
     _VALIDATE: ("", _VALIDATE_HELP),
     "bench": ("slowlink.cli.bench", "Measure collectives, GEMMs and a small training job on this machine."),
-    "baseline": ("slowlink.cli.bench", "Keep benchmark results as named baselines."),
+    "baseline": ("slowlink.cli.baseline", "Keep benchmark results as named baselines."),
     "emulate": ("slowlink.cli.emulate", "An emulated cluster in Linux network namespaces (needs root)."),
     "catalog": ("slowlink.cli.catalog",
                 "List the hardware catalog (GPUs, scale-up links, transports) with the source of every entry."),
@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
-         "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init")
+         "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

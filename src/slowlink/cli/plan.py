@@ -9,11 +9,12 @@ import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
+from slowlink.sim.fidelity import check_fidelity, comm_cost
 from slowlink.spec.cluster import Cluster, load_cluster
-from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import Workload, load_workload
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
+    from slowlink.workload.comm import CommCost
     from slowlink.workload.step import StepResult
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
@@ -21,18 +22,6 @@ _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clu
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collective model) or flow (simulator).")
 _HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
-
-
-def comm_cost(fidelity: str, cluster: Cluster) -> CommCost | None:
-    """The CommCost of ``--fidelity``: None (the analytical default) or the flow simulator's."""
-    if fidelity == "analytical":
-        return None
-    if fidelity == "flow":
-        from slowlink.sim.step import flow_cost  # type: ignore[import-not-found,unused-ignore]
-
-        cost: CommCost = flow_cost(cluster)
-        return cost
-    raise SpecError(f"--fidelity ({fidelity!r}) must be analytical or flow")
 
 
 def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, path: Path, several: bool) -> StepResult | str:
@@ -80,6 +69,7 @@ def plan_cmd(
     else:
         clusters, wpath = list(files), workload
     report_html.check_html_path(html)
+    check_fidelity(fidelity)
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     costs = [comm_cost(fidelity, c) for c in loaded]

@@ -132,7 +132,7 @@ def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
     return name
 
 
-def _reason(best: algo.Candidate, links: Links) -> str:
+def _reason(best: algo.Candidate, links: Links, forced: bool = False) -> str:
     share = best.lat_s / best.time_s if best.time_s > 0 else 0.0
     bound = "latency-bound" if share > 0.5 else "bandwidth-bound"
     extra = ""
@@ -142,7 +142,8 @@ def _reason(best: algo.Candidate, links: Links) -> str:
                   f"{x.factor:.2f}x slower than its NICs")
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
-    return (f"{best.algorithm}/{best.protocol} is fastest: {bound} ({share:.0%} latency), "
+    pick = "as forced (NCCL_ALGO/NCCL_PROTO)" if forced else "is fastest"
+    return (f"{best.algorithm}/{best.protocol} {pick}: {bound} ({share:.0%} latency), "
             f"{links.ranks} ranks in {links.domains} scale-up domain(s){extra}")
 
 
@@ -204,5 +205,5 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
         op=op, size_bytes=size_bytes, ranks=grp.ranks, time_s=best.time_s, algbw_bytes_s=algbw,
         busbw_bytes_s=algbw * busbw_factor(op, grp.ranks), algorithm=best.algorithm,
         protocol=best.protocol, bottleneck=bottleneck_name(cluster, links, best.bottleneck),
-        reason=_reason(best, links),
+        reason=_reason(best, links, forced=algorithm is not None or protocol is not None),
     )

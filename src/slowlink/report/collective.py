@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from slowlink import units
+from slowlink.units import DTYPE_BYTES
 
-if TYPE_CHECKING:  # types only: `collective -h` reads DTYPE_BYTES without loading the model
+if TYPE_CHECKING:  # types only: rendering never loads the model
     from slowlink.collectives import Prediction
     from slowlink.collectives.validate import Point
 
-DTYPE_BYTES: dict[str, int] = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bf16": 2,
-                               "bfloat16": 2, "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
 
 
 def sweep_table(preds: list[Prediction], dtype: str, title: str) -> Table:

@@ -15,17 +15,13 @@ import numpy as np
 
 from slowlink import units
 from slowlink.report.html import _figure, _figure_block, _inputs, _page, _svg, _table, _write
+from slowlink.report.simulate import slowdown
 
 if TYPE_CHECKING:
     from slowlink.sim.scenario import ScenarioResult, TrafficResult
     from slowlink.spec.cluster import Cluster
 
 HEATMAP_LINKS = 30  # the busiest links drawn; more rows are unreadable at page width
-
-
-def slowdown(t: TrafficResult) -> float:
-    """Time with the other traffics / time alone on the same fabric (1.0 when it ran alone in no time)."""
-    return t.duration_s / t.alone_s if t.alone_s > 0 else 1.0
 
 
 def slowdown_svg(traffic: Sequence[TrafficResult]) -> str:
