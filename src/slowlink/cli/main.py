@@ -40,9 +40,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("slowlink.cli.bench", "Measure collectives, GEMMs and a small training job on this machine."),
     "baseline": ("slowlink.cli.bench", "Keep benchmark results as named baselines."),
     "emulate": ("slowlink.cli.emulate", "An emulated cluster in Linux network namespaces (needs root)."),
+    "checkpoint-size": ("slowlink.cli.storage",
+                        "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
-         "slowlink.cli.emulate")
+         "slowlink.cli.emulate", "slowlink.cli.storage")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

@@ -58,6 +58,8 @@ def plan_cmd(
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
     from slowlink.report import html as report_html
     from slowlink.report.plan import bottleneck_lines, plan_table
+    from slowlink.report.storage import storage_rows
+    from slowlink.storage.plan import plan_storage
     from slowlink.workload.advice import advise
 
     if workload is None:
@@ -73,15 +75,18 @@ def plan_cmd(
     results = [_plan_named(w, c, k, path, len(loaded) > 1)
                for c, k, path in zip(loaded, costs, clusters, strict=True)]
     advice = [advise(w, c, r, k) for c, r, k in zip(loaded, results, costs, strict=True)]
+    # The storage model (issue 14): data stall and checkpoint overhead beside communication.
+    stor = [plan_storage(w, c, r) for c, r in zip(loaded, results, strict=True)]
     if html is not None:
         report_html.write_plan(html, loaded, w, results, advice)
     if as_json:
-        js = [r.to_json() | {"advice": [a.to_json() for a in adv]} for r, adv in zip(results, advice, strict=True)]
+        js = [r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
+              for r, adv, st in zip(results, advice, stor, strict=True)]
         print_json(js[0] if len(js) == 1 else {c.name: j for c, j in zip(loaded, js, strict=True)})
         return
     names = [c.name for c in loaded]
-    out.print(plan_table(names, results))
-    for line in bottleneck_lines(names, results, advice):
+    out.print(plan_table(names, results, storage_rows(stor)))
+    for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
         out.print(line, soft_wrap=True)
 
 
