@@ -76,13 +76,13 @@ def test_checkpoint_size_of_a_missing_file() -> None:
 
 
 BAD_CLUSTER = [
-    ("tiers:\n    - {name: hot,", "tiers:\n    - {name: capacity,", "storage.tiers.1.name ('capacity')"),
+    ("tiers:\n    - {name: hot,", "tiers:\n    - {name: capacity,", "storage: tiers.1.name ('capacity')"),
     ("capacity_tb: 2,", "capacity_tb: 0,", "storage.tiers.0.capacity_tb (0)"),
-    ("tier: hot}", "tier: warm}", "storage.retention.tier ('warm') must name a tier"),
-    ("data_tier: capacity", "data_tier: tape", "storage.data_tier ('tape')"),
+    ("tier: hot}", "tier: warm}", "storage: retention.tier ('warm') must name a tier"),
+    ("data_tier: capacity", "data_tier: tape", "storage: data_tier ('tape')"),
     ("keep_last: 3", "keep_last: 0", "storage.retention.keep_last (0)"),
     ("per_client_write_gbyte_s: 4", "per_client_write_gbyte_s: -4", "storage.per_client_write_gbyte_s (-4)"),
-    ("data_tier: capacity", "data_tier: capacity\n  capacity_tb: 5", "capacity_tb (5.0) and storage.tiers"),
+    ("data_tier: capacity", "data_tier: capacity\n  capacity_tb: 5", "storage: capacity_tb (5.0) and tiers"),
     ("retention: {", "retention: {keep_forever: 1, ", "storage.retention.keep_forever: unknown key"),
 ]
 

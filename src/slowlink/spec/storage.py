@@ -137,16 +137,16 @@ def check_storage(spec: StorageSpec) -> None:
     names = [t.name for t in spec.tiers]
     for i, n in enumerate(names):
         if n in names[:i]:
-            raise ValueError(f"storage.tiers.{i}.name ({n!r}) is also the name of tiers.{names.index(n)}: "
+            raise ValueError(f"tiers.{i}.name ({n!r}) is also the name of tiers.{names.index(n)}: "
                              "each tier needs its own name")
     if spec.tiers and spec.capacity_tb is not None:
-        raise ValueError(f"storage.capacity_tb ({spec.capacity_tb}) and storage.tiers are both given: the "
+        raise ValueError(f"capacity_tb ({spec.capacity_tb}) and tiers are both given: the "
                          "capacity is the sum of the tiers' capacity_tb, give it there")
     known = names or [DEFAULT_TIER]
     for field, value in (("retention.tier", spec.retention.tier if spec.retention else None),
                          ("data_tier", spec.data_tier)):
         if value is not None and value not in known:
-            raise ValueError(f"storage.{field} ({value!r}) must name a tier: {', '.join(known)}")
+            raise ValueError(f"{field} ({value!r}) must name a tier: {', '.join(known)}")
 
 
 def plain_details(read_bytes_s: float, write_bytes_s: float) -> StorageDetails:

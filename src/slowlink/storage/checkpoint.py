@@ -90,6 +90,11 @@ def checkpoint_restore_time_s(total_read_bytes: float, reader_nodes: int, client
                            storage_read_bytes_s)
 
 
+def staging_time_s(bytes_per_gpu: float, host_link_bytes_s: float) -> float:
+    """The blocking part of an async checkpoint: one GPU's bytes copied device to host, ``b / host link``."""
+    return bytes_per_gpu / host_link_bytes_s
+
+
 def rank_bytes(w: Workload, size: CheckpointSize, layout: str) -> tuple[np.ndarray, np.ndarray]:
     """(bytes each rank writes, bytes each rank reads back) under ``layout`` (module docstring)."""
     p = w.parallel
@@ -203,7 +208,7 @@ def checkpoint_cost(w: Workload, cluster: Cluster, step_time_s: float) -> Checkp
     mode = spec.mode if spec else "sync"
     blocking, host_fits = write_s, None
     if mode == "async":
-        blocking = float(write.max()) / host_link_bytes_s(cluster, spec)
+        blocking = staging_time_s(float(write.max()), host_link_bytes_s(cluster, spec))
         if spec is not None and spec.host_staging_gib is not None:
             host_fits = node_bytes <= spec.host_staging_gib * units.GiB
     return CheckpointCost(size, mode, layout, int((write > 0).sum()), int((nodes_w > 0).sum()), node_bytes,
