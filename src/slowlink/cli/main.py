@@ -45,9 +45,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "List the hardware catalog (GPUs, scale-up links, transports) with the source of every entry."),
     "init": ("slowlink.cli.init",
              "Write a commented example cluster file and workload file to start from, checked and planned."),
+    "checkpoint-size": ("slowlink.cli.storage",
+                        "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
-         "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init")
+         "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
+         "slowlink.cli.storage")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

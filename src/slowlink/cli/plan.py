@@ -60,6 +60,8 @@ def plan_cmd(
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
     from slowlink.report import html as report_html
     from slowlink.report.plan import bottleneck_lines, plan_table
+    from slowlink.report.storage import storage_rows
+    from slowlink.storage.plan import plan_storage
     from slowlink.workload.advice import advise
 
     if workload is None:
@@ -85,16 +87,18 @@ def plan_cmd(
     names = [key for key, *_ in fits]
     results = [r for *_, r, _ in fits]
     advice = [advise(w, c, r, k) for _, c, r, k in fits]
+    # The storage model (issue 14): data stall and checkpoint overhead beside communication.
+    stor = [plan_storage(w, c, r) for _, c, r, _ in fits]
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
-        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv]}
-              for key, r, adv in zip(names, results, advice, strict=True)}
+        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
+              for key, r, adv, st in zip(names, results, advice, stor, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(planned) == 1 else {key: js[key] for key in keys})
         return
-    out.print(plan_table(names, results, infeasible))
-    for line in bottleneck_lines(names, results, advice):
+    out.print(plan_table(names, results, storage_rows(stor), infeasible))
+    for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
         out.print(line, soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)

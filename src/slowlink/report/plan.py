@@ -16,9 +16,11 @@ _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s"
          ("memory per GPU (GiB)", "memory_gib_per_gpu", "{:.1f}"))
 
 
-def plan_table(names: list[str], results: list[StepResult], infeasible: dict[str, str] | None = None) -> Table:
-    """One column per cluster; exposed and total seconds of every dimension that communicates. Each of
-    ``infeasible`` (name -> reason) gets a column of its own, marked infeasible (the reason is printed below)."""
+def plan_table(names: list[str], results: list[StepResult], extra: list[tuple[str, list[str]]] | None = None,
+               infeasible: dict[str, str] | None = None) -> Table:
+    """One column per cluster; exposed and total seconds of every dimension that communicates; then the
+    ``extra`` rows (label, one cell per cluster), e.g. the storage model's. Each of ``infeasible`` (name ->
+    reason) gets a column of its own, marked infeasible (the reason is printed below)."""
     table = Table(title="slowlink plan")
     table.add_column("")
     for n in [*names, *(infeasible or {})]:
@@ -34,14 +36,19 @@ def plan_table(names: list[str], results: list[StepResult], infeasible: dict[str
     if any(r.tp_spans_nodes for r in results):
         table.add_row("TP group spans nodes", *("YES (over the network)" if r.tp_spans_nodes else "no"
                                                  for r in results), *none)
+    for label, cells in extra or []:
+        table.add_row(label, *cells, *none)
     return table
 
 
-def bottleneck_lines(names: list[str], results: list[StepResult], advice: list[list[Advice]]) -> list[str]:
-    """The bottleneck in words, then each checked piece of advice with its re-run step time and gain."""
+def bottleneck_lines(names: list[str], results: list[StepResult], advice: list[list[Advice]],
+                     storage: list[str] | None = None) -> list[str]:
+    """The bottleneck in words (``storage``'s sentence, when given for a cluster, comes first: storage waits
+    longer than any communication), then each checked piece of advice with its re-run step time and gain."""
     lines: list[str] = []
-    for name, r, adv in zip(names, results, advice, strict=True):
-        lines.append(f"[bold]{name}[/]: {r.bottleneck}")
+    for i, (name, r, adv) in enumerate(zip(names, results, advice, strict=True)):
+        first = storage[i] if storage and storage[i] else ""
+        lines.append(f"[bold]{name}[/]: {first}; then {r.bottleneck}" if first else f"[bold]{name}[/]: {r.bottleneck}")
         if r.tp_spans_nodes:
             lines.append("  warning: a TP group spans nodes; its collectives cross the network every layer")
         for a in adv:

@@ -15,6 +15,7 @@ from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
 from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
 
 # Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -101,6 +102,18 @@ class StorageSpec(BaseModel):
     write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
     metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
     targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
+    # The storage model's keys (slowlink.spec.storage, docs/storage.md).
+    per_client_read_gbyte_s: float | None = Field(None, gt=0, description="Read limit of one client node, GB/s.")
+    per_client_write_gbyte_s: float | None = Field(None, gt=0, description="Write limit of one client node, GB/s.")
+    capacity_tb: float | None = Field(None, gt=0, description="Usable capacity, TB, when no tiers are given.")
+    tiers: list[StorageTierSpec] = Field(default_factory=list, description="Tiers (e.g. hot NVMe, capacity).")
+    retention: RetentionSpec | None = Field(None, description="Checkpoints kept: keep_last, keep_every, tier.")
+    data_tier: str | None = Field(None, description="Tier holding the dataset; default: the first tier.")
+
+    @model_validator(mode="after")
+    def _storage_model(self) -> StorageSpec:
+        check_storage(self)
+        return self
 
 
 class PlacementSpec(BaseModel):
@@ -187,6 +200,7 @@ class Storage:
     write_bytes_s: float
     metadata_ops_s: float
     targets: int
+    details: StorageDetails | None = None  # tiers, per-client limits, retention (slowlink.spec.storage)
 
 
 @dataclass(frozen=True)
@@ -286,7 +300,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
     if spec.storage is not None:
         s = spec.storage
         storage = Storage(s.system, s.shared_with_compute, s.read_gbyte_s * units.GB,
-                          s.write_gbyte_s * units.GB, s.metadata_ops_s, s.targets)
+                          s.write_gbyte_s * units.GB, s.metadata_ops_s, s.targets, storage_details(s))
     nics = spec.nics
     calibration = base / spec.calibration if spec.calibration else None
     if calibration is not None and not calibration.is_file():

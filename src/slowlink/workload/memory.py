@@ -49,6 +49,12 @@ def kept_bytes(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
 
 
+def optimizer_state_bytes(precision: str) -> float:
+    """Bytes of Adam state per parameter: m and v in fp32 (8), plus the fp32 master copy (4) under mixed
+    precision; in fp32 training the weights are the master (Rajbhandari et al. 2020, Sec. 3.1)."""
+    return 8.0 if precision == "fp32" else 12.0
+
+
 def params_per_gpu(w: Workload) -> float:
     """Parameters one GPU holds before ZeRO sharding: dense / (tp*pp), experts / (tp*pp*ep)."""
     dense, expert = params(w.model)
@@ -83,7 +89,7 @@ def memory(w: Workload) -> Memory:
     micro = t.global_batch // (t.micro_batch * p.dp)
     inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
     weights = kept_bytes(t.precision)
-    states = 8.0 if t.precision == "fp32" else 12.0  # m, v (+ the fp32 master under mixed precision)
+    states = optimizer_state_bytes(t.precision)
     return Memory(
         weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
         grads_bytes=4.0 * n / (shard if p.zero >= 2 else 1),

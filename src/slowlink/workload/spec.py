@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from slowlink.errors import SpecError
 from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.storage import CheckpointSpec, DataSpec
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
@@ -129,6 +130,8 @@ class WorkloadSpec(BaseModel):
     training: TrainingSpec = Field(description="Batch, precision, recomputation.")
     parallel: ParallelSpec = Field(default_factory=ParallelSpec, description="Parallel layout.")
     overlap: OverlapSpec = Field(default_factory=OverlapSpec, description="What overlaps with compute.")
+    data: DataSpec | None = Field(None, description="Training data: sample size, layout, readers (docs/storage.md).")
+    checkpoint: CheckpointSpec | None = Field(None, description="Checkpoints: interval, sync/async, contents.")
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,8 @@ class Workload:
     training: TrainingSpec
     parallel: ParallelSpec
     overlap: OverlapSpec
+    data: DataSpec | None = None  # the storage model's sections (slowlink.spec.storage)
+    checkpoint: CheckpointSpec | None = None
 
 
 _MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "gated_mlp")
@@ -224,7 +229,8 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         check_context_parallel(model, spec.parallel)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
-    return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap)
+    return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap, spec.data,
+                    spec.checkpoint)
 
 
 def load_workload(path: Path | str) -> Workload:

@@ -1,0 +1,53 @@
+"""CLI for the storage area: `slowlink checkpoint-size` and `slowlink validate storage`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from slowlink.cli.common import clean_errors, out, print_json
+
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+@clean_errors
+def checkpoint_size_cmd(workload: Path, as_json: bool = _JSON) -> None:
+    """Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."""
+    from slowlink.report.storage import size_table
+    from slowlink.storage.checkpoint import checkpoint_size
+    from slowlink.workload.spec import load_workload
+
+    w = load_workload(workload)
+    size = checkpoint_size(w)
+    if as_json:
+        print_json(size.to_json())
+        return
+    out.print(size_table(w.name, size))
+
+
+@clean_errors
+def validate_storage(
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+) -> None:
+    """Compare the storage model with published checkpoints and MLPerf Storage results."""
+    from slowlink.report.storage import error_summary, validation_table
+    from slowlink.storage.validate import cases
+
+    cs = cases()
+    scored = [abs(c.error) for c in cs if c.scored]
+    if as_json:
+        print_json({"cases": [{"id": c.id, "quantity": c.quantity, "predicted": c.predicted,
+                               "published": c.measured, "error": c.error, "tolerance": c.tolerance,
+                               "scored": c.scored, "source": c.source} for c in cs],
+                    "mean_abs_error": sum(scored) / len(scored), "max_abs_error": max(scored)})
+        return
+    out.print(validation_table(cs))
+    out.print(error_summary(cs))
+
+
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
+    """Add this area's subcommands to the root app and to `slowlink validate`."""
+    app.command("checkpoint-size")(checkpoint_size_cmd)
+    validate_app.command("storage")(validate_storage)
