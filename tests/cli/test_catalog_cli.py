@@ -69,3 +69,10 @@ def test_a_malformed_user_catalog_names_the_field(tmp_path: Path) -> None:
     res = runner.invoke(app, ["catalog", "--catalog", str(f)])
     assert res.exit_code == 2
     assert "gpus.x" in res.output and "Traceback" not in res.output
+
+
+def test_every_bundled_gpu_names_a_host_link_the_catalog_has() -> None:
+    cat = load_catalog()
+    for gpu in cat.gpus.values():
+        assert gpu.host_link is not None, gpu.name
+        assert cat.link(gpu.host_link).bw_bytes_s > 0

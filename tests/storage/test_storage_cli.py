@@ -117,8 +117,11 @@ def test_checkpoint_size_rejects_a_bad_checkpoint_section(tmp_path: Path) -> Non
 
 
 def test_async_on_a_gpu_without_a_known_host_link(tmp_path: Path) -> None:
-    cluster = _edit(tmp_path, CLUSTER, "gpu: h100-sxm", "gpu: gb200")
-    _fails(["plan", cluster, str(WORKLOAD)], "checkpoint.host_link (None): gpu gb200")
+    (tmp_path / "mine.yaml").write_text(
+        "gpus:\n  my-gpu: {bf16_tflops: 989.4, fp16_tflops: 989.4, fp8_tflops: 1978.9, fp32_tflops: 67, "
+        "hbm_gib: 79.6, hbm_gbyte_s: 3350, arch: hopper}\n")
+    cluster = _edit(tmp_path, CLUSTER, "gpu: h100-sxm", "gpu: my-gpu\ncatalog: [mine.yaml]")
+    _fails(["plan", cluster, str(WORKLOAD)], "checkpoint.host_link (None): gpu my-gpu")
     fixed = tmp_path / "w.yaml"
     fixed.write_text(WORKLOAD.read_text().replace("host_staging_gib: 64", "host_staging_gib: 64, host_link: nvlink4"))
     assert runner.invoke(app, ["plan", cluster, str(fixed)]).exit_code == 0

@@ -38,6 +38,9 @@ class GpuEntry(BaseModel):
     gemm_k_half: float | None = Field(
         None, ge=0, description="Inner dimension k at which a GEMM reaches half its rate, as `slowlink bench "
         "compute` measures it; null: the step model's K_HALF for GPUs (slowlink.workload.compute).")
+    host_link: str | None = Field(
+        None, description="The GPU's own link to its host CPU, a scale-up catalog name (e.g. pcie-gen5): what a "
+        "device-to-host copy crosses, and the most a NIC behind the same x16 slot can carry; null if unknown.")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Gpu:
     gemm_k_half: float | None = None
     elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
     adam_s_per_param: float | None = None  # seconds; None: the step model's memory-bound optimizer term
+    host_link: str | None = None  # scale-up catalog name of the GPU's link to the host CPU
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -72,6 +76,7 @@ class Gpu:
             gemm_k_half=entry.gemm_k_half,
             elementwise_bw=None if entry.elementwise_gbyte_s is None else entry.elementwise_gbyte_s * units.GB,
             adam_s_per_param=None if entry.adam_ns_per_param is None else entry.adam_ns_per_param * units.NS,
+            host_link=entry.host_link,
         )
 
     def peak(self, precision: str) -> float:

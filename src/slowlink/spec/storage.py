@@ -98,7 +98,7 @@ class CheckpointSpec(BaseModel):
         None, gt=0, description="async: pinned host memory per node for staging, GiB; null: not checked.")
     host_link: str | None = Field(
         None, description="async: catalog scale-up link of the GPU-to-host path (e.g. pcie-gen5); default: the "
-        "GPU's host interface (storage/data/host_links.yaml).")
+        "GPU's host interface (its catalog entry's host_link).")
 
     @model_validator(mode="after")
     def _one_interval(self) -> CheckpointSpec:

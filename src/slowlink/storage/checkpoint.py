@@ -22,10 +22,8 @@ Ranks sit on nodes in blocks of gpus_per_node (the block placement).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 
 import numpy as np
-import yaml
 
 from slowlink import units
 from slowlink.errors import SpecError
@@ -124,13 +122,12 @@ def per_node(values: np.ndarray, gpus_per_node: int) -> np.ndarray:
 
 
 def host_link_bytes_s(cluster: Cluster, spec: CheckpointSpec | None) -> float:
-    """Device-to-host bandwidth of one GPU: the checkpoint's ``host_link`` or the GPU's (data/host_links.yaml)."""
+    """Device-to-host bandwidth of one GPU: the checkpoint's ``host_link`` or the GPU's (its catalog entry)."""
     from slowlink.catalog import load_catalog
 
     name = spec.host_link if spec is not None else None
     if name is None:
-        text = resources.files("slowlink.storage.data").joinpath("host_links.yaml").read_text("utf-8")
-        name = yaml.safe_load(text).get(cluster.gpu.name)
+        name = cluster.gpu.host_link
         if name is None:
             raise SpecError(f"checkpoint.host_link (None): gpu {cluster.gpu.name} has no known host interface: "
                             "set checkpoint.host_link to a catalog link, e.g. pcie-gen5")

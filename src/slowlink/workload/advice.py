@@ -29,8 +29,24 @@ class Advice:
         return {"change": self.change, "step_time_s": self.step_time_s, "gain": self.gain}
 
 
+# InfiniBand line rates a suggested NIC may have (HDR, NDR, XDR: the transports catalog's ib-* entries).
+IB_SPEEDS_GBIT = (200.0, 400.0, 800.0)
+
+
+def rdma_nic_gbit(cluster: Cluster) -> float:
+    """The fastest InfiniBand NIC of :data:`IB_SPEEDS_GBIT` up to 400G that the GPU's host link can feed at
+    line rate (a NIC sits in an x16 slot beside its GPU: a 400G NIC behind PCIe Gen4 x16, 31.5 GB/s = 252
+    Gbit/s, cannot run at 400G), or the slowest when none fits."""
+    from slowlink.catalog import load_catalog
+
+    host = cluster.gpu.host_link
+    limit = load_catalog().link(host).bw_bytes_s / units.Gbit if host else float("inf")
+    fits = [s for s in IB_SPEEDS_GBIT if s <= min(400.0, limit)]
+    return fits[-1] if fits else IB_SPEEDS_GBIT[0]
+
+
 def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Cluster]]:
-    p, t, o = w.parallel, w.training, w.overlap
+    p, t, o, m = w.parallel, w.training, w.overlap, w.model
     out: list[tuple[str, Workload, Cluster]] = []
 
     def upd(section: str, **kv: object) -> Workload:
@@ -52,12 +68,18 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
         out.append(("FP8 gradient compression (training.grad_comm_dtype: fp8)",
                     upd("training", grad_comm_dtype="fp8"), cluster))
     if not cluster.fabric.transport.rdma:
+        speed = rdma_nic_gbit(cluster)
         spec = cluster.spec.model_dump()
         spec["fabric"] = {**spec["fabric"], "transport": "infiniband", "transport_profile": None}
-        spec["nics"]["compute"]["speed_gbit_s"] = 400
-        out.append(("an RDMA fabric: 400G InfiniBand NICs instead of "
+        spec["nics"]["compute"]["speed_gbit_s"] = speed
+        out.append((f"an RDMA fabric: {speed:g}G InfiniBand NICs instead of "
                     f"{cluster.compute_nics.speed_bytes_s / units.Gbit:g}G {cluster.fabric.transport.name}",
                     w, cluster_from_mapping(spec, cluster.name)))
+    if p.ep > 1 and p.tp * p.ep > dom and dom % p.tp == 0 and dom // p.tp > 1 and m.moe is not None:
+        ep = dom // p.tp
+        if m.moe.experts % ep == 0 and p.dp % ep == 0:
+            out.append((f"keep EP in the NVLink domain: ep {ep} (tp {p.tp} x ep {ep} = {dom} GPUs)",
+                        upd("parallel", ep=ep), cluster))
     if t.global_batch % (2 * t.micro_batch * p.dp) == 0:
         out.append((f"a larger micro-batch (training.micro_batch: {2 * t.micro_batch})",
                     upd("training", micro_batch=2 * t.micro_batch), cluster))
