@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "reshard": ("slowlink.cli.storage", "Reshard a directory of small files into webdataset tar shards with an "
+                "index, verified and resumable."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",

@@ -1,4 +1,4 @@
-"""CLI for the storage area: `slowlink checkpoint-size` and `slowlink validate storage`."""
+"""CLI for the storage area: `slowlink checkpoint-size`, `slowlink reshard` and `slowlink validate storage`."""
 
 from __future__ import annotations
 
@@ -28,6 +28,25 @@ def checkpoint_size_cmd(workload: Path, as_json: bool = _JSON) -> None:
 
 
 @clean_errors
+def reshard_cmd(
+    src: Annotated[Path, typer.Argument(help="A directory of small files, one sample each.")],
+    dst: Annotated[Path, typer.Argument(help="Where the shards and index.json go (created; outside SRC).")],
+    shard_size: str = typer.Option("1GB", "--shard-size", help="Largest shard, e.g. 1GB or 64MiB."),
+    as_json: bool = _JSON,
+) -> None:
+    """Reshard a directory of small files into webdataset tar shards with an index, verified and resumable."""
+    from slowlink.cli.bench_storage import size_option
+    from slowlink.report.storage_bench import reshard_line
+    from slowlink.storage.reshard import reshard
+
+    res = reshard(src, dst, size_option("--shard-size", shard_size)).to_json()
+    if as_json:
+        print_json(res)
+        return
+    out.print(reshard_line(res))
+
+
+@clean_errors
 def validate_storage(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
@@ -50,4 +69,5 @@ def validate_storage(
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
     app.command("checkpoint-size")(checkpoint_size_cmd)
+    app.command("reshard")(reshard_cmd)
     validate_app.command("storage")(validate_storage)

@@ -1,0 +1,72 @@
+"""CLI of the storage benchmarks: ``slowlink bench storage`` (registered by cli/bench.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from slowlink.cli.common import clean_errors, err, out, print_json
+from slowlink.errors import SpecError, field_error
+from slowlink.units import parse_size
+
+_SHARDS = typer.Option(None, "--shards", help="Shard folder (default DIR-shards next to DIR); made with "
+                       "`reshard` unless its index names this dataset.")
+_RESULTS = typer.Option(Path("results"), "--results", help="Folder for the JSON record.")
+
+
+def size_option(name: str, text: str) -> float:
+    """A size option in bytes; the message names the option and the value."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise SpecError(field_error(name, text, f"is not a size ({exc})")) from None
+
+
+@clean_errors
+def storage(
+    data_dir: Annotated[Path, typer.Argument(help="Dataset: a directory of small files (one sample each).")],
+    make: int | None = typer.Option(None, "--make", help="First write N random files into DIR (absent or empty)."),
+    file_size: str = typer.Option("16KiB", "--file-size", help="--make: bytes of each file."),
+    shards: Path | None = _SHARDS,
+    shard_size: str = typer.Option("64MiB", "--shard-size", help="Shard size when the shards are made."),
+    workers: int = typer.Option(2, "--workers", help="DataLoader worker processes."),
+    batch: int = typer.Option(32, "--batch", help="Samples per batch."),
+    order: str = typer.Option("sequential,shuffled", "--order", help="sequential and/or shuffled."),
+    cache: str = typer.Option("fadvise", "--cache", help="fadvise (evict each file), drop (root: drop_caches) "
+                              "or none (warm)."),
+    repeat: int = typer.Option(1, "--repeat", help="Passes per row (the median is kept)."),
+    probe_size: str = typer.Option("256MiB", "--probe-size", help="Bytes of the disk bandwidth probe."),
+    probe_files: int = typer.Option(2000, "--probe-files", help="One-byte files of the files/s probe."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --make and of the shuffles."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = typer.Option(False, "--no-results", help="Do not write a record."),
+) -> None:
+    """Read small files vs the same samples in tar shards (DataLoader, page cache defeated) beside the model."""
+    from slowlink.bench.collectives import require_torch
+
+    require_torch()
+    from slowlink.bench.storage import StorageBenchConfig, run_storage
+    from slowlink.bench.storage_data import make_dataset
+    from slowlink.cli.bench import save_record
+    from slowlink.report.storage_bench import probe_line, storage_bench_table
+
+    cfg = StorageBenchConfig(workers=workers, batch=batch, orders=tuple(o.strip() for o in order.split(",") if o),
+                             cache=cache, repeat=repeat, shard_bytes=size_option("--shard-size", shard_size),
+                             probe_bytes=int(size_option("--probe-size", probe_size)), probe_files=probe_files,
+                             seed=seed)
+    cfg.check()
+    if make is not None and make_dataset(data_dir, make, int(size_option("--file-size", file_size)), seed):
+        err.print(f"wrote {make:,} files of {file_size} under {data_dir}")
+    sdir = shards if shards is not None else data_dir.parent / f"{data_dir.name}-shards"
+    res = run_storage(data_dir, sdir, cfg)
+    save_record("storage", data_dir.name, res, res["summary"]["config"], "none", None, results, no_results,
+                res["summary"])
+    if as_json:
+        print_json(res["rows"])
+        return
+    out.print(storage_bench_table(res["rows"], f"{res['summary']['files']:,} files vs {res['summary']['shard_count']} "
+                                               f"shards, {workers} workers, batch {batch}"))
+    out.print(probe_line(res["summary"]["probe"]))

@@ -1,0 +1,34 @@
+"""Rendering of the storage benchmarks: read passes (files vs shards) and checkpoints, each beside the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from slowlink import units
+
+
+def storage_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Per layout and order: files/s, MB/s, latency percentiles, cache left, and the model's prediction."""
+    t = Table("layout", "order", "files opened", "files/s", "MB/s", "p50 (ms)", "p99 (ms)", "cached after",
+              "model files/s", "model MB/s", "model bound", "model error (rate)", title=title)
+    for r in rows:
+        t.add_row(r["layout"], r["order"], f"{r['files_opened']:,}", f"{r['files_per_s']:,.0f}",
+                  f"{r['mbyte_s']:.1f}", f"{r['latency_p50_ms']:.3f}", f"{r['latency_p99_ms']:.3f}",
+                  f"{r['resident_after']:.0%}", f"{r['predicted_files_per_s']:,.0f}", f"{r['predicted_mbyte_s']:.1f}",
+                  r["predicted_binding"], f"{r['error']:+.0%}")
+    return t
+
+
+def probe_line(probe: dict[str, Any]) -> str:
+    """The disk as the model sees it, and how it was measured."""
+    return (f"disk probe: {probe['read_mbyte_s']:.1f} MB/s, {probe['files_per_s']:,.0f} files/s "
+            f"({probe['how']}; cache: {probe['cache']})")
+
+
+def reshard_line(res: dict[str, Any]) -> str:
+    """One line: samples, shards (kept from a previous run), bytes, verified, the index."""
+    return (f"{res['samples']:,} samples -> {res['shards']} shards ({res['reused_shards']} kept from an earlier "
+            f"run), {res['data_bytes'] / units.MB:,.1f} MB of data in {res['shard_size_bytes'] / units.MB:,.1f} MB "
+            f"of tar, verified byte-equal: {res['verified']}; index {res['index']} ({res['elapsed_s']:.1f} s)")
