@@ -59,7 +59,7 @@ def test_cli_json_rows_carry_the_contract(tmp_path: Path) -> None:
     res = runner.invoke(app, ["bench", "storage", str(tmp_path / "d"), "--make", "120", "--file-size", "2KiB",
                               "--workers", "0", "--order", "sequential", "--json", *SMALL])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output[res.output.index("["):])
+    rows = json.loads(res.stdout)
     assert [r["layout"] for r in rows] == ["files", "shards"]
     assert all({"files_per_s", "mbyte_s", "layout", "predicted_files_per_s"} <= set(r) for r in rows)
     assert (tmp_path / "d" / MARKER).is_file() and (tmp_path / "d-shards" / "index.json").is_file()

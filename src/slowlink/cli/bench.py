@@ -1,4 +1,4 @@
-"""CLI for the bench area: ``slowlink bench collectives|compute|train|storage`` (what happens to the results,
+"""CLI for the bench area: ``slowlink bench collectives|compute|train|storage|checkpoint`` (what happens to the results,
 ``baseline``, ``compare`` and ``calibrate``, is cli/baseline.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from slowlink.cli.bench_storage import storage
+from slowlink.cli.bench_storage import checkpoint, storage
 from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import BenchError
 from slowlink.units import parse_size
@@ -257,3 +257,4 @@ def train(
 bench_app.command("compute")(compute)
 bench_app.command("train")(train)
 bench_app.command("storage")(storage)
+bench_app.command("checkpoint")(checkpoint)

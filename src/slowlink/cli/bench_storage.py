@@ -1,4 +1,4 @@
-"""CLI of the storage benchmarks: ``slowlink bench storage`` (registered by cli/bench.py)."""
+"""CLI of the storage benchmarks: ``slowlink bench storage`` and ``bench checkpoint`` (registered by cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,50 @@ def storage(
     out.print(storage_bench_table(res["rows"], f"{res['summary']['files']:,} files vs {res['summary']['shard_count']} "
                                                f"shards, {workers} workers, batch {batch}"))
     out.print(probe_line(res["summary"]["probe"]))
+
+
+@clean_errors
+def checkpoint(
+    nproc: str = typer.Option("2", "--nproc", help="Rank counts, comma separated (e.g. 2,4)."),
+    state_size: str = typer.Option("64MiB", "--state-size", help="Model state per rank."),
+    mode: str = typer.Option("sync,async", "--mode", help="sync (dcp.save) and/or async (dcp.async_save)."),
+    repeat: int = typer.Option(3, "--repeat", help="Saves per mode (the median is kept)."),
+    directory: str | None = typer.Option(None, "--dir", help="Where checkpoints go (default: the temp folder)."),
+    probe_size: str = typer.Option("128MiB", "--probe-size", help="Bytes of the disk probe."),
+    timeout_s: float = typer.Option(300.0, "--timeout", help="Seconds before a run is given up."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    results: Path = _RESULTS,
+    no_results: bool = typer.Option(False, "--no-results", help="Do not write a record."),
+) -> None:
+    """Save and load a sharded state with torch.distributed.checkpoint, sync vs async, beside the model."""
+    import tempfile
+    from dataclasses import asdict
+
+    from slowlink.bench import launch
+    from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, probe_host
+    from slowlink.cli.bench import save_record
+    from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
+
+    try:
+        counts = [int(x) for x in nproc.split(",")]
+    except ValueError:
+        raise SpecError(field_error("--nproc", nproc, "must be comma-separated integers, e.g. 2,4")) from None
+    if any(n < 1 for n in counts):
+        raise SpecError(field_error("--nproc", nproc, "must be >= 1 ranks each"))
+    cfg = CheckpointBenchConfig(state_bytes=int(size_option("--state-size", state_size)),
+                                modes=tuple(m.strip() for m in mode.split(",") if m.strip()), repeat=repeat,
+                                directory=directory, probe_bytes=int(size_option("--probe-size", probe_size)))
+    cfg.check()
+    rows, hosts = [], []
+    for n in counts:
+        res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
+        probe = probe_host(Path(directory or tempfile.gettempdir()), n, cfg.probe_bytes, cfg.state_bytes)
+        rows += finish_rows(res["rows"], cfg, probe)
+        hosts += res["hostnames"]
+        err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
+    save_record("checkpoint", "dcp", {"rows": rows, "hostnames": sorted(set(hosts))}, asdict(cfg), "gloo", None,
+                results, no_results, {"probe": probe.to_json()})
+    if as_json:
+        print_json(rows)
+        return
+    out.print(checkpoint_bench_table(rows, f"torch.distributed.checkpoint, {state_size} per rank, gloo"))

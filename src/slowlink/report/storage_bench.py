@@ -32,3 +32,21 @@ def reshard_line(res: dict[str, Any]) -> str:
     return (f"{res['samples']:,} samples -> {res['shards']} shards ({res['reused_shards']} kept from an earlier "
             f"run), {res['data_bytes'] / units.MB:,.1f} MB of data in {res['shard_size_bytes'] / units.MB:,.1f} MB "
             f"of tar, verified byte-equal: {res['verified']}; index {res['index']} ({res['elapsed_s']:.1f} s)")
+
+
+def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Per mode and rank count: blocking, drain, restore and GB/s, each beside the model's."""
+    t = Table("mode", "ranks", "GB", "blocking (s)", "model", "drain (s)", "model", "write GB/s", "write error",
+              "restore (s)", "model", "restore error", title=title)
+    for r in rows:
+        t.add_row(r["mode"], str(r["ranks"]), f"{r['bytes'] / units.GB:.3f}", f"{r['blocking_s']:.3f}",
+                  f"{r['predicted_blocking_s']:.3f}", f"{r['drain_s']:.3f}", f"{r['predicted_drain_s']:.3f}",
+                  f"{r['gbyte_s']:.3f}", f"{r['write_error']:+.0%}", f"{r['restore_s']:.3f}",
+                  f"{r['predicted_restore_s']:.3f}", f"{r['restore_error']:+.0%}")
+    return t
+
+
+def host_probe_line(probe: dict[str, Any]) -> str:
+    """The machine as the checkpoint model sees it, and how it was measured."""
+    return (f"probe: disk write {probe['write_mbyte_s']:.1f} MB/s, read {probe['read_mbyte_s']:.1f} MB/s, host "
+            f"copy {probe['copy_gbyte_s']:.2f} GB/s ({probe['how']})")

@@ -1,0 +1,82 @@
+"""``slowlink bench checkpoint``: sync and async DCP saves and the restore on gloo (one rank in this process,
+two through the launcher), the prediction beside every row, and every bad option (exit 2, field and value)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from slowlink.bench import launch
+from slowlink.bench.checkpoint import CheckpointBenchConfig, HostProbe, checkpoint_rank, finish_rows, make_state
+from slowlink.cli.main import app
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+runner = CliRunner()
+
+
+@pytest.fixture
+def one_rank() -> Iterator[launch.RankContext]:
+    ctx = launch.init_rank("gloo", 60.0, rank=0, world=1, addr="127.0.0.1", port=launch.free_port())
+    yield ctx
+    dist.destroy_process_group()
+
+
+def test_state_is_sharded_by_rank_and_sized() -> None:
+    a, b = make_state(0, 2**20), make_state(1, 2**20)
+    assert not set(a) & set(b)
+    assert sum(t.numel() * 4 for t in a.values()) == 2**20
+
+
+def test_sync_and_async_save_and_restore_on_one_rank(one_rank: launch.RankContext, tmp_path: Path) -> None:
+    cfg = CheckpointBenchConfig(state_bytes=2**20, repeat=1, directory=str(tmp_path))
+    res = checkpoint_rank(cfg, one_rank)
+    rows = {r["mode"]: r for r in res["rows"]}
+    assert set(rows) == {"sync", "async"}
+    assert rows["sync"]["drain_s"] == 0.0 and rows["sync"]["blocking_s"] > 0
+    assert rows["async"]["blocking_s"] > 0 and rows["async"]["drain_s"] > 0
+    assert all(r["restore_s"] > 0 for r in rows.values())
+    assert list(tmp_path.iterdir()) == []  # the checkpoints were removed
+
+
+def test_prediction_follows_the_storage_model() -> None:
+    probe = HostProbe(write_bytes_s=100e6, read_bytes_s=200e6, copy_bytes_s=1e9)
+    cfg = CheckpointBenchConfig(state_bytes=50_000_000)
+    rows = finish_rows([{"mode": "sync", "ranks": 2, "blocking_s": 2.0, "drain_s": 0.0, "restore_s": 0.5},
+                        {"mode": "async", "ranks": 2, "blocking_s": 0.1, "drain_s": 1.9, "restore_s": 0.5}], cfg, probe)
+    sync, asy = rows
+    assert sync["predicted_blocking_s"] == pytest.approx(1.0) and sync["predicted_drain_s"] == 0.0
+    assert asy["predicted_blocking_s"] == pytest.approx(0.05) and asy["predicted_drain_s"] == pytest.approx(1.0)
+    assert sync["predicted_restore_s"] == pytest.approx(0.5) and sync["restore_error"] == pytest.approx(0.0)
+    assert sync["write_error"] == pytest.approx(-0.5) and sync["gbyte_s"] == pytest.approx(0.05)
+
+
+@pytest.mark.slow
+def test_cli_two_ranks_json_contract(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["bench", "checkpoint", "--nproc", "2", "--state-size", "1MiB", "--repeat", "1",
+                              "--probe-size", "4MiB", "--dir", str(tmp_path), "--json", "--no-results"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [(r["mode"], r["ranks"]) for r in rows] == [("sync", 2), ("async", 2)]
+    assert all({"blocking_s", "drain_s", "restore_s", "mode", "predicted_drain_s"} <= set(r) for r in rows)
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--nproc", "0"], ("--nproc ('0')", ">= 1")),
+    (["--nproc", "two"], ("--nproc ('two')", "comma-separated")),
+    (["--state-size", "0"], ("--state-size (0)", "must be >=")),
+    (["--state-size", "lots"], ("--state-size ('lots')", "is not a size")),
+    (["--mode", "lazy"], ("--mode ('lazy')", "sync, async")),
+    (["--repeat", "0"], ("--repeat (0)", ">= 1")),
+    (["--dir", "/nonexistent/slowlink"], ("--dir ('/nonexistent/slowlink')", "not an existing directory")),
+])
+def test_cli_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
+    res = runner.invoke(app, ["bench", "checkpoint", *args, "--no-results"])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    for n in needles:
+        assert n in res.output, res.output
