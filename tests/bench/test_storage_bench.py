@@ -90,3 +90,24 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--shard-size (0.0)" in res.output and "must be > 0" in res.output, res.output
     assert (tmp_path / "busy" / "mine.txt").read_text() == "keep"
     assert not (tmp_path / "x").exists() and not (tmp_path / "busy-shards").exists()
+
+
+def _record(path: Path, kind: str, rows: list[dict[str, object]]) -> Path:
+    path.write_text(json.dumps({"kind": kind, "env": {}, "config": {}, "rows": rows}))
+    return path
+
+
+def test_compare_reads_storage_and_checkpoint_records(tmp_path: Path) -> None:
+    read = {"layout": "files", "order": "sequential", "workers": 2, "files_per_s": 10_000.0, "mbyte_s": 160.0}
+    base = _record(tmp_path / "a.json", "storage", [read])
+    slow = _record(tmp_path / "b.json", "storage", [{**read, "files_per_s": 5_000.0}])
+    assert runner.invoke(app, ["compare", str(base), str(base)]).exit_code == 0
+    res = runner.invoke(app, ["compare", str(base), str(slow)])
+    assert res.exit_code == 1 and "read files sequential w2" in res.output, res.output
+    ck = {"mode": "async", "ranks": 2, "blocking_s": 0.1, "drain_s": 1.0, "restore_s": 0.5}
+    a = _record(tmp_path / "c.json", "checkpoint", [ck])
+    b = _record(tmp_path / "d.json", "checkpoint", [{**ck, "blocking_s": 0.3}])
+    assert runner.invoke(app, ["compare", str(a), str(b)]).exit_code == 1
+    bad = _record(tmp_path / "e.json", "storage", [{**read, "files_per_s": -1.0}])
+    res = runner.invoke(app, ["compare", str(base), str(bad)])
+    assert res.exit_code == 2 and "files_per_s" in res.output, res.output

@@ -2,7 +2,8 @@
 compare nodes with each other to find the slow one.
 
 Each kind has one key and one metric per row: collectives (op, redop, type, size, ranks) -> time_s;
-compute (m, n, k, dtype) -> tflops; train (mode, ranks) -> step_time_s. The slowdown of a row is
+compute (m, n, k, dtype) -> tflops; train (mode, ranks) -> step_time_s; storage (layout, order, workers) ->
+files_per_s; checkpoint (mode, ranks) -> blocking_s. The slowdown of a row is
 result/baseline - 1 for times and baseline/result - 1 for throughputs; a row regresses when its slowdown
 exceeds the tolerance of its size, and improves when it is faster by more than that.
 """
@@ -63,6 +64,10 @@ def row_key(kind: str, r: dict[str, Any]) -> tuple[str, str, bool, float | None]
                 "time_s", True, float(r["size_bytes"]))
     if kind == "compute":
         return f"gemm {r['m']}x{r['n']}x{r['k']} {r['dtype']}", "tflops", False, None
+    if kind == "storage":
+        return f"read {r['layout']} {r['order']} w{r['workers']}", "files_per_s", False, None
+    if kind == "checkpoint":
+        return f"checkpoint {r['mode']} x{r['ranks']}", "blocking_s", True, None
     return f"train {r['mode']} x{r['ranks']}", "step_time_s", True, None
 
 

@@ -1,8 +1,8 @@
 """Result records: every benchmark writes one JSON file with its rows and the environment it ran in.
 
-A record is ``{"kind", "created_utc", "env", "config", "rows"}``; ``kind`` is collectives, compute or
-train. The environment names the torch, backend, CUDA, NCCL and driver versions, the hosts of every
-rank and, when given, the cluster file (path, name, sha256), so that two records can be told apart.
+A record is ``{"kind", "created_utc", "env", "config", "rows"}``; ``kind`` is collectives, compute,
+train, storage or checkpoint. The environment names the torch, backend, CUDA, NCCL and driver versions, the
+hosts of every rank and, when given, the cluster file (path, name, sha256), so that two records can be told apart.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from slowlink import __version__
 from slowlink.errors import BenchError, SpecError
 from slowlink.fileio import format_validation_error, parse_text, read_text
 
-KINDS = ("collectives", "compute", "train")
+KINDS = ("collectives", "compute", "train", "storage", "checkpoint")
 
 # Rows keep every key a benchmark wrote (extra="allow"); the keys the readers use (compare, calibrate,
 # collective --compare) are checked: present, of their type (strict: no bool for an int), finite, positive.
@@ -65,6 +65,28 @@ class TrainRow(BaseModel):
     step_time_s: float = Field(gt=0, description="Mean step time, seconds.")
 
 
+class StorageRow(BaseModel):
+    """One layout and order of a storage read benchmark (slowlink.bench.storage)."""
+
+    model_config = _ROW
+    layout: str = Field(min_length=1, description="files or shards.")
+    order: str = Field(min_length=1, description="sequential or shuffled.")
+    workers: int = Field(ge=0, description="DataLoader workers.")
+    files_per_s: float = Field(gt=0, description="Samples (source files) delivered per second.")
+    mbyte_s: float = Field(gt=0, description="MB/s delivered.")
+
+
+class CheckpointRow(BaseModel):
+    """One mode and rank count of a checkpoint benchmark (slowlink.bench.checkpoint)."""
+
+    model_config = _ROW
+    mode: str = Field(min_length=1, description="sync or async.")
+    ranks: int = Field(ge=1, description="Ranks that saved.")
+    blocking_s: float = Field(gt=0, description="Seconds the save blocked training.")
+    drain_s: float = Field(ge=0, description="Seconds from then until written (async), 0 for sync.")
+    restore_s: float = Field(gt=0, description="Seconds to load it back, page cache evicted.")
+
+
 class RecordEnv(BaseModel):
     """The parts of a record's environment that readers use; everything else is kept as written."""
 
@@ -75,7 +97,8 @@ class RecordEnv(BaseModel):
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-    kind: Literal["collectives", "compute", "train"] = Field(description="Which benchmark wrote it.")
+    kind: Literal["collectives", "compute", "train", "storage", "checkpoint"] = Field(
+        description="Which benchmark wrote it.")
     created_utc: str | None = Field(None, description="When it was written, ISO 8601 UTC.")
     env: RecordEnv = Field(default_factory=RecordEnv, description="Versions and hosts of the run.")
     config: dict[str, Any] = Field(default_factory=dict, description="The benchmark's options.")
@@ -93,8 +116,17 @@ class TrainRecord(_Record):
     rows: list[TrainRow] = Field(min_length=1, description="One row per rank count.")
 
 
+class StorageRecord(_Record):
+    rows: list[StorageRow] = Field(min_length=1, description="One row per layout and order.")
+
+
+class CheckpointRecord(_Record):
+    rows: list[CheckpointRow] = Field(min_length=1, description="One row per mode and rank count.")
+
+
 RECORD_MODELS: dict[str, type[_Record]] = {
     "collectives": CollectivesRecord, "compute": ComputeRecord, "train": TrainRecord,
+    "storage": StorageRecord, "checkpoint": CheckpointRecord,
 }
 
 
@@ -169,7 +201,8 @@ def write_record(rec: dict[str, Any], results_dir: Path, label: str) -> Path:
 def _row_kind(rows: list[Any]) -> str:
     """The kind of a bare list of rows (``bench ... --json`` output), by the keys of its first row."""
     first = rows[0] if rows and isinstance(rows[0], dict) else {}
-    for kind, key in (("collectives", "busbw_gbyte_s"), ("compute", "tflops"), ("train", "step_time_s")):
+    for kind, key in (("collectives", "busbw_gbyte_s"), ("compute", "tflops"), ("train", "step_time_s"),
+                      ("storage", "files_per_s"), ("checkpoint", "blocking_s")):
         if key in first:
             return kind
     return "unknown"
