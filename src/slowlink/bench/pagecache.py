@@ -30,11 +30,12 @@ def evict_fd(fd: int) -> None:
 
 
 def evict(paths: Iterable[Path]) -> None:
-    """Drop the cached pages of every file in ``paths`` (written back first: DONTNEED skips dirty pages)."""
+    """Drop the cached pages of every file in ``paths``, after one ``sync()``: DONTNEED skips dirty pages, and
+    one sync costs one disk cache flush where an fdatasync per file would cost one each (minutes for 100k)."""
+    os.sync()
     for p in paths:
         fd = os.open(p, os.O_RDONLY)
         try:
-            os.fdatasync(fd)
             evict_fd(fd)
         finally:
             os.close(fd)
