@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,12 @@ class StorageBenchConfig:
     cache: str = "fadvise"
     """How the page cache is kept out: fadvise, drop (root) or none (a warm-cache pass)."""
     repeat: int = 1
-    """Passes per layout and order; the row is the median pass."""
+    """Rounds of a disk probe then every pass; each row keeps its median pass, the model the median probe."""
     shard_bytes: float = 64 * units.MiB
     """Shard size when the shards are made by this run."""
     probe_bytes: int = 256 * 2**20
     """Bytes of the bandwidth probe."""
-    probe_files: int = 2000
+    probe_files: int = 10_000
     """One-byte files of the per-file rate probe."""
     seed: int = 0
     """Seed of the shuffles."""
@@ -217,12 +217,22 @@ def shards_for(data_dir: Path, shards_dir: Path, n_files: int, shard_bytes: floa
     return [shards_dir / s["name"] for s in idx["shards"]]
 
 
-def _median_pass(make: Any, paths: list[Path], shuffle: bool, cfg: StorageBenchConfig) -> Pass:
-    passes = []
-    for _ in range(cfg.repeat):
-        pagecache.defeat(cfg.cache, paths)
-        passes.append(run_pass(make(), shuffle, cfg))
-    return sorted(passes, key=lambda p: p.seconds)[len(passes) // 2]
+def _one_pass(layout: str, order: str, files: list[Path], shards: list[Path], cfg: StorageBenchConfig) -> Pass:
+    """One timed pass of ``layout`` in ``order`` after the cache of its files was emptied."""
+    evict, shuffled = cfg.cache != "none", order == "shuffled"
+    if layout == "files":
+        pagecache.defeat(cfg.cache, files)
+        return run_pass(files_dataset(files, evict), shuffled, cfg)
+    pagecache.defeat(cfg.cache, shards)
+    return run_pass(shards_dataset(shards, evict, cfg.seed if shuffled else None), False, cfg)
+
+
+def median_probe(probes: list[DiskProbe]) -> DiskProbe:
+    """Each measured rate's median over ``probes``."""
+    def med(attr: str) -> float:
+        return float(np.median([getattr(p, attr) for p in probes]))
+
+    return replace(probes[0], bw_bytes_s=med("bw_bytes_s"), files_s=med("files_s"), samples_s=med("samples_s"))
 
 
 def row(layout: str, order: str, p: Pass, opened: list[Path], probe: DiskProbe, cfg: StorageBenchConfig
@@ -250,16 +260,18 @@ def run_storage(data_dir: Path, shards_dir: Path, cfg: StorageBenchConfig) -> di
     cfg.check()
     files = [data_dir / f.rel for f in list_files(data_dir)]
     shards = shards_for(data_dir, shards_dir, len(files), cfg.shard_bytes)
-    probe = probe_disk(shards_dir, cfg)
-    evict = cfg.cache != "none"
+    keys = [(layout, order) for order in cfg.orders for layout in ("files", "shards")]
+    probes: list[DiskProbe] = []
+    passes: dict[tuple[str, str], list[Pass]] = {k: [] for k in keys}
+    for _ in range(cfg.repeat):  # a probe, then every pass, per round: a busy spell of the machine hits both
+        probes.append(probe_disk(shards_dir, cfg))
+        for layout, order in keys:
+            passes[layout, order].append(_one_pass(layout, order, files, shards, cfg))
+    probe = median_probe(probes)
     rows = []
-    for order in cfg.orders:
-        shuffled = order == "shuffled"
-        p = _median_pass(lambda: files_dataset(files, evict), files, shuffled, cfg)
-        rows.append(row("files", order, p, files, probe, cfg))
-        seed = cfg.seed if shuffled else None
-        p = _median_pass(lambda s=seed: shards_dataset(shards, evict, s), shards, False, cfg)
-        rows.append(row("shards", order, p, shards, probe, cfg))
+    for layout, order in keys:
+        p = sorted(passes[layout, order], key=lambda q: q.seconds)[len(passes[layout, order]) // 2]
+        rows.append(row(layout, order, p, files if layout == "files" else shards, probe, cfg))
     if any(r["samples"] != len(files) for r in rows):
         raise BenchError(f"a pass read {[r['samples'] for r in rows]} samples, not the dataset's {len(files)}")
     summary = {"dataset": str(data_dir), "shards": str(shards_dir), "files": len(files), "shard_count": len(shards),

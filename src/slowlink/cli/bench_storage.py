@@ -36,9 +36,9 @@ def storage(
     order: str = typer.Option("sequential,shuffled", "--order", help="sequential and/or shuffled."),
     cache: str = typer.Option("fadvise", "--cache", help="fadvise (evict each file), drop (root: drop_caches) "
                               "or none (warm)."),
-    repeat: int = typer.Option(1, "--repeat", help="Passes per row (the median is kept)."),
+    repeat: int = typer.Option(1, "--repeat", help="Rounds of probe and passes (medians are kept)."),
     probe_size: str = typer.Option("256MiB", "--probe-size", help="Bytes of the disk bandwidth probe."),
-    probe_files: int = typer.Option(2000, "--probe-files", help="One-byte files of the files/s probe."),
+    probe_files: int = typer.Option(10_000, "--probe-files", help="One-byte files of the files/s probe."),
     seed: int = typer.Option(0, "--seed", help="Seed of --make and of the shuffles."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     results: Path = _RESULTS,
