@@ -121,14 +121,31 @@ def attach_storage(plan: Plan, converged: bool, storage_rate_bytes_s: float) -> 
     return SEPARATE_SERVER
 
 
+def share_fairly(plan: Plan, server: str) -> None:
+    """Replace each node's compute-NIC FIFO (tbf) with two HTB classes of half the rate each, borrowing up to
+    the whole rate: compute traffic and traffic to ``server``. The traffic classes of a converged RoCE fabric
+    (IEEE 802.1Qaz ETS) share a port this way; in one FIFO a bulk TCP stream keeps the queue full and gloo's
+    ring waits behind it."""
+    bits = max(8000, round(plan.node_rate_bytes_s * 8))
+    for node in plan.nodes:
+        net.tc_batch(node, [
+            "qdisc del dev eth0 root",
+            "qdisc add dev eth0 root handle 1: htb default 10",
+            f"class add dev eth0 parent 1: classid 1:1 htb rate {bits}bit ceil {bits}bit quantum 1514",
+            f"class add dev eth0 parent 1:1 classid 1:10 htb rate {bits // 2}bit ceil {bits}bit quantum 1514",
+            f"class add dev eth0 parent 1:1 classid 1:20 htb rate {bits // 2}bit ceil {bits}bit quantum 1514",
+            f"filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst {server}/32 flowid 1:20"])
+
+
 def _popen(ns: str, code: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args], text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
 def measure_fabric(run_id: str, converged: bool, size_bytes: float, iters: int, scale: float,
-                   nic_gbit_s: float = 25.0) -> FabricRun:
-    """Build the emulation, time the all_reduce alone and during the checkpoint, tear everything down."""
+                   nic_gbit_s: float = 25.0, fair: bool = False) -> FabricRun:
+    """Build the emulation, time the all_reduce alone and during the checkpoint, tear everything down;
+    ``fair``: converged ports share by traffic class (:func:`share_fairly`) instead of one FIFO."""
     emu = model_cluster(converged, nic_gbit_s, 2 * nic_gbit_s * units.Gbit / units.GB)
     plan = build_plan(emu, scale=scale, run_id=run_id)
     storage_rate = emu.storage.write_bytes_s * scale if emu.storage else 0.0
@@ -136,6 +153,8 @@ def measure_fabric(run_id: str, converged: bool, size_bytes: float, iters: int, 
     try:
         net.up(plan)
         server = attach_storage(plan, converged, storage_rate)
+        if fair and converged:
+            share_fairly(plan, server)
         with tempfile.TemporaryDirectory(prefix="slowlink-store-") as store:
             sink = _popen(plan.ns("st"), _SINK, store, str(PORT))
             procs.append(sink)
@@ -154,4 +173,5 @@ def measure_fabric(run_id: str, converged: bool, size_bytes: float, iters: int, 
     model = model_cluster(converged, nic_gbit_s * scale, emu.storage.write_bytes_s * scale / units.GB
                           if emu.storage else 1.0)
     pred = checkpoint_slowdown(model, 1000 * size_bytes, size_bytes)
-    return FabricRun("converged" if converged else "separate", alone, during, pred.slowdown)
+    name = ("converged, fair classes" if fair else "converged, one FIFO") if converged else "separate"
+    return FabricRun(name, alone, during, pred.slowdown)
