@@ -80,3 +80,10 @@ def test_cli_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
     assert "Traceback" not in res.output
     for n in needles:
         assert n in res.output, res.output
+
+
+def test_probes_before_and_after_average_as_time_per_byte() -> None:
+    from slowlink.bench.checkpoint import mean_probe
+
+    p = mean_probe(HostProbe(100.0, 200.0, 1.0), HostProbe(300.0, 200.0, 3.0))
+    assert (p.write_bytes_s, p.read_bytes_s, p.copy_bytes_s) == pytest.approx((150.0, 200.0, 1.5))

@@ -14,7 +14,8 @@ The prediction (:mod:`slowlink.storage.checkpoint`): write = ``checkpoint_write_
 async blocking = ``staging_time_s(B / N, copy)``, drain = write, restore = ``checkpoint_restore_time_s``, where
 disk write and read bandwidth are measured by N threads writing (fsync) and reading back (cache evicted)
 ``probe_bytes`` on the same filesystem, and ``copy`` is one tensor copy of a rank's bytes in host memory (the
-"host link" of a CPU rank). Nothing is fitted to the checkpoint runs.
+"host link" of a CPU rank); the probe runs before and after the ranks, and the model takes the mean time per
+byte of the two. Nothing is fitted to the checkpoint runs.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ class HostProbe:
         return {"write_mbyte_s": self.write_bytes_s / units.MB, "read_mbyte_s": self.read_bytes_s / units.MB,
                 "copy_gbyte_s": self.copy_bytes_s / units.GB,
                 "how": "write: N threads write probe_bytes / N each and fsync; read: the same files read back "
-                       "with their pages evicted; copy: one tensor of a rank's bytes cloned in host memory"}
+                       "with their pages evicted; copy: one tensor of a rank's bytes cloned in host memory; "
+                       "before and after the run, mean time per byte"}
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -198,6 +200,16 @@ def probe_host(directory: Path, writers: int, probe_bytes: int, rank_bytes: int)
     src.clone()
     copy_s = time.perf_counter() - t0
     return HostProbe(per * writers / write_s, per * writers / read_s, src.numel() * 4 / copy_s)
+
+
+def mean_probe(a: HostProbe, b: HostProbe) -> HostProbe:
+    """The probe before and the probe after a run, averaged as times per byte (a disk that changed its pace
+    during the run is priced at its mean pace)."""
+    def mean(x: float, y: float) -> float:
+        return 2.0 / (1.0 / x + 1.0 / y)
+
+    return HostProbe(mean(a.write_bytes_s, b.write_bytes_s), mean(a.read_bytes_s, b.read_bytes_s),
+                     mean(a.copy_bytes_s, b.copy_bytes_s))
 
 
 def predict(row: dict[str, Any], total_bytes: float, ranks: int, probe: HostProbe) -> dict[str, float]:

@@ -90,7 +90,7 @@ def checkpoint(
     from dataclasses import asdict
 
     from slowlink.bench import launch
-    from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, probe_host
+    from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, mean_probe, probe_host
     from slowlink.cli.bench import save_record
     from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
 
@@ -104,10 +104,11 @@ def checkpoint(
                                 modes=tuple(m.strip() for m in mode.split(",") if m.strip()), repeat=repeat,
                                 directory=directory, probe_bytes=int(size_option("--probe-size", probe_size)))
     cfg.check()
-    rows, hosts = [], []
+    rows, hosts, where = [], [], Path(directory or tempfile.gettempdir())
     for n in counts:
+        before = probe_host(where, n, cfg.probe_bytes, cfg.state_bytes)
         res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
-        probe = probe_host(Path(directory or tempfile.gettempdir()), n, cfg.probe_bytes, cfg.state_bytes)
+        probe = mean_probe(before, probe_host(where, n, cfg.probe_bytes, cfg.state_bytes))
         rows += finish_rows(res["rows"], cfg, probe)
         hosts += res["hostnames"]
         err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
