@@ -95,7 +95,7 @@ def plan_cmd(
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
               for key, r, adv, st in zip(names, results, advice, stor, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
-        print_json(next(iter(js.values())) if len(planned) == 1 else {key: js[key] for key in keys})
+        print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
     out.print(plan_table(names, results, storage_rows(stor), infeasible))
     for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
@@ -144,9 +144,10 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json([{"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
-                     "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
-                     **p.result.to_json()} for p in pts])
+        print_json({"mode": mode, "points": [
+            {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
+             "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
+             **p.result.to_json()} for p in pts]})
         return
     out.print(scale_table(pts, mode))
     out.print(scale_reason(pts), soft_wrap=True)
