@@ -155,3 +155,14 @@ def test_plan_unknown_fidelity_is_a_clean_error(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "packet" in res.output
     assert "Traceback" not in res.output
+
+
+def test_validate_fail_above_is_a_gate() -> None:
+    from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
+
+    worst = max(mean_abs_error(cases()), mean_abs_error(heldout_cases())) * 100
+    res = runner.invoke(app, ["validate", "--fail-above", f"{worst * 0.9:.3f}"])
+    assert res.exit_code == 1 and "above --fail-above" in res.output
+    assert runner.invoke(app, ["validate", "--fail-above", f"{worst * 1.1:.3f}"]).exit_code == 0
+    bad = runner.invoke(app, ["validate", "--fail-above", "-1"])
+    assert bad.exit_code == 2 and "--fail-above" in bad.output
