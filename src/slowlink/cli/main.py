@@ -19,6 +19,7 @@ from slowlink import __version__
 
 _VALIDATE = "validate"
 _SETS = "slowlink.sets"  # where LazyGroup keeps the --set arguments between parsing and invoking
+_CSV = "slowlink.csv"  # set when --csv is on the command line
 _VALIDATE_HELP = "Check slowlink's models against published or emulated measurements."
 
 # command -> (the area module that registers it, the summary the root help shows). `validate` gathers
@@ -100,16 +101,23 @@ class LazyGroup(TyperGroup):
                 continue
             if arg.startswith("--set="):
                 sets.append(arg.removeprefix("--set="))
+            elif arg == "--csv":
+                ctx.meta[_CSV] = True
             else:
                 rest.append(arg)
             i += 1
         ctx.meta[_SETS] = sets
+        if ctx.meta.get(_CSV) and "--json" in rest:
+            typer.echo("error: --csv and --json: choose one output format", err=True)
+            raise typer.Exit(2)
         return list(super().parse_args(ctx, rest))
 
     def invoke(self, ctx: Any) -> Any:
+        from slowlink.cli.common import out
         from slowlink.errors import SlowlinkError
         from slowlink.fileio import overriding
 
+        out.csv, out.tables_printed = bool(ctx.meta.get(_CSV)), 0
         try:
             scope = overriding(ctx.meta.get(_SETS, []))
             scope.__enter__()
@@ -141,7 +149,8 @@ app = typer.Typer(
     help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.\n\n"
     "Every command that reads a cluster, workload or scenario file takes what-if overrides anywhere on its "
     "command line: --set KIND.key.path=value (KIND: cluster, workload or scenario), e.g. "
-    "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.",
+    "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.\n\n"
+    "--csv anywhere on the command line prints every table as CSV on stdout (the rest goes to stderr).",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     pretty_exceptions_enable=False,

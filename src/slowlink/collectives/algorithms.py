@@ -50,8 +50,11 @@ def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
 def chain_fill_s(hops: int, size: float, protocol: str, bw: float) -> float:
     """broadcast / reduce along a chain: the last link starts when the first chunk of every channel has
     crossed hops - 1 links: (hops - 1) x min(size, channels x chunk) / bw. (The ring's measured step wait,
-    constants.RING_STEP_WAIT_US, is one NVLink ring's; it is not carried over to chains and trees.)"""
-    loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES[protocol]
+    constants.RING_STEP_WAIT_US, is one NVLink ring's; it is not carried over to chains and trees.) Simple only:
+    LL / LL128 forward line by line (see :func:`tree_fill_fraction`)."""
+    if protocol != "Simple":
+        return 0.0
+    loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES
     return max(0, hops - 1) * min(size, loop_bytes) / bw
 
 
@@ -67,17 +70,23 @@ def tree_chunk_bytes(size: float, depth: int) -> float:
 
 def tree_fill_s(depth: int, size: float, protocol: str, algbw: float) -> float:
     """A pipelined tree (up then down, 2 x depth hops): the root's last chunk leaves 2 depth - 1 chunk times
-    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw. LL / LL128 use their FIFO step as
-    chunk. (No per-chunk step wait: see chain_fill_s.)"""
+    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw (Simple). (No per-chunk step wait:
+    see chain_fill_s.)"""
     return tree_fill_fraction(depth, size, protocol) * size / algbw
 
 
 def tree_fill_fraction(depth: int, size: float, protocol: str) -> float:
     """The tree's fill as a fraction of its bytes term: (2 depth - 1) x min(size, channels x chunk) / size
-    (shared with the flow model, which times the bytes and adds this on top)."""
-    if size <= 0:
+    (shared with the flow model, which times the bytes and adds this on top).
+
+    Only Simple waits for whole chunks: it forwards a FIFO step once the step's flag is posted. LL and LL128
+    carry a flag in every 16-byte / 128-byte line (NCCL's prims_ll.h / prims_ll128.h), so a rank forwards a
+    line as soon as it has read it, and the pipeline fills in about one hop latency per hop, which the
+    latency term already counts. (Charging LL a 32 KiB step per hop made a forced tree/LL 1 MiB all_reduce
+    on 8 nodes 3 ms, 0.7 GB/s busbw.)"""
+    if size <= 0 or protocol != "Simple":
         return 0.0
-    chunk = tree_chunk_bytes(size, depth) if protocol == "Simple" else c.RING_CHUNK_BYTES[protocol]
+    chunk = tree_chunk_bytes(size, depth)
     return max(0, 2 * depth - 1) * min(size, c.CHANNELS * chunk) / size
 
 
