@@ -122,3 +122,13 @@ def test_cli_missing_empty_and_nested_dirs(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     _fails(["reshard", str(src), str(tmp_path / "afile")], "DST", "is not a directory")
     assert not (tmp_path / "dst").exists() and not (src / "out").exists()
+
+
+def test_a_rerun_with_larger_shards_removes_the_shards_no_index_lists(tmp_path: Path) -> None:
+    src = _dataset(tmp_path)
+    dst = tmp_path / "dst"
+    small = rs.reshard(src, dst, 16 * 1024)
+    (dst / "mine.tar").write_bytes(b"not ours")
+    big = rs.reshard(src, dst, 1 << 20)
+    assert big.shards == 1 < small.shards
+    assert sorted(p.name for p in dst.iterdir()) == ["index.json", "mine.tar", "shard-000000.tar"]

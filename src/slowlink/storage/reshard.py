@@ -9,8 +9,9 @@ rerun writes the same bytes).
 Atomic: a shard is written to a hidden ``.shard-NNNNNN.tar.partial-PID`` in DST, fsync'ed and renamed, so DST
 never holds a half-written shard under its final name; ``index.json`` is written the same way and only after
 every shard has been read back byte-equal to its source files. Resumable: a shard already in DST under its final
-name is read back and kept when it matches, rewritten when it does not. Nothing is written before the input has
-been checked (SRC exists, holds files, DST is not inside it, the shard size is > 0).
+name is read back and kept when it matches, rewritten when it does not; shards an earlier index listed and
+this one does not (a rerun with another shard size) are removed after the new index is in place. Nothing is
+written before the input has been checked (SRC exists, holds files, DST is not inside it, the shard size > 0).
 """
 
 from __future__ import annotations
@@ -221,6 +222,14 @@ def _index(src: Path, files: list[SourceFile], shards: list[range], names: list[
             "files": [f.rel for f in files]}
 
 
+def _previous_shards(dst: Path) -> set[str]:
+    """Shard names an earlier ``index.json`` in ``dst`` lists (only those are ours to remove)."""
+    try:
+        return {str(s["name"]) for s in load_index(dst)["shards"] if re.fullmatch(r"shard-\d{6}\.tar", s["name"])}
+    except (SpecError, KeyError, TypeError):
+        return set()
+
+
 def reshard(src: Path, dst: Path, shard_bytes: float) -> ReshardResult:
     """Reshard ``src`` into ``dst`` (module docstring): plan, write or keep each shard, verify, write the index."""
     if not shard_bytes > 0:
@@ -242,7 +251,10 @@ def reshard(src: Path, dst: Path, shard_bytes: float) -> ReshardResult:
                 raise SpecError(field_error("DST", str(path), "did not read back byte-equal to its source files"))
         names.append(path.name)
     index = _index(src, files, shards, names, shard_bytes)
+    stale = _previous_shards(dst) - set(names)
     _write_atomic(dst / INDEX_NAME, lambda fh: _put(fh, json.dumps(index).encode()))
+    for name in stale:  # shards of an earlier index that this one no longer lists (another shard size)
+        (dst / name).unlink(missing_ok=True)
     return ReshardResult(len(files), len(shards), reused, index["data_bytes"],
                          sum((dst / n).stat().st_size for n in names), True, dst / INDEX_NAME,
                          time.perf_counter() - t0)
