@@ -54,7 +54,51 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
         out.print(line, soft_wrap=True)
 
 
+_WORKERS = typer.Option(2, "--workers", help="Dask LocalCluster worker processes (0: evaluate in this process).")
+_SCHEDULER = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler instead of a LocalCluster.")
+_OUT = typer.Option(None, "--out", help="Write every configuration to this .csv or .parquet file.")
+_PLOT = typer.Option(None, "--plot", help="Write the Pareto front (run cost vs days) to this .png or .svg file.")
+
+
+@clean_errors
+def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
+               out_file: Path | None = _OUT, plot: Path | None = _PLOT) -> None:
+    """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
+    from slowlink.cli.common import err
+    from slowlink.errors import InfeasiblePlan, SpecError
+    from slowlink.fileio import check_output
+    from slowlink.report import search as report
+    from slowlink.search.run import chunks, evaluate_space, summarize
+    from slowlink.search.space import load_space
+
+    if workers < 0:
+        raise SpecError(f"--workers ({workers}) must be >= 0")
+    for path, flag, suffixes in ((out_file, "--out", (".csv", ".parquet")), (plot, "--plot", (".png", ".svg"))):
+        if path is not None:
+            check_output(path, flag, suffixes)
+    s = load_space(space)
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task(f"{s.size:,} configurations", total=len(chunks(s)))
+        points = evaluate_space(s, workers, scheduler, lambda n: bar.advance(task, n))
+    result = summarize(s, points)
+    if out_file is not None:
+        report.write_points(result, out_file)
+    if not result.feasible:
+        raise InfeasiblePlan(report.empty_message(result))
+    if plot is not None:
+        report.write_plot(result, plot)
+    if as_json:
+        print_json(report.search_json(result))
+        return
+    out.print(report.front_table(result))
+    for line in report.summary_lines(result):
+        out.print(line, soft_wrap=True)
+
+
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app."""
     app.command("bom")(bom_cmd)
     app.command("cost")(cost_cmd)
+    app.command("search")(search_cmd)

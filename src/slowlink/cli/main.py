@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "capex, power and network share."),
     "cost": ("slowlink.cli.cost",
              "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
+    "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
+               "front of cost vs time to train."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
