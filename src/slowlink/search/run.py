@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from slowlink.errors import SpecError
 from slowlink.search.evaluate import Point, evaluate_hardware
 from slowlink.search.space import Space
 
@@ -30,8 +31,11 @@ def chunks(space: Space, per_task: int = CHUNK_CONFIGS) -> list[list[int]]:
 
 def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None,
              progress: Callable[[int], None] | None) -> list[Point]:
-    from dask.distributed import Client, LocalCluster, as_completed
-
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SpecError("--workers / --scheduler need dask.distributed: pip install 'slowlink[sweep]', or run "
+                        "in this process with --workers 0") from None
     cluster = None if scheduler else LocalCluster(  # type: ignore[no-untyped-call]
         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
     client = Client(scheduler or cluster)  # type: ignore[no-untyped-call]
