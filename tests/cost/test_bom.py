@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from slowlink.cost.bom import bill_of_materials
+from slowlink.cost.design import Design, build_design
+from slowlink.cost.prices import load_prices
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster, cluster_from_mapping, load_cluster
 from slowlink.topology.build import build
@@ -116,3 +118,23 @@ def test_every_count_matches_the_graph(topology: str, topology_cluster: Callable
     vertices = {v for name in build(c).names for v in name.split("->")}
     kinds = Counter(v.split(":")[0] for v in vertices)
     assert bom.switches.get("leaf", bom.switches.get("group", 0)) == kinds.get("leaf", kinds.get("df", 0))
+
+
+# NVIDIA DGX SuperPOD reference architecture with DGX B200 (docs.nvidia.com/dgx-superpod/reference-architecture-
+# scalable-infrastructure-b200, "DGX SuperPOD Architecture", table of larger DGX SuperPOD component counts):
+# SUs of 32 DGX B200 (8 x 400G NDR rails, rail-optimized, Quantum-2 64-port), no UFM port in the node-leaf count.
+# (SUs, leaf, spine, core, node-leaf, leaf-spine, spine-core); core "-" in the RA is 0 here.
+B200_RA = [(2, 16, 8, 0, 512, 512, 0), (4, 32, 16, 0, 1024, 1024, 0), (8, 64, 32, 0, 2048, 2048, 0),
+           (16, 128, 128, 64, 4096, 4096, 4096), (32, 256, 256, 128, 8192, 8192, 8192),
+           (64, 512, 512, 256, 16384, 16384, 16384)]
+
+
+@pytest.mark.parametrize(("sus", "leaf", "spine", "core", "node_leaf", "leaf_spine", "spine_core"), B200_RA)
+def test_superpod_b200_table_on_the_fewest_tiers(sus: int, leaf: int, spine: int, core: int, node_leaf: int,
+                                                 leaf_spine: int, spine_core: int) -> None:
+    # build_design picks the fewest tiers that fit: 2 up to 8 SUs (64 leaves = the radix), 3 above, as the RA
+    c = build_design(Design("b200", 32 * sus, 8, 400, "infiniband", "rail-optimized", 1.0), load_prices())
+    bom = bill_of_materials(c)
+    assert bom.switches == {k: v for k, v in {"leaf": leaf, "spine": spine, "core": core}.items() if v}
+    assert bom.links == {k: v for k, v in {"node_leaf": node_leaf, "leaf_spine": leaf_spine,
+                                           "spine_core": spine_core}.items() if v}
