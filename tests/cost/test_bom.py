@@ -138,3 +138,26 @@ def test_superpod_b200_table_on_the_fewest_tiers(sus: int, leaf: int, spine: int
     assert bom.switches == {k: v for k, v in {"leaf": leaf, "spine": spine, "core": core}.items() if v}
     assert bom.links == {k: v for k, v in {"node_leaf": node_leaf, "leaf_spine": leaf_spine,
                                            "spine_core": spine_core}.items() if v}
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("tiers", [2, 3])
+def test_storage_counts_match_the_graph(shared: bool, tiers: int) -> None:
+    c = cluster_from_mapping({
+        "name": "s", "nodes": 8, "gpus_per_node": 4, "gpu": "h100-sxm", "scale_up": {"link": "nvlink4"},
+        "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}, "storage": {"per_node": 1, "speed_gbit_s": 200}},
+        "fabric": {"transport": "infiniband", "tiers": tiers, "switch_radix": 4, "routing": "dmodk"},
+        "storage": {"system": "parallel-fs", "shared_with_compute": shared, "read_gbyte_s": 10.0,
+                    "write_gbyte_s": 10.0, "metadata_ops_s": 1e5, "targets": 3}})
+    bom = bill_of_materials(c)
+    graph = _graph_links(c)
+    if shared:  # 3 targets on ceil(3 / 2) = 2 storage leaves of their own, with uplinks like any leaf
+        assert bom.links["storage_leaf"] == graph["stor-leaf"] == 3
+        assert bom.switches["leaf"] == 8 + 2 and "storage" not in bom.switches
+    else:  # one storage switch: a cable per storage NIC (the graph aggregates a node's) and per target
+        assert bom.links["node_storage"] == graph["snic-storsw"] == 8
+        assert bom.links["storage_target"] == graph["storsw-stor"] == 3
+        assert bom.switches["storage"] == 3 and any("storage switch" in n for n in bom.notes)  # 11 ports / 4
+        assert bom.tier_speed_gbit_s("node_storage") == 200
+    assert bom.links["leaf_spine"] == graph["leaf_spine"]
+    assert bom.links.get("spine_core", 0) == graph.get("spine_core", 0)

@@ -14,7 +14,11 @@ port per leaf); here they are packed into physical ``switch_radix``-port boxes:
   * dragonfly (Kim et al., ISCA 2008): ``groups x a`` switches, ``a (a - 1) / 2`` local links per group and
     ``m`` global links per pair of groups;
   * node-leaf cables: every compute NIC, plus ``fabric.management_ports`` (the UFM appliance) on free leaf
-    ports: NVIDIA's DGX SuperPOD H100 RA keeps a node slot of each fabric for it (31 DGX + UFM per SU).
+    ports: NVIDIA's DGX SuperPOD H100 RA keeps a node slot of each fabric for it (31 DGX + UFM per SU);
+  * storage (:mod:`slowlink.topology.storage`): converged targets sit on storage leaves of their own after the
+    compute leaves (``storage_leaf`` links, uplinks like any leaf); a separate storage fabric is the graph's
+    one non-blocking switch, ``ceil(ports / radix)`` boxes, with a ``node_storage`` cable per storage NIC and
+    a ``storage_target`` cable per target (the storage servers themselves are not priced).
 
 A logical switch wider than the radix (a 2-tier tree of more than ``radix`` leaves, an aggregation plane
 of more than ``radix`` ports) cannot be one box: the count is then a lower bound and :attr:`Bom.notes` says
@@ -25,7 +29,7 @@ single-mode DR4 <= 500 m): node-leaf is copper when a fat-tree leaf serves no mo
 (top of rack), multimode to rail leaves at the end of a row; leaf-spine multimode (within a row of
 scalable units); spine-core and dragonfly global links single-mode (across the hall); dragonfly node and
 local links copper (a group is a cabinet). Each optical link has one transceiver per end.
-Not counted: the storage fabric's switches (storage NICs are), the out-of-band and front-end networks.
+Not counted: the out-of-band and front-end networks.
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.shape import FabricShape, fabric_shape
+from slowlink.topology.storage import converged_endpoints
 
 OPTICS = {"mmf": "SR", "smf": "DR"}  # transceiver family of an optical medium (IEEE 802.3 names)
+STORAGE_TIERS = ("node_storage", "storage_target")  # links of a separate storage fabric, at its NIC speed
+Counts = tuple[dict[str, int], dict[str, int], dict[str, str], list[str]]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -56,6 +63,16 @@ class Bom:
     media: dict[str, str]           # link tier -> dac | mmf | smf
     nics: dict[str, int]            # compute, storage
     notes: tuple[str, ...] = field(default=())
+    storage_speed_gbit_s: float = 0.0  # a separate storage fabric's line rate
+
+    def tier_speed_gbit_s(self, tier: str) -> float:
+        """Line rate of a link tier (a separate storage fabric runs at its own NICs' rate)."""
+        return self.storage_speed_gbit_s if tier in STORAGE_TIERS else self.speed_gbit_s
+
+    @property
+    def fabric_switches(self) -> int:
+        """Switches of the compute fabric (all but a separate storage fabric's)."""
+        return sum(n for tier, n in self.switches.items() if tier != "storage")
 
     @property
     def switch_count(self) -> int:
@@ -72,11 +89,11 @@ class Bom:
     @property
     def transceivers(self) -> dict[str, int]:
         """Transceivers by type (``400G-SR4``...): two per optical link, one at each end."""
-        lanes = 8 if self.speed_gbit_s > 400 else 4
         out: dict[str, int] = {}
-        for medium, n in self.cables.items():
+        for tier, n in self.links.items():
+            medium, speed = self.media[tier], self.tier_speed_gbit_s(tier)
             if medium in OPTICS:
-                key = f"{self.speed_gbit_s:g}G-{OPTICS[medium]}{lanes}"
+                key = f"{speed:g}G-{OPTICS[medium]}{8 if speed > 400 else 4}"
                 out[key] = out.get(key, 0) + 2 * n
         return out
 
@@ -100,21 +117,30 @@ def _management(cluster: Cluster, free_ports: int) -> int:
     return ports
 
 
-def _clos(cluster: Cluster, shape: FabricShape, nodes_per_rack: int) -> tuple[dict[str, int], dict[str, int],
-                                                                              dict[str, str], list[str]]:
+def _one_switch(cluster: Cluster, endpoints: int, targets: int) -> Counts:
+    radix = cluster.fabric.switch_radix
+    ports = endpoints + targets
+    notes = [] if ports <= radix else [f"one switch for {ports} ports exceeds switch_radix ({radix}): priced as "
+                                       "several boxes (a director chassis in practice)"]
+    extra = _management(cluster, max(0, radix - ports))
+    links = {"node_leaf": endpoints + extra} | ({"storage_leaf": targets} if targets else {})
+    return {"leaf": _ceil(ports + extra, radix)}, links, {"node_leaf": "dac", "storage_leaf": "dac"}, notes
+
+
+def _clos(cluster: Cluster, shape: FabricShape, nodes_per_rack: int) -> Counts:
     """Switches, links, media and notes of a 1-3 tier fat tree or rail-optimized fabric."""
     f, nics, radix = cluster.fabric, shape.nics_per_node, cluster.fabric.switch_radix
-    endpoints = cluster.nodes * nics
+    endpoints, targets = cluster.nodes * nics, len(converged_endpoints(cluster))
     if f.topology == "single-switch" or f.tiers == 1:
-        notes = [] if endpoints <= radix else [f"one switch for {endpoints} NICs exceeds switch_radix ({radix}): "
-                                               "priced as several boxes (a director chassis in practice)"]
-        extra = _management(cluster, max(0, radix - endpoints))
-        return {"leaf": _ceil(endpoints + extra, radix)}, {"node_leaf": endpoints + extra}, {"node_leaf": "dac"}, notes
+        return _one_switch(cluster, endpoints, targets)
     rails = f.topology == "rail-optimized"
-    leaves = _ceil(cluster.nodes, shape.nodes_per_leaf) * (nics if rails else 1)
-    extra = _management(cluster, leaves * shape.endpoints_per_leaf - endpoints)
+    compute_leaves = _ceil(cluster.nodes, shape.nodes_per_leaf) * (nics if rails else 1)
+    extra = _management(cluster, compute_leaves * shape.endpoints_per_leaf - endpoints)
+    leaves = compute_leaves + _ceil(targets, shape.endpoints_per_leaf)
     switches, links = {"leaf": leaves}, {"node_leaf": endpoints + extra}
-    media = {"node_leaf": _node_leaf_medium(cluster, shape, nodes_per_rack)}
+    media = {"node_leaf": _node_leaf_medium(cluster, shape, nodes_per_rack), "storage_leaf": "mmf"}
+    if targets:
+        links["storage_leaf"] = targets
     if leaves == 1:
         return switches, links, media, []
     up, notes = shape.uplinks_per_leaf, []
@@ -139,8 +165,7 @@ def _clos(cluster: Cluster, shape: FabricShape, nodes_per_rack: int) -> tuple[di
     return switches, links, media, notes
 
 
-def _dragonfly(cluster: Cluster, shape: FabricShape) -> tuple[dict[str, int], dict[str, int], dict[str, str],
-                                                              list[str]]:
+def _dragonfly(cluster: Cluster, shape: FabricShape) -> Counts:
     g, a, m = shape.groups, shape.switches_per_group, shape.global_links_per_pair
     endpoints = cluster.nodes * shape.nics_per_node
     extra = _management(cluster, g * a * shape.endpoints_per_leaf - endpoints)
@@ -149,6 +174,20 @@ def _dragonfly(cluster: Cluster, shape: FabricShape) -> tuple[dict[str, int], di
         f"a group switch needs {ports} ports, more than switch_radix ({cluster.fabric.switch_radix})"]
     links = {"node_switch": endpoints + extra, "local": g * a * (a - 1) // 2, "global": g * (g - 1) // 2 * m}
     return {"group": g * a}, links, {"node_switch": "dac", "local": "dac", "global": "smf"}, notes
+
+
+def _storage_fabric(cluster: Cluster) -> Counts:
+    """A separate storage fabric as the graph builds it: one non-blocking switch (``storsw``)."""
+    st, snics = cluster.storage, cluster.storage_nics
+    if st is None or st.shared_with_compute or snics is None or snics.per_node == 0:
+        return {}, {}, {}, []
+    cables = cluster.nodes * snics.per_node
+    radix = cluster.fabric.switch_radix
+    links = {"node_storage": cables, "storage_target": st.targets}
+    notes = [] if cables + st.targets <= radix else [
+        f"the storage switch needs {cables + st.targets} ports, more than switch_radix ({radix}): priced as "
+        "several boxes (a director chassis or a storage leaf-spine in practice)"]
+    return {"storage": _ceil(cables + st.targets, radix)}, links, dict.fromkeys(links, "mmf"), notes
 
 
 def bill_of_materials(cluster: Cluster, nodes_per_rack: int = 4) -> Bom:
@@ -166,8 +205,13 @@ def bill_of_materials(cluster: Cluster, nodes_per_rack: int = 4) -> Bom:
         switches, links, media, notes = _dragonfly(cluster, shape)
     else:
         switches, links, media, notes = _clos(cluster, shape, nodes_per_rack)
+    s_switches, s_links, s_media, s_notes = _storage_fabric(cluster)
     nics = {"compute": cluster.nodes * cluster.compute_nics.per_node}
+    storage_speed = 0.0
     if cluster.storage_nics is not None:
         nics["storage"] = cluster.nodes * cluster.storage_nics.per_node
+        storage_speed = cluster.storage_nics.speed_bytes_s / units.Gbit
+    media = {tier: m for tier, m in (media | s_media).items() if tier in links or tier in s_links}
     return Bom(cluster.fabric.topology, cluster.fabric.switch_radix,
-               cluster.compute_nics.speed_bytes_s / units.Gbit, switches, links, media, nics, tuple(notes))
+               cluster.compute_nics.speed_bytes_s / units.Gbit, switches | s_switches, links | s_links, media,
+               nics, tuple(notes + s_notes), storage_speed)

@@ -92,10 +92,12 @@ def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
         nic = cluster.compute_nics if role == "compute" else cluster.storage_nics
         if count and nic is not None:
             capex["nics"] += count * prices.nic(nic.speed_bytes_s / units.Gbit).price_usd
-    if bom.switch_count:
-        sw = prices.switch(_family(cluster), bom.speed_gbit_s, bom.switch_radix)
-        capex["switches"] = bom.switch_count * sw.price_usd
-        power["switches"] = bom.switch_count * sw.power_w
+    for count, speed in ((bom.fabric_switches, bom.speed_gbit_s), (bom.switches.get("storage", 0),
+                                                                    bom.storage_speed_gbit_s)):
+        if count:
+            sw = prices.switch(_family(cluster), speed, bom.switch_radix)
+            capex["switches"] += count * sw.price_usd
+            power["switches"] += count * sw.power_w
     for medium, links in bom.cables.items():
         m = prices.medium(medium)
         ends = 1 if medium == "dac" else 2
