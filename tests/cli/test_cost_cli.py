@@ -101,3 +101,13 @@ def test_cost_of_an_infeasible_plan(tmp_path: Path) -> None:
     bad = _file(tmp_path, LLAMA, "tp: 2", "tp: 3")
     _fails(["cost", REF, bad], "parallel")
     _fails(["cost", LLAMA, REF], "this looks like a workload file")
+
+
+def test_cost_of_a_token_budget(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["cost", REF, LLAMA, "--json", "--tokens", "1e12"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert abs(js["run_usd"] - js["usd_per_million_tokens"] * 1e6) < 1e-3 * js["run_usd"]
+    assert abs(js["days"] - 1e12 / js["tokens_per_s"] / 86400) < 1e-3 * js["days"]
+    _fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
+    _fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")

@@ -79,6 +79,7 @@ def test_search_json_contract_and_outputs(tmp_path: Path) -> None:
     js = json.loads(res.output)
     assert {"evaluated", "feasible", "pareto", "best", "removed_by_rule"} <= set(js)
     assert js["evaluated"] == 48 and js["pareto"] and js["best"]["usd_per_million_tokens"] > 0
+    assert js["fastest"]["days"] == min(p["days"] for p in js["pareto"]) == js["pareto"][0]["days"]
     assert len(csv.read_text().splitlines()) == 49 and png.stat().st_size > 0
 
 
@@ -103,7 +104,10 @@ def test_bad_search_files(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_same_result_on_one_and_two_dask_workers(tmp_path: Path) -> None:
     space = load_space(_space(tmp_path))
+    from dask.distributed import LocalCluster
+
     local = search_json(summarize(space, evaluate_space(space)))
     one = search_json(summarize(space, evaluate_space(space, workers=1)))
-    two = search_json(summarize(space, evaluate_space(space, workers=2)))
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:  # --scheduler ADDR
+        two = search_json(summarize(space, evaluate_space(space, scheduler=cluster.scheduler_address)))
     assert local == one == two

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -32,25 +33,36 @@ def bom_cmd(cluster: Path, as_json: bool = _JSON, prices: Path | None = _PRICES)
         out.print(line, soft_wrap=True)
 
 
+_TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5e12): adds its days and cost.")
+
+
 @clean_errors
-def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES) -> None:
+def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
+             tokens: float | None = _TOKENS) -> None:
     """Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."""
     from slowlink.cost.model import TokenCost, cluster_cost
     from slowlink.cost.prices import load_prices
+    from slowlink.errors import SpecError
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.spec.cluster import load_cluster
     from slowlink.workload.spec import load_workload
     from slowlink.workload.step import plan
 
+    if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
+        raise SpecError(f"--tokens ({tokens}) must be a finite number > 0")
     c, w = load_cluster(cluster), load_workload(workload)
     book = load_prices(prices)
     result = plan(w, c)
     tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s)
+    run = {} if tokens is None else {"tokens": tokens, "days": tc.days(tokens), "run_usd": tc.run_usd(tokens)}
     if as_json:
-        print_json(tc.to_json() | {"bottleneck": result.bottleneck})
+        print_json(tc.to_json() | run | {"bottleneck": result.bottleneck})
         return
     out.print(capex_table(tc.cost))
-    for line in cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {result.bottleneck}"]:
+    lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {result.bottleneck}"]
+    if tokens is not None:
+        lines.append(f"{tokens:.3g} tokens: {run['days']:.1f} days, {run['run_usd']:,.0f} USD (before failures)")
+    for line in lines:
         out.print(line, soft_wrap=True)
 
 

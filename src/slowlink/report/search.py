@@ -31,6 +31,7 @@ def search_json(r: SearchResult) -> dict[str, Any]:
     return {"name": r.space.name, "evaluated": len(r.points), "feasible": len(r.feasible),
             "tokens": r.space.tokens, "pareto": [point_json(r.space, p) for p in r.front],
             "best": None if r.best is None else point_json(r.space, r.best),
+            "fastest": None if r.fastest is None else point_json(r.space, r.fastest),
             "removed_by_rule": r.removed_by_rule, "constraint_cost": r.constraint_cost,
             "basis": "step-model throughput, before failures (ETTR 1)"}
 
@@ -61,6 +62,10 @@ def summary_lines(r: SearchResult) -> list[str]:
         lines.append(f"cheapest per token (*): {p['design']}, tp {p['tp']} pp {p['pp']} vp {p['vp']}: "
                      f"{r.best.usd_per_million_tokens:.3f} USD/M tokens, {r.best.days:.1f} days, "
                      f"{r.best.run_usd / 1e6:.2f} MUSD for the run")
+    if r.fastest is not None:
+        f = point_json(r.space, r.fastest)
+        lines.append(f"fastest within the constraints: {f['design']}, tp {f['tp']} pp {f['pp']}: "
+                     f"{r.fastest.days:.1f} days, {r.fastest.run_usd / 1e6:.2f} MUSD")
     for name, c in r.constraint_cost.items():
         without, with_ = c["usd_per_million_tokens_without"], c["usd_per_million_tokens_with"]
         if without is not None and with_ is not None:

@@ -106,6 +106,7 @@ class SearchResult:
     removed_by_rule: dict[str, int]
     front: list[Point]
     best: Point | None
+    fastest: Point | None
     constraint_cost: dict[str, dict[str, float | None]]
 
 
@@ -129,4 +130,5 @@ def summarize(space: Space, points: list[Point]) -> SearchResult:
         costs[name] = {"usd_per_million_tokens_without": None if free is None else free.usd_per_million_tokens,
                        "usd_per_million_tokens_with": None if best is None else best.usd_per_million_tokens}
     ordered = dict(sorted(removed.items(), key=lambda kv: (-kv[1], kv[0])))
-    return SearchResult(space, points, feasible, ordered, pareto(feasible), best, costs)
+    fastest = min(feasible, key=lambda p: (p.days, p.run_usd, p.index), default=None)
+    return SearchResult(space, points, feasible, ordered, pareto(feasible), best, fastest, costs)
