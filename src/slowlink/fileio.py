@@ -31,7 +31,7 @@ DOCS = {
     "scenario": "docs/sim.md#scenarios-slowlink-simulate",
     "record": "docs/bench.md#records-baselines-compare",
     "calibration": "docs/bench.md#calibration",
-    "prices": "docs/cost.md#prices",
+    "prices": "docs/cost.md#prices-costdatapricesyaml",
     "search": "docs/cost.md#the-design-space-slowlink-search",
 }
 
