@@ -111,3 +111,22 @@ def test_same_result_on_one_and_two_dask_workers(tmp_path: Path) -> None:
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:  # --scheduler ADDR
         two = search_json(summarize(space, evaluate_space(space, scheduler=cluster.scheduler_address)))
     assert local == one == two
+
+
+def test_memoised_collective_prices_change_nothing(tmp_path: Path) -> None:
+    from dataclasses import replace as dc_replace
+
+    from slowlink.cost.design import build_design
+    from slowlink.search.evaluate import memo_cost
+    from slowlink.workload.comm import analytical_cost
+    from slowlink.workload.step import plan
+
+    space = load_space(_space(tmp_path))
+    cluster = build_design(space.hardware[0], space.prices)
+    memo = memo_cost(cluster)
+    for tp, pp, mb in ((8, 2, 1), (8, 2, 2), (4, 4, 1), (8, 2, 1)):
+        w = space.workload
+        work = dc_replace(w, parallel=w.parallel.model_copy(update={"tp": tp, "pp": pp, "vp": 1,
+                                                                    "dp": cluster.gpus // (tp * pp)}),
+                          training=w.training.model_copy(update={"micro_batch": mb}))
+        assert plan(work, cluster, memo) == plan(work, cluster, analytical_cost(cluster))

@@ -11,7 +11,9 @@ Rules, in the order they are checked (the first that fails names the point's ``r
   batch_divides, ep_divides_experts,       check_plan`), named from its message
   precision_supported, memory_fits
 The constraints (budget, power, GPUs, deadline) are applied afterwards (:mod:`slowlink.search.run`), so
-that what each one costs can be measured. Hardware is built and priced once per chunk.
+that what each one costs can be measured. Hardware is built and priced once per chunk, and the layouts of
+one design share a memo of collective prices (:func:`memo_cost`): layouts that differ only in micro-batch,
+ZeRO stage, recomputation or interleaving ask the collective model the same questions.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from slowlink.cost.model import ClusterCost, TokenCost, cluster_cost
 from slowlink.errors import SlowlinkError, SpecError
 from slowlink.search.space import Space
 from slowlink.spec.cluster import Cluster
+from slowlink.workload.comm import CommCost, analytical_cost
 from slowlink.workload.step import plan
 
 _PLAN_RULES = (("memory per GPU", "memory_fits"), ("must divide model.heads", "tp_divides_heads"),
@@ -51,6 +54,25 @@ class Point:
     days: float = NAN
     run_usd: float = NAN
     bottleneck: str = field(default="", compare=False)
+
+
+def memo_cost(cluster: Cluster) -> CommCost:
+    """The analytical :data:`~slowlink.workload.comm.CommCost` of ``cluster``, memoised on (op, size, groups).
+
+    ``groups`` lists come from :func:`slowlink.workload.comm.groups_of`'s cache (one list per layout), so their
+    identity is the key; the memo keeps each list alive so that an id is never reused while it is cached.
+    """
+    price = analytical_cost(cluster)
+    memo: dict[tuple[str, float, int], tuple[float, list[list[int]]]] = {}
+
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        key = (op, size_bytes, id(groups))
+        hit = memo.get(key)
+        if hit is None or hit[1] is not groups:
+            hit = memo[key] = (price(op, size_bytes, groups), groups)
+        return hit[0]
+
+    return cost
 
 
 def _hardware_rule(exc: SpecError) -> str:
@@ -83,7 +105,8 @@ def _plan_rule(exc: SlowlinkError) -> str:
     return next((rule for needle, rule in _PLAN_RULES if needle in text), "plan_other")
 
 
-def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, lay: dict[str, Any]) -> Point:
+def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: CommCost,
+           lay: dict[str, Any]) -> Point:
     rule = _layout_rule(space, cluster, lay)
     dp = cluster.gpus // (lay["tp"] * lay["pp"] * lay["cp"])
     base = Point(index, rule, cluster.gpus, cluster.fabric.tiers, dp)
@@ -95,7 +118,7 @@ def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, lay: d
                    training=w.training.model_copy(update={"micro_batch": lay["micro_batch"],
                                                           "recompute": lay["recompute"]}))
     try:
-        step = plan(work, cluster)
+        step = plan(work, cluster, comm)
     except SlowlinkError as exc:
         return replace(base, rule=_plan_rule(exc))
     tc = TokenCost(cost, step.tokens_per_s, step.step_time_s)
@@ -118,5 +141,6 @@ def evaluate_hardware(space: Space, hardware: list[int]) -> list[Point]:
             rule = _hardware_rule(exc)
             points += [Point(h * n + i, rule) for i in range(n)]
             continue
-        points += [_point(space, h * n + i, cluster, cost, space.layout(i)) for i in range(n)]
+        comm = memo_cost(cluster)
+        points += [_point(space, h * n + i, cluster, cost, comm, space.layout(i)) for i in range(n)]
     return points
