@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from slowlink.cli.main import app
+from slowlink.errors import SpecError
 from slowlink.report.search import search_json
 from slowlink.search.evaluate import Point
 from slowlink.search.run import evaluate_space, pareto, summarize
@@ -99,6 +100,8 @@ def test_bad_search_files(tmp_path: Path) -> None:
     fails(_space(tmp_path, parallel={"zero": [4]}), "parallel.zero.0 (4)")
     fails(_space(tmp_path), "--workers (-1) must be >= 0", args=("--workers", "-1"))
     fails(_space(tmp_path), "--out", "must end in .csv, .parquet", args=("--out", str(tmp_path / "x.txt")))
+    (tmp_path / "afile").write_text("x")
+    fails(_space(tmp_path), "--resume ('", "is a file: give a folder", args=("--resume", str(tmp_path / "afile")))
 
 
 @pytest.mark.slow
@@ -130,3 +133,21 @@ def test_memoised_collective_prices_change_nothing(tmp_path: Path) -> None:
                                                                     "dp": cluster.gpus // (tp * pp)}),
                           training=w.training.model_copy(update={"micro_batch": mb}))
         assert plan(work, cluster, memo) == plan(work, cluster, analytical_cost(cluster))
+
+
+def test_resume_skips_kept_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import slowlink.search.run as run
+
+    space = load_space(_space(tmp_path))
+    folder = tmp_path / "kept"
+    first = search_json(summarize(space, evaluate_space(space, resume=folder)))
+    calls: list[list[int]] = []
+    real = run.evaluate_hardware
+    monkeypatch.setattr(run, "evaluate_hardware", lambda s, part: calls.append(part) or real(s, part))
+    assert search_json(summarize(space, evaluate_space(space, resume=folder))) == first and calls == []
+    for f in folder.glob("chunk-*.json"):  # an interrupted run: nothing kept, all evaluated again
+        f.unlink()
+    assert search_json(summarize(space, evaluate_space(space, resume=folder))) == first and calls
+    other = load_space(_space(tmp_path, tokens=2.0e12))
+    with pytest.raises(SpecError, match="holds chunks of another search space"):
+        evaluate_space(other, resume=folder)

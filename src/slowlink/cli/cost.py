@@ -70,11 +70,13 @@ _WORKERS = typer.Option(2, "--workers", help="Dask LocalCluster worker processes
 _SCHEDULER = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler instead of a LocalCluster.")
 _OUT = typer.Option(None, "--out", help="Write every configuration to this .csv or .parquet file.")
 _PLOT = typer.Option(None, "--plot", help="Write the Pareto front (run cost vs days) to this .png or .svg file.")
+_RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this folder; a rerun skips the chunks "
+                       "already there.")
 
 
 @clean_errors
 def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
-               out_file: Path | None = _OUT, plot: Path | None = _PLOT) -> None:
+               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME) -> None:
     """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
     from slowlink.cli.common import err
     from slowlink.errors import InfeasiblePlan, SpecError
@@ -93,7 +95,7 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
 
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task(f"{s.size:,} configurations", total=len(chunks(s)))
-        points = evaluate_space(s, workers, scheduler, lambda n: bar.advance(task, n))
+        points = evaluate_space(s, workers, scheduler, lambda n: bar.advance(task, n), resume)
     result = summarize(s, points)
     if out_file is not None:
         report.write_points(result, out_file)

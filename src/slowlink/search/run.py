@@ -3,7 +3,8 @@ Pareto front of training-run cost vs time-to-train, what each constraint costs, 
 
 Chunks of hardware designs (each with all its parallel layouts) are tasks on a ``dask.distributed`` client:
 a ``LocalCluster`` of ``workers`` processes, or a running scheduler at ``scheduler``; ``workers=0`` runs
-in this process. Points come back sorted by index, so the result does not depend on the workers.
+in this process. Points come back sorted by index, so the result does not depend on the workers. With a
+``resume`` folder each finished chunk is kept, and a rerun evaluates only what is missing.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from slowlink.errors import SpecError
 from slowlink.search.evaluate import Point, evaluate_hardware
 from slowlink.search.space import Space
+from slowlink.search.store import ChunkStore
 
 CHUNK_CONFIGS = 2000  # configurations per Dask task: seconds of work, so scheduling overhead stays small
 CONSTRAINT_ORDER = ("max_gpus", "budget_usd", "power_kw", "deadline_days")
@@ -29,8 +32,10 @@ def chunks(space: Space, per_task: int = CHUNK_CONFIGS) -> list[list[int]]:
     return [idx[i:i + step] for i in range(0, len(idx), step)]
 
 
-def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None,
-             progress: Callable[[int], None] | None) -> list[Point]:
+Done = Callable[[list[int], list[Point]], None]  # called with each finished chunk and its points
+
+
+def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None, done: Done) -> list[Point]:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -42,11 +47,12 @@ def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str 
     try:
         shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
         futures = client.map(evaluate_hardware, [shared] * len(parts), parts, pure=False)
+        part_of = {fut.key: part for fut, part in zip(futures, parts, strict=True)}
         out: list[Point] = []
         for fut in as_completed(futures):  # type: ignore[no-untyped-call]
-            out += fut.result()
-            if progress is not None:
-                progress(1)
+            points = fut.result()
+            done(part_of[fut.key], points)
+            out += points
         return out
     finally:
         client.close()  # type: ignore[no-untyped-call]
@@ -55,17 +61,38 @@ def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str 
 
 
 def evaluate_space(space: Space, workers: int = 0, scheduler: str | None = None,
-                   progress: Callable[[int], None] | None = None) -> list[Point]:
-    """Every configuration of ``space``, sorted by index (module docstring for where it runs)."""
+                   progress: Callable[[int], None] | None = None, resume: Path | None = None) -> list[Point]:
+    """Every configuration of ``space``, sorted by index (module docstring for where it runs).
+
+    ``resume``: a folder that keeps each finished chunk (:class:`~slowlink.search.store.ChunkStore`); chunks
+    already there are read back instead of evaluated.
+    """
     parts = chunks(space)
-    if workers <= 0 and scheduler is None:
-        out = []
-        for part in parts:
-            out += evaluate_hardware(space, part)
+    store = ChunkStore(resume, space, parts) if resume is not None else None
+    out: list[Point] = []
+    todo = []
+    for part in parts:
+        kept = store.load(part) if store is not None else None
+        if kept is None:
+            todo.append(part)
+        else:
+            out += kept
             if progress is not None:
                 progress(1)
-    else:
-        out = _on_dask(space, parts, workers, scheduler, progress)
+
+    def done(part: list[int], points: list[Point]) -> None:
+        if store is not None:
+            store.save(part, points)
+        if progress is not None:
+            progress(1)
+
+    if todo and workers <= 0 and scheduler is None:
+        for part in todo:
+            points = evaluate_hardware(space, part)
+            done(part, points)
+            out += points
+    elif todo:
+        out += _on_dask(space, todo, workers, scheduler, done)
     return sorted(out, key=lambda p: p.index)
 
 
