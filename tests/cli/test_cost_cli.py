@@ -111,3 +111,14 @@ def test_cost_of_a_token_budget(tmp_path: Path) -> None:
     assert abs(js["days"] - 1e12 / js["tokens_per_s"] / 86400) < 1e-3 * js["days"]
     _fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
     _fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
+
+
+def test_reference_network_share_table() -> None:
+    res = runner.invoke(app, ["bom", "--reference", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {(r["fabric"], r["gpus"]): r for r in json.loads(res.output)}
+    assert len(rows) == 9 and rows[("IB NDR fat tree 1:1", 8192)]["switches"] == {"leaf": 256, "spine": 256,
+                                                                                   "core": 128}
+    assert "network share" in runner.invoke(app, ["bom", "--reference"]).output
+    _fails(["bom"], "give a CLUSTER.yaml or --reference")
+    _fails(["bom", SUPERPOD, "--reference"], "not both")

@@ -14,14 +14,32 @@ _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cos
                        "replacing the bundled entries they name.")
 
 
+_CLUSTER = typer.Argument(None, help="Cluster file (omit with --reference).")
+_REFERENCE = typer.Option(False, "--reference", help="Instead of a cluster: the network's share of capex at 1k, 8k "
+                          "and 32k H100s on IB NDR fat tree and RoCE rail-optimized 1:1 and 2:1.")
+
+
 @clean_errors
-def bom_cmd(cluster: Path, as_json: bool = _JSON, prices: Path | None = _PRICES) -> None:
+def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path | None = _PRICES,
+            reference: bool = _REFERENCE) -> None:
     """Bill of materials of a cluster's fabric (switches, links, optics, NICs), its capex, power and network share."""
     from slowlink.cost.model import cluster_cost
     from slowlink.cost.prices import load_prices
-    from slowlink.report.cost import bom_table, capex_table, cost_lines
+    from slowlink.errors import SpecError
+    from slowlink.report.cost import bom_table, capex_table, cost_lines, share_json, share_table
     from slowlink.spec.cluster import load_cluster
 
+    if (cluster is None) == (not reference):
+        raise SpecError("bom: give a CLUSTER.yaml or --reference (not both)")
+    if cluster is None:
+        from slowlink.cost.design import network_share_table
+
+        rows = network_share_table(load_prices(prices))
+        if as_json:
+            print_json(share_json(rows))
+        else:
+            out.print(share_table(rows))
+        return
     c = load_cluster(cluster)
     cost = cluster_cost(c, load_prices(prices))
     if as_json:

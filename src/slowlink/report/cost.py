@@ -29,6 +29,25 @@ def bom_table(name: str, cost: ClusterCost) -> Table:
     return table
 
 
+def share_table(rows: list[tuple[str, int, ClusterCost]]) -> Table:
+    """The network's share of capex of the reference designs (:func:`slowlink.cost.design.network_share_table`)."""
+    table = Table(title="network share of capex (8 x 400G NICs per 8-GPU server, bundled prices)")
+    for col in ("fabric", "GPUs", "tiers", "switches (leaf/spine/core)", "optics", "network USD/GPU",
+                "network share", "facility MW"):
+        table.add_column(col, justify="left" if col == "fabric" else "right")
+    for name, gpus, c in rows:
+        table.add_row(name, f"{gpus:,}", str(len(c.bom.switches)), "/".join(map(str, c.bom.switches.values())),
+                      f"{sum(c.bom.transceivers.values()):,}", f"{c.network_capex_usd / gpus:,.0f}",
+                      f"{c.network_share:.1%}", f"{c.facility_power_w / 1e6:.1f}")
+    return table
+
+
+def share_json(rows: list[tuple[str, int, ClusterCost]]) -> list[dict[str, object]]:
+    return [{"fabric": name, "gpus": gpus, "switches": c.bom.switches, "links": c.bom.links,
+             "transceivers": c.bom.transceivers, "network_capex_usd": c.network_capex_usd,
+             "capex_usd": c.total_capex_usd, "network_share": c.network_share} for name, gpus, c in rows]
+
+
 def capex_table(cost: ClusterCost) -> Table:
     """Capex by part, its share, and the power each part draws."""
     table = Table(title="capex and power")
