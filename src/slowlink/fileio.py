@@ -31,6 +31,8 @@ DOCS = {
     "scenario": "docs/sim.md#scenarios-slowlink-simulate",
     "record": "docs/bench.md#records-baselines-compare",
     "calibration": "docs/bench.md#calibration",
+    "prices": "docs/cost.md#prices-costdatapricesyaml",
+    "search": "docs/cost.md#the-design-space-slowlink-search",
 }
 
 # Top-level keys only one kind of file has: what a file given in the wrong place most likely is.

@@ -48,10 +48,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "
+            "capex, power and network share."),
+    "cost": ("slowlink.cli.cost",
+             "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
+    "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
+               "front of cost vs time to train."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.cost")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

@@ -74,6 +74,10 @@ class FabricSpec(BaseModel):
     transport_profile: str | None = Field(
         None, description="Catalog transport to use instead of the one picked from transport and speed."
     )
+    management_ports: int = Field(
+        0, ge=0, description="Fabric-manager appliance ports (InfiniBand UFM) cabled to free leaf ports: "
+        "counted by `slowlink bom`, carrying no training traffic."
+    )
 
     @field_validator("oversubscription")
     @classmethod
