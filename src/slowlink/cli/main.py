@@ -47,10 +47,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "share": ("slowlink.cli.share",
+              "Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.share")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

@@ -1,0 +1,189 @@
+"""Where a job's ranks go: whole GPUs packed on nodes, or MIG instances and time slices on shared GPUs.
+
+Two allocators with one interface (``try_place``, ``release``, ``allocated``): :class:`WholeNodes` keeps only
+a free-GPU count per node and nodes bucketed by that count, so a placement costs O(GPUs per node) however
+large the cluster; :class:`SharedGpus` keeps each GPU's MIG instances or time-sliced residents.
+
+Placement rule of both (gang scheduling): a job that fits in one node goes on one node (best fit: the node
+with the fewest free GPUs that still fit, which keeps whole nodes free for large jobs); a larger job takes
+whole free nodes and one more node for the rest, as topology-aware gang schedulers place NCCL jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from slowlink.share import mig
+from slowlink.share.jobs import Job
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one job runs: (node, GPUs) pairs for whole GPUs, or GPU indices with MIG masks for shared GPUs."""
+
+    nodes: tuple[tuple[int, int], ...] = ()
+    gpus: tuple[int, ...] = ()
+    masks: tuple[int, ...] = ()
+    profile: mig.MigProfile | None = None
+
+
+class WholeNodes:
+    """Whole GPUs on nodes: free counts per node, nodes bucketed by free count."""
+
+    def __init__(self, nodes: int, gpus_per_node: int) -> None:
+        self.g = gpus_per_node
+        self.free = [gpus_per_node] * nodes
+        self.bucket: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
+        self.bucket[gpus_per_node] = set(range(nodes))
+        self.allocated = 0.0
+        self.total = nodes * gpus_per_node
+
+    def _take(self, node: int, k: int) -> None:
+        f = self.free[node]
+        self.bucket[f].discard(node)
+        self.free[node] = f - k
+        self.bucket[f - k].add(node)
+
+    def _best(self, need: int, top: int) -> int | None:
+        for k in range(need, top + 1):
+            if self.bucket[k]:
+                return next(iter(self.bucket[k]))
+        return None
+
+    def try_place(self, job: Job) -> Placement | None:
+        g = job.gpus
+        if g > self.total - self.allocated:
+            return None
+        if g <= self.g:
+            node = self._best(g, self.g)
+            if node is None:
+                return None
+            self._take(node, g)
+            self.allocated += g
+            return Placement(nodes=((node, g),))
+        q, r = divmod(g, self.g)
+        rest = self._best(r, self.g - 1) if r else None
+        need_full = q + (1 if r and rest is None else 0)
+        if len(self.bucket[self.g]) < need_full:
+            return None
+        full = list(self.bucket[self.g])[:q]
+        pairs = [(n, self.g) for n in full]
+        for n in full:
+            self._take(n, self.g)
+        if r:
+            rest = rest if rest is not None else next(iter(self.bucket[self.g]))
+            self._take(rest, r)
+            pairs.append((rest, r))
+        self.allocated += g
+        return Placement(nodes=tuple(pairs))
+
+    def release(self, job: Job, p: Placement) -> None:
+        for node, k in p.nodes:
+            self._take(node, -k)
+        self.allocated -= job.gpus
+
+
+@dataclass
+class _Gpu:
+    mask: int = 0  # MIG: occupied memory slices
+    compute: int = 0  # MIG: compute slices in use
+    whole: bool = False  # taken whole (MIG off) by one job
+    residents: dict[str, tuple[float, float]] = field(default_factory=dict)  # timeslice: id -> (compute, memory)
+    memory: float = 0.0  # timeslice: bytes in use
+
+
+class SharedGpus:
+    """GPUs shared by MIG instances (``mode="mig"``) or time slices (``mode="timeslice"``).
+
+    MIG shortcut: a GPU is re-partitioned for free whenever it is empty (real MIG changes need the GPU idle
+    and, on A100, a reset). A multi-GPU job takes whole GPUs with MIG off: the MIG user guide states that
+    MIG instances have no GPU-to-GPU P2P (PCIe or NVLink), which NCCL needs.
+    """
+
+    def __init__(self, nodes: int, gpus_per_node: int, mode: str, gpu: str, hbm_bytes: float,
+                 replicas: int) -> None:
+        self.g, self.n, self.mode, self.gpu = gpus_per_node, nodes, mode, gpu
+        self.hbm, self.replicas = hbm_bytes, replicas
+        self.gpus = [_Gpu() for _ in range(nodes * gpus_per_node)]
+        self.allocated = 0.0
+        self.total = nodes * gpus_per_node
+
+    def _room(self, i: int, job: Job, whole: bool) -> bool:
+        s = self.gpus[i]
+        if self.mode == "mig":
+            return not s.whole and s.compute == 0 if whole else not s.whole
+        return len(s.residents) < self.replicas and s.memory + job.memory_bytes <= self.hbm
+
+    def _pick(self, job: Job, whole: bool) -> list[int] | None:
+        if job.gpus <= self.g:
+            for node in range(self.n):
+                ok = [i for i in range(node * self.g, (node + 1) * self.g) if self._room(i, job, whole)]
+                if len(ok) >= job.gpus:
+                    return ok[: job.gpus]
+            return None
+        ok = [i for i in range(len(self.gpus)) if self._room(i, job, whole)]
+        return ok[: job.gpus] if len(ok) >= job.gpus else None
+
+    def profile_of(self, job: Job) -> mig.MigProfile:
+        """The MIG profile a single-GPU job runs in: its own, or the smallest holding its compute and memory."""
+        if job.mig_profile is not None:
+            return mig.profiles(self.gpu)[job.mig_profile]
+        return mig.smallest_fitting(self.gpu, job.compute_fraction, job.memory_bytes / self.hbm)
+
+    def _place_mig_slice(self, job: Job, prof: mig.MigProfile) -> Placement | None:
+        # already-partitioned GPUs first, so that empty GPUs stay whole for distributed jobs
+        for want_busy in (True, False):
+            for i, s in enumerate(self.gpus):
+                if s.whole or (s.compute > 0) != want_busy:
+                    continue
+                m = mig.place(s.mask, s.compute, prof)
+                if m is not None:
+                    s.mask |= m
+                    s.compute += prof.compute_slices
+                    self.allocated += prof.compute_fraction
+                    return Placement(gpus=(i,), masks=(m,), profile=prof)
+        return None
+
+    def try_place(self, job: Job) -> Placement | None:
+        if self.mode == "mig":
+            prof = None if job.distributed else self.profile_of(job)
+            if prof is not None and prof.compute_slices < mig.COMPUTE_SLICES:
+                return self._place_mig_slice(job, prof)
+        picked = self._pick(job, whole=self.mode == "mig")
+        if picked is None:
+            return None
+        for i in picked:
+            s = self.gpus[i]
+            if self.mode == "mig":
+                s.whole = True
+                self.allocated += 1.0
+            else:
+                self.allocated += 0.0 if s.residents else 1.0
+                s.residents[job.id] = (job.compute_fraction, job.memory_bytes)
+                s.memory += job.memory_bytes
+        return Placement(gpus=tuple(picked))
+
+    def release(self, job: Job, p: Placement) -> None:
+        for k, i in enumerate(p.gpus):
+            s = self.gpus[i]
+            if p.profile is not None:
+                s.mask &= ~p.masks[k]
+                s.compute -= p.profile.compute_slices
+                self.allocated -= p.profile.compute_fraction
+            elif self.mode == "mig":
+                s.whole = False
+                self.allocated -= 1.0
+            else:
+                del s.residents[job.id]
+                s.memory -= job.memory_bytes
+                self.allocated -= 0.0 if s.residents else 1.0
+
+    def shares(self, i: int) -> dict[str, float]:
+        """Time slicing: each resident's share of GPU ``i`` (max-min fair over their compute demands: a job
+        that needs less than an equal slice keeps its need, the rest is split among the others)."""
+        demands = sorted(self.gpus[i].residents.items(), key=lambda kv: kv[1][0])
+        left, out = 1.0, {}
+        for n, (key, (f, _)) in enumerate(demands):
+            out[key] = min(f, left / (len(demands) - n))
+            left -= out[key]
+        return out

@@ -1,0 +1,214 @@
+"""The shared-cluster scenario file (`slowlink share SCENARIO.yaml`): the cluster, the policies to compare, and
+the job stream (a list, a synthetic stream or a public trace), validated with pydantic.
+
+YAML keys are a contract (docs/share.md): added, never renamed. :func:`load_share` reads a file into a
+:class:`ShareSpec` and the job list; every bad value is a :class:`SpecError` naming the field, the value
+and the rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from slowlink import units
+from slowlink.errors import SpecError
+from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.share import mig
+from slowlink.share.jobs import Job, JobClass, Kind, synthetic_jobs
+
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+@functools.cache
+def timeslice_defaults() -> dict[str, float]:
+    """``efficiency`` and ``replicas`` of time slicing, with their sources (data/timeslice.yaml)."""
+    text = resources.files("slowlink.share").joinpath("data/timeslice.yaml").read_text()
+    raw = yaml.safe_load(text)
+    return {"efficiency": float(raw["efficiency"]), "replicas": float(raw["replicas"])}
+
+
+class ClusterShape(BaseModel):
+    model_config = _STRICT
+    nodes: int = Field(ge=1, description="Nodes of the shared cluster.")
+    gpus_per_node: int = Field(8, ge=1, description="GPUs per node.")
+    gpu: str = Field("h100-sxm", description="Catalog GPU name (its memory; its MIG profiles for slicing mig).")
+
+
+class PolicySpec(BaseModel):
+    model_config = _STRICT
+    name: str | None = Field(None, description="Name in the report; default scheduler/slicing.")
+    scheduler: Literal["per-gpu", "gang"] = Field(
+        description="per-gpu: each free GPU goes to the next pending rank, as a pod-by-pod scheduler does; "
+        "gang: a job starts only when all its GPUs are free at once (all-or-nothing).")
+    slicing: Literal["whole", "mig", "timeslice"] = Field(
+        "whole", description="whole: one job per GPU; mig: single-GPU jobs on MIG instances; timeslice: up to "
+        "`timeslice.replicas` jobs share a GPU by time slices.")
+    backfill: bool = Field(True, description="Let a later job start when the first one waiting does not fit.")
+    window: int = Field(64, ge=1, description="Waiting jobs the scheduler looks at in one pass (its backfill depth).")
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.scheduler}/{self.slicing}"
+
+
+class JobSpec(BaseModel):
+    model_config = _STRICT
+    id: str | None = Field(None, description="Name in reports; default j<index>.")
+    arrival_s: float = Field(0.0, ge=0, description="Submission time, seconds.")
+    gpus: int = Field(ge=1, description="GPUs; more than one: a distributed job whose ranks all run at once.")
+    duration_s: float = Field(gt=0, description="Run time alone on whole GPUs, seconds.")
+    kind: Kind = Field("training", description="training, fine-tuning, inference or data-processing.")
+    compute_fraction: float = Field(1.0, gt=0, le=1, description="Share of a GPU's compute it keeps busy alone.")
+    memory_gib: float = Field(0.0, ge=0, description="GPU memory per rank, GiB (MIG profile choice, time slicing).")
+    mig_profile: str | None = Field(None, description="MIG profile it asks for; default: the smallest that fits.")
+
+
+class JobClassSpec(BaseModel):
+    model_config = _STRICT
+    kind: Kind = Field(description="Kind of the class's jobs.")
+    share: float = Field(gt=0, description="Relative share of arrivals.")
+    gpus: list[int] = Field(min_length=1, description="GPU counts, drawn uniformly.")
+    mean_duration_s: float = Field(gt=0, description="Mean run time alone (exponential), seconds.")
+    compute_fraction: float = Field(1.0, gt=0, le=1, description="As a job's compute_fraction.")
+    memory_gib: float = Field(0.0, ge=0, description="As a job's memory_gib.")
+    mig_profile: str | None = Field(None, description="As a job's mig_profile.")
+
+
+class SyntheticSpec(BaseModel):
+    model_config = _STRICT
+    jobs: int = Field(ge=1, description="Jobs in the stream.")
+    mean_interarrival_s: float = Field(gt=0, description="Mean gap between arrivals (Poisson), seconds.")
+    classes: list[JobClassSpec] = Field(min_length=1, description="Job classes and their shares.")
+
+
+class TraceSpec(BaseModel):
+    model_config = _STRICT
+    path: str = Field(description="Trace file, relative to the scenario file.")
+    format: Literal["openb", "philly"] = Field(
+        description="openb: Alibaba cluster-trace-gpu-v2023 openb_pod_list_*.csv; philly: Microsoft Philly "
+        "cluster_job_log (JSON list).")
+    limit: int | None = Field(None, ge=1, description="Read only the first N jobs (by submission time).")
+
+
+class TimesliceSpec(BaseModel):
+    model_config = _STRICT
+    replicas: int = Field(default_factory=lambda: int(timeslice_defaults()["replicas"]), ge=1,
+                          description="Jobs one GPU may hold at once (the device plugin's replicas).")
+    efficiency: float = Field(default_factory=lambda: timeslice_defaults()["efficiency"], gt=0, le=1,
+                              description="Share of its fair slice a job gets while others share its GPU.")
+
+
+class ShareSpec(BaseModel):
+    model_config = _STRICT
+    name: str | None = Field(None, description="Name of the scenario.")
+    cluster: ClusterShape = Field(description="The shared cluster's shape.")
+    policies: list[PolicySpec] = Field(min_length=1, description="Policies to compare on the same jobs.")
+    jobs: list[JobSpec] | None = Field(None, description="The jobs, listed.")
+    synthetic: SyntheticSpec | None = Field(None, description="A synthetic job stream.")
+    trace: TraceSpec | None = Field(None, description="A public trace to replay.")
+    timeslice: TimesliceSpec = Field(default_factory=TimesliceSpec, description="Time-slicing settings.")
+    seed: int = Field(0, description="Seed of the synthetic stream.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ShareSpec:
+        given = [k for k in ("jobs", "synthetic", "trace") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"jobs, synthetic and trace ({', '.join(given) or 'none given'}): give exactly one")
+        return self
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The cluster as the simulator sees it (SI units)."""
+
+    nodes: int
+    gpus_per_node: int
+    gpu: str
+    hbm_bytes: float
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def _listed(spec: ShareSpec) -> list[Job]:
+    assert spec.jobs is not None
+    return [Job(j.id or f"j{i}", j.arrival_s, j.gpus, j.duration_s, j.kind, j.compute_fraction,
+                j.memory_gib * units.GiB, j.mig_profile) for i, j in enumerate(spec.jobs)]
+
+
+def _synthetic(spec: ShareSpec) -> list[Job]:
+    s = spec.synthetic
+    assert s is not None
+    classes = tuple(JobClass(c.kind, c.share, tuple(c.gpus), c.mean_duration_s, c.compute_fraction,
+                             c.memory_gib * units.GiB, c.mig_profile) for c in s.classes)
+    return synthetic_jobs(s.jobs, s.mean_interarrival_s, classes, np.random.default_rng(spec.seed))
+
+
+def build_jobs(spec: ShareSpec, base_dir: Path) -> list[Job]:
+    """The scenario's jobs, sorted by arrival: listed, synthetic or read from the trace."""
+    if spec.trace is not None:
+        from slowlink.share.trace import read_trace
+
+        jobs = read_trace(base_dir / spec.trace.path, spec.trace.format, spec.trace.limit)
+    else:
+        jobs = _listed(spec) if spec.jobs is not None else _synthetic(spec)
+    return sorted(jobs, key=lambda j: j.arrival_s)
+
+
+def _check_profiles(spec: ShareSpec, shape: Shape, source: str) -> None:
+    names = [(f"jobs.{i}.mig_profile", j.mig_profile) for i, j in enumerate(spec.jobs or [])]
+    names += [(f"synthetic.classes.{i}.mig_profile", c.mig_profile)
+              for i, c in enumerate(spec.synthetic.classes if spec.synthetic else [])]
+    if not any(p.slicing == "mig" for p in spec.policies):
+        return
+    known = mig.profiles(shape.gpu)
+    for field, name in names:
+        if name is not None and name not in known:
+            raise SpecError(f"{source}: {field} ({name!r}): must be a MIG profile of {shape.gpu}: {', '.join(known)}")
+
+
+def check_share(spec: ShareSpec, jobs: list[Job], source: str) -> Shape:
+    """Rules across keys: the GPU is in the catalog, per-gpu goes with whole GPUs, every job fits the cluster."""
+    from slowlink.catalog.store import load_catalog
+
+    gpu = load_catalog().gpu(spec.cluster.gpu, f"{source}: cluster.gpu")
+    shape = Shape(spec.cluster.nodes, spec.cluster.gpus_per_node, spec.cluster.gpu, gpu.hbm_bytes)
+    for i, p in enumerate(spec.policies):
+        if p.scheduler == "per-gpu" and p.slicing != "whole":
+            raise SpecError(f"{source}: policies.{i}.slicing ({p.slicing!r}): the per-gpu scheduler is modelled "
+                            "with whole GPUs only; use scheduler gang for mig or timeslice")
+    _check_profiles(spec, shape, source)
+    seen: set[str] = set()
+    for j in jobs:
+        if j.id in seen:
+            raise SpecError(f"{source}: job id ({j.id!r}) is given twice: each job needs its own id")
+        seen.add(j.id)
+        if j.gpus > shape.gpus:
+            raise SpecError(f"{source}: job {j.id} gpus ({j.gpus}): must be <= the cluster's {shape.gpus} GPUs")
+        if j.memory_bytes > shape.hbm_bytes:
+            raise SpecError(f"{source}: job {j.id} memory_gib ({j.memory_bytes / units.GiB:g}): must be <= "
+                            f"{shape.gpu}'s {shape.hbm_bytes / units.GiB:g} GiB")
+    return shape
+
+
+def load_share(path: Path | str) -> tuple[ShareSpec, list[Job], Shape]:
+    """Read and validate a share scenario file, its jobs and the cluster shape."""
+    p = Path(path)
+    data = read_mapping(p, "scenario")
+    source = source_name(p, "scenario")
+    check_kind(data, "share", source)
+    try:
+        spec = ShareSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source, "share")) from None
+    jobs = build_jobs(spec, p.parent)
+    return spec, jobs, check_share(spec, jobs, source)

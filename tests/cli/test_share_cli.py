@@ -1,0 +1,94 @@
+"""`slowlink share`: the JSON contract, the report, and every bad input (exit 2, field, value and rule named,
+no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from slowlink.cli.main import app
+
+EX = Path(__file__).parents[2] / "examples"
+DEADLOCK = EX / "share-deadlock.yaml"
+CONTRACT = {"utilisation", "allocated", "fragmentation", "deadlocks", "mean_queue_s", "p95_jct_s", "slowdown_by_kind"}
+runner = CliRunner()
+
+
+def _edit(tmp_path: Path, old: str, new: str, src: Path = DEADLOCK) -> str:
+    text = src.read_text()
+    assert old in text, old
+    p = tmp_path / "scenario.yaml"
+    p.write_text(text.replace(old, new, 1))
+    return str(p)
+
+
+def test_json_has_the_contract_and_the_deadlock() -> None:
+    res = runner.invoke(app, ["share", str(DEADLOCK), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    per_gpu, gang = data["policies"]["per-gpu/whole"], data["policies"]["gang/whole"]
+    assert set(per_gpu) >= CONTRACT and set(gang) >= CONTRACT
+    assert per_gpu["deadlocks"][0]["cycle"] == ["train-a", "train-b"]
+    assert per_gpu["deadlocks"][0]["holding"]["train-a"] == {"holds": 4, "needs": 6}
+    assert gang["deadlocks"] == [] and gang["finished"] == 10
+
+
+def test_the_report_names_the_deadlock() -> None:
+    res = runner.invoke(app, ["share", str(DEADLOCK)])
+    assert res.exit_code == 0, res.output
+    assert "train-a (holds 4/6 GPUs) waits for train-b (holds 4/6 GPUs) waits for train-a" in res.output
+
+
+def test_set_overrides_the_scenario() -> None:
+    res = runner.invoke(app, ["share", str(DEADLOCK), "--json", "--set", "scenario.cluster.nodes=2"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["policies"]["per-gpu/whole"]["deadlocks"] == []
+
+
+@pytest.mark.parametrize(("old", "new", "needles"), [
+    ("{scheduler: gang}", "{scheduler: gang, slicing: halves}", ["policies.1.slicing ('halves')", "whole"]),
+    ("{scheduler: gang}", "{scheduler: gang, colour: red}", ["policies.1.colour: unknown key", "docs/share.md"]),
+    ("{scheduler: per-gpu}", "{scheduler: per-gpu, slicing: mig}",
+     ["policies.0.slicing ('mig')", "per-gpu scheduler is modelled with whole GPUs only"]),
+    ("gpus: 6, duration_s: 600", "gpus: 16, duration_s: 600", ["job train-a gpus (16)", "<= the cluster's 8 GPUs"]),
+    ("duration_s: 10,", "duration_s: -10,", ["jobs.0.duration_s (-10)", "greater than 0"]),
+    ("kind: training}", "kind: gaming}", ["jobs.8.kind ('gaming')"]),
+    ("gpu: h100-sxm", "gpu: h900", ["cluster.gpu ('h900') is not in the catalog"]),
+    ("id: batch-2,", "id: batch-1,", ["job id ('batch-1') is given twice"]),
+    ("policies:", "trace: {path: x.csv, format: openb}\npolicies:", ["jobs, synthetic and trace (jobs, trace)"]),
+    ("nodes: 1", "nodes: 0", ["cluster.nodes (0)", "greater than or equal to 1"]),
+    ("duration_s: 10,", "duration_s: 10, compute_fraction: 1.5,", ["jobs.0.compute_fraction (1.5)"]),
+    ("duration_s: 10,", "duration_s: 10, memory_gib: 200,", ["memory_gib (200)", "79.6 GiB"]),
+])
+def test_bad_input_exits_2_naming_field_value_and_rule(tmp_path: Path, old: str, new: str,
+                                                       needles: list[str]) -> None:
+    res = runner.invoke(app, ["share", _edit(tmp_path, old, new), "--json"])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    for n in needles:
+        assert n in res.output, res.output
+    assert not res.stdout.strip().startswith("{")
+
+
+def test_a_bad_mig_profile_is_named(tmp_path: Path) -> None:
+    p = _edit(tmp_path, "compute_fraction: 0.25, memory_gib: 10}", "compute_fraction: 0.25, mig_profile: 9g.99gb}",
+              EX / "share-mig-mix.yaml")
+    res = runner.invoke(app, ["share", p])
+    assert res.exit_code == 2
+    assert "synthetic.classes.0.mig_profile ('9g.99gb'): must be a MIG profile of h100-sxm" in res.output
+
+
+def test_a_missing_trace_file_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "t.yaml"
+    p.write_text("cluster: {nodes: 1}\npolicies: [{scheduler: gang}]\ntrace: {path: nowhere.csv, format: openb}\n")
+    res = runner.invoke(app, ["share", str(p)])
+    assert res.exit_code == 2
+    assert "trace.path" in res.output and "does not exist" in res.output
+
+
+def test_a_missing_scenario_file_is_named(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["share", str(tmp_path / "none.yaml")])
+    assert res.exit_code == 2 and "does not exist" in res.output
