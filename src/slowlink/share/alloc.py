@@ -11,6 +11,7 @@ whole free nodes and one more node for the rest, as topology-aware gang schedule
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from slowlink.share import mig
@@ -107,22 +108,59 @@ class SharedGpus:
         self.gpus = [_Gpu() for _ in range(nodes * gpus_per_node)]
         self.allocated = 0.0
         self.total = nodes * gpus_per_node
+        # GPUs that can take one more job (time slicing: a free replica; MIG: not taken whole, a free compute
+        # slice), in index order, so that a saturated cluster is searched in O(open GPUs), not O(GPUs)
+        self.open = list(range(self.total))
+        # time slicing: (free memory, GPU) of the open GPUs, sorted, so that a request no GPU has the memory
+        # for fails in O(log GPUs)
+        self.room = [(hbm_bytes, i) for i in range(self.total)]
+        self.room_key: list[tuple[float, int] | None] = list(self.room)
+
+    def _update_open(self, i: int) -> None:
+        s = self.gpus[i]
+        is_open = (not s.whole and s.compute < mig.COMPUTE_SLICES) if self.mode == "mig" else \
+            len(s.residents) < self.replicas
+        k = bisect.bisect_left(self.open, i)
+        present = k < len(self.open) and self.open[k] == i
+        if is_open and not present:
+            self.open.insert(k, i)
+        elif present and not is_open:
+            del self.open[k]
+        old = self.room_key[i]
+        if old is not None:
+            del self.room[bisect.bisect_left(self.room, old)]
+        new = (self.hbm - s.memory, i) if is_open and self.mode == "timeslice" else None
+        if new is not None:
+            bisect.insort(self.room, new)
+        self.room_key[i] = new
 
     def _room(self, i: int, job: Job, whole: bool) -> bool:
         s = self.gpus[i]
         if self.mode == "mig":
-            return not s.whole and s.compute == 0 if whole else not s.whole
-        return len(s.residents) < self.replicas and s.memory + job.memory_bytes <= self.hbm
+            return s.compute == 0 if whole else True
+        return s.memory + job.memory_bytes <= self.hbm
+
+    def _candidates(self, job: Job, whole: bool) -> list[int]:
+        """The GPUs that can take one rank of ``job``, in index order."""
+        if self.mode == "timeslice":  # those with a free replica and the memory, from the sorted room list
+            return sorted(i for _, i in self.room[bisect.bisect_left(self.room, (job.memory_bytes, -1)):])
+        return [i for i in self.open if self._room(i, job, whole)]
 
     def _pick(self, job: Job, whole: bool) -> list[int] | None:
-        if job.gpus <= self.g:
-            for node in range(self.n):
-                ok = [i for i in range(node * self.g, (node + 1) * self.g) if self._room(i, job, whole)]
-                if len(ok) >= job.gpus:
-                    return ok[: job.gpus]
+        g = job.gpus
+        ok_all = self._candidates(job, whole)
+        if len(ok_all) < g:
             return None
-        ok = [i for i in range(len(self.gpus)) if self._room(i, job, whole)]
-        return ok[: job.gpus] if len(ok) >= job.gpus else None
+        if g > self.g:
+            return ok_all[:g]
+        node, ok = -1, []
+        for i in ok_all:
+            if i // self.g != node:
+                node, ok = i // self.g, []
+            ok.append(i)
+            if len(ok) == g:
+                return ok
+        return None
 
     def profile_of(self, job: Job) -> mig.MigProfile:
         """The MIG profile a single-GPU job runs in: its own, or the smallest holding its compute and memory."""
@@ -133,14 +171,16 @@ class SharedGpus:
     def _place_mig_slice(self, job: Job, prof: mig.MigProfile) -> Placement | None:
         # already-partitioned GPUs first, so that empty GPUs stay whole for distributed jobs
         for want_busy in (True, False):
-            for i, s in enumerate(self.gpus):
-                if s.whole or (s.compute > 0) != want_busy:
+            for i in self.open:
+                s = self.gpus[i]
+                if (s.compute > 0) != want_busy:
                     continue
                 m = mig.place(s.mask, s.compute, prof)
                 if m is not None:
                     s.mask |= m
                     s.compute += prof.compute_slices
                     self.allocated += prof.compute_fraction
+                    self._update_open(i)
                     return Placement(gpus=(i,), masks=(m,), profile=prof)
         return None
 
@@ -161,6 +201,7 @@ class SharedGpus:
                 self.allocated += 0.0 if s.residents else 1.0
                 s.residents[job.id] = (job.compute_fraction, job.memory_bytes)
                 s.memory += job.memory_bytes
+            self._update_open(i)
         return Placement(gpus=tuple(picked))
 
     def release(self, job: Job, p: Placement) -> None:
@@ -177,6 +218,7 @@ class SharedGpus:
                 del s.residents[job.id]
                 s.memory -= job.memory_bytes
                 self.allocated -= 0.0 if s.residents else 1.0
+            self._update_open(i)
 
     def shares(self, i: int) -> dict[str, float]:
         """Time slicing: each resident's share of GPU ``i`` (max-min fair over their compute demands: a job

@@ -181,16 +181,22 @@ class ShareSim:
             self._pass_gang()
 
     def _pass_gang(self) -> None:
-        monotonic = isinstance(self.alloc, WholeNodes)  # a job that did not fit: no larger one fits either
+        # Within one pass GPUs are only taken, never freed: a job that did not fit fails again for every job
+        # of the same request, and on whole GPUs for every larger request too.
+        monotonic = isinstance(self.alloc, WholeNodes)
         smallest_fail = math.inf
+        failed: set[tuple[int, float, float, str | None]] = set()
         for key, r in list(islice(self.waiting.items(), self.policy.window)):
-            if monotonic and r.job.gpus >= smallest_fail:
+            j = r.job
+            request = (j.gpus, j.memory_bytes, j.compute_fraction, j.mig_profile)
+            if (monotonic and j.gpus >= smallest_fail) or request in failed:
                 continue
-            p = self.alloc.try_place(r.job)
+            p = self.alloc.try_place(j)
             if p is None:
                 if not self.policy.backfill:
                     break
-                smallest_fail = min(smallest_fail, r.job.gpus)
+                smallest_fail = min(smallest_fail, j.gpus)
+                failed.add(request)
                 continue
             del self.waiting[key]
             self._start(r, p)
