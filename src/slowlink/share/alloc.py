@@ -153,7 +153,7 @@ class SharedGpus:
             return None
         if g > self.g:
             return ok_all[:g]
-        node, ok = -1, []
+        node, ok = -1, list[int]()
         for i in ok_all:
             if i // self.g != node:
                 node, ok = i // self.g, []
