@@ -85,7 +85,7 @@ def test_timeslicing_slows_training_and_mig_does_not() -> None:
     infer = {s: next(k for k in r.by_kind if k.kind == "inference") for s, r in res.items()}
     assert train["whole"].run_slowdown == pytest.approx(1.0)
     assert train["mig"].run_slowdown == pytest.approx(1.0)
-    assert train["timeslice"].run_slowdown > 1.05
+    assert train["timeslice"].run_slowdown > 1.1
     # an inference server alone is never slowed; time-sliced with neighbours it gets 0.76 of its slice
     assert 1.0 < infer["timeslice"].run_slowdown <= 1 / 0.76 + 1e-9
     assert infer["mig"].run_slowdown == pytest.approx(1.0)  # 2g.20gb holds its quarter of the SMs

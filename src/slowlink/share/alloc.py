@@ -147,10 +147,20 @@ class SharedGpus:
         return [i for i in self.open if self._room(i, job, whole)]
 
     def _pick(self, job: Job, whole: bool) -> list[int] | None:
-        g = job.gpus
+        """GPUs for ``job`` (one node if it fits in one); time slicing shares a GPU only when no empty GPU
+        will do, as kube-scheduler's default LeastAllocated scoring spreads pods over the emptiest nodes."""
         ok_all = self._candidates(job, whole)
-        if len(ok_all) < g:
+        if len(ok_all) < job.gpus:
             return None
+        if self.mode == "timeslice":
+            empty = [i for i in ok_all if not self.gpus[i].residents]
+            if len(empty) >= job.gpus:
+                picked = self._pick_from(empty, job.gpus)
+                if picked is not None:
+                    return picked
+        return self._pick_from(ok_all, job.gpus)
+
+    def _pick_from(self, ok_all: list[int], g: int) -> list[int] | None:
         if g > self.g:
             return ok_all[:g]
         node, ok = -1, list[int]()
