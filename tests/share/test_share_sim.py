@@ -106,3 +106,14 @@ def test_a_slice_smaller_than_the_compute_a_job_uses_stretches_it() -> None:
     jobs = [Job("inf", 0.0, 1, 100.0, "inference", 0.5, 5 * units.GiB, "1g.10gb")]
     res = simulate_policy(NODE, PolicySpec(scheduler="gang", slicing="mig"), jobs)
     assert res.by_kind[0].run_slowdown == pytest.approx(0.5 / (1 / 7))
+
+
+def test_reserved_shares_pack_a_gpu_and_run_at_full_speed() -> None:
+    shape = Shape(1, 2, "h100-sxm", 79.6 * units.GiB)
+    jobs = [Job(f"s{i}", 0.0, 1, 100.0, "inference", 0.5) for i in range(5)]
+    res = simulate_policy(shape, PolicySpec(scheduler="gang", slicing="timeslice"), jobs, 8, 0.76, reserve=True)
+    # two halves per GPU: four run at once at full speed, the fifth waits for one of them
+    assert res.by_kind[0].run_slowdown == pytest.approx(1.0)
+    assert res.makespan_s == pytest.approx(200.0)
+    assert res.mean_queue_s == pytest.approx(100.0 / 5)
+    assert res.allocated_at_last_arrival == pytest.approx(1.0)

@@ -58,3 +58,15 @@ def test_the_sample_replays() -> None:
     res = simulate_share(spec, jobs, shape)
     assert res.jobs == 5
     assert all(p.finished == 5 for p in res.policies)
+
+
+def test_fill_replay_submits_every_gpu_pod_in_order_and_keeps_them(tmp_path: Path) -> None:
+    text = (DATA / "trace-openb-sample.yaml").read_text().replace("format: openb}", "format: openb, replay: fill}")
+    p = tmp_path / "fill.yaml"
+    p.write_text(text.replace("path: openb_format_sample.csv", f"path: {DATA / 'openb_format_sample.csv'}"))
+    spec, jobs, shape = load_share(p)
+    assert [j.arrival_s for j in jobs] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # the pending 2-GPU pod is in
+    assert "fmt-pod-0005" in {j.id for j in jobs}
+    res = simulate_share(spec, jobs, shape).policies[0]
+    # 1 + 1 + 8 + 1 + 2 + 4 = 17 GPUs asked of 16, none leaving: the 4-GPU pod waits; 13 of 16 allocated
+    assert res.allocated_at_last_arrival == pytest.approx(13 / 16)

@@ -91,6 +91,7 @@ class _Gpu:
     whole: bool = False  # taken whole (MIG off) by one job
     residents: dict[str, tuple[float, float]] = field(default_factory=dict)  # timeslice: id -> (compute, memory)
     memory: float = 0.0  # timeslice: bytes in use
+    share: float = 0.0  # timeslice: sum of the residents' compute_fraction
 
 
 class SharedGpus:
@@ -102,8 +103,8 @@ class SharedGpus:
     """
 
     def __init__(self, nodes: int, gpus_per_node: int, mode: str, gpu: str, hbm_bytes: float,
-                 replicas: int) -> None:
-        self.g, self.n, self.mode, self.gpu = gpus_per_node, nodes, mode, gpu
+                 replicas: int, reserve: bool = False) -> None:
+        self.g, self.n, self.mode, self.gpu, self.reserve = gpus_per_node, nodes, mode, gpu, reserve
         self.hbm, self.replicas = hbm_bytes, replicas
         self.gpus = [_Gpu() for _ in range(nodes * gpus_per_node)]
         self.allocated = 0.0
@@ -143,15 +144,21 @@ class SharedGpus:
     def _candidates(self, job: Job, whole: bool) -> list[int]:
         """The GPUs that can take one rank of ``job``, in index order."""
         if self.mode == "timeslice":  # those with a free replica and the memory, from the sorted room list
-            return sorted(i for _, i in self.room[bisect.bisect_left(self.room, (job.memory_bytes, -1)):])
+            fits = (i for _, i in self.room[bisect.bisect_left(self.room, (job.memory_bytes, -1)):])
+            if self.reserve:
+                fits = (i for i in fits if self.gpus[i].share + job.compute_fraction <= 1 + 1e-9)
+            return sorted(fits)
         return [i for i in self.open if self._room(i, job, whole)]
 
     def _pick(self, job: Job, whole: bool) -> list[int] | None:
         """GPUs for ``job`` (one node if it fits in one); time slicing shares a GPU only when no empty GPU
-        will do, as kube-scheduler's default LeastAllocated scoring spreads pods over the emptiest nodes."""
+        will do, as kube-scheduler's default LeastAllocated scoring spreads pods over the emptiest nodes;
+        reserved shares are packed best-fit (the baseline of the FGD paper)."""
         ok_all = self._candidates(job, whole)
         if len(ok_all) < job.gpus:
             return None
+        if self.reserve and job.gpus == 1:  # shares are reservations: best fit, the fullest GPU that holds it
+            return [max(ok_all, key=lambda i: (self.gpus[i].share, -i))]
         if self.mode == "timeslice":
             empty = [i for i in ok_all if not self.gpus[i].residents]
             if len(empty) >= job.gpus:
@@ -208,9 +215,10 @@ class SharedGpus:
                 s.whole = True
                 self.allocated += 1.0
             else:
-                self.allocated += 0.0 if s.residents else 1.0
+                self.allocated += job.compute_fraction if self.reserve else 0.0 if s.residents else 1.0
                 s.residents[job.id] = (job.compute_fraction, job.memory_bytes)
                 s.memory += job.memory_bytes
+                s.share += job.compute_fraction
             self._update_open(i)
         return Placement(gpus=tuple(picked))
 
@@ -227,7 +235,8 @@ class SharedGpus:
             else:
                 del s.residents[job.id]
                 s.memory -= job.memory_bytes
-                self.allocated -= 0.0 if s.residents else 1.0
+                s.share -= job.compute_fraction
+                self.allocated -= job.compute_fraction if self.reserve else 0.0 if s.residents else 1.0
             self._update_open(i)
 
     def shares(self, i: int) -> dict[str, float]:

@@ -49,8 +49,8 @@ class ShareSim:
     """One policy over one job list; :meth:`run` returns its :class:`PolicyResult`."""
 
     def __init__(self, shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
-                 efficiency: float = 1.0) -> None:
-        self.shape, self.policy, self.efficiency = shape, policy, efficiency
+                 efficiency: float = 1.0, reserve: bool = False) -> None:
+        self.shape, self.policy, self.efficiency, self.reserve = shape, policy, efficiency, reserve
         self.env = simpy.Environment()
         self.stop = self.env.event()
         self.runs = [_Run(j, i) for i, j in enumerate(jobs)]
@@ -64,13 +64,14 @@ class ShareSim:
             self.alloc = WholeNodes(shape.nodes, shape.gpus_per_node)
         else:
             self.alloc = SharedGpus(shape.nodes, shape.gpus_per_node, policy.slicing, shape.gpu,
-                                    shape.hbm_bytes, replicas)
+                                    shape.hbm_bytes, replicas, reserve)
         self.busy = 0.0  # GPUs' worth of compute doing work now
         self.held = 0  # GPUs held by jobs still waiting for the rest
         self.t0 = jobs[0].arrival_s if jobs else 0.0
         self.last = self.t0
         self.area = {"allocated": 0.0, "busy": 0.0, "frag": 0.0, "held": 0.0}
         self.deadlocks: list[Deadlock] = []
+        self.at_last_arrival = 0.0  # allocated share of the GPUs once the last job arrived and was scheduled
 
     # --- time accounting ------------------------------------------------------------------------------------
     def _allocated(self) -> float:
@@ -95,8 +96,8 @@ class ShareSim:
             return 1.0
         if p.profile is not None:
             return min(1.0, p.profile.compute_fraction / r.job.compute_fraction)
-        if self.policy.slicing == "mig":
-            return 1.0
+        if self.policy.slicing == "mig" or self.reserve:
+            return 1.0  # whole GPUs with MIG off, or a reserved share of a GPU
         assert isinstance(self.alloc, SharedGpus)
         rate = 1.0
         for i in p.gpus:
@@ -171,6 +172,7 @@ class ShareSim:
             if k + 1 < len(runs) and runs[k + 1].job.arrival_s <= self.env.now:
                 continue  # submitted at the same moment: one scheduling pass for all of them
             self._schedule()
+        self.at_last_arrival = self._allocated() / self.total
 
     # --- scheduling -----------------------------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -244,7 +246,7 @@ class ShareSim:
             p.label, p.scheduler, p.slicing, len(self.runs), len(done), span,
             self.area["busy"] / norm, self.area["allocated"] / norm, self.area["frag"] / norm,
             self.area["held"] / norm, float(queue.mean()), q50, q95, q99,
-            float(np.percentile(jct, 95)), self._by_kind(), tuple(self.deadlocks))
+            float(np.percentile(jct, 95)), self._by_kind(), tuple(self.deadlocks), self.at_last_arrival)
 
     def _by_kind(self) -> tuple[KindStats, ...]:
         out = []
@@ -264,13 +266,13 @@ class ShareSim:
 
 
 def simulate_policy(shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
-                    efficiency: float = 1.0) -> PolicyResult:
+                    efficiency: float = 1.0, reserve: bool = False) -> PolicyResult:
     """One policy over ``jobs`` on a cluster of ``shape``."""
-    return ShareSim(shape, policy, jobs, replicas, efficiency).run()
+    return ShareSim(shape, policy, jobs, replicas, efficiency, reserve).run()
 
 
 def simulate_share(spec: ShareSpec, jobs: list[Job], shape: Shape) -> ShareResult:
     """Every policy of the scenario over the same jobs."""
     ts = spec.timeslice
-    results = tuple(simulate_policy(shape, p, jobs, ts.replicas, ts.efficiency) for p in spec.policies)
+    results = tuple(simulate_policy(shape, p, jobs, ts.replicas, ts.efficiency, ts.reserve) for p in spec.policies)
     return ShareResult(spec.name or "share", shape.gpus, len(jobs), results)

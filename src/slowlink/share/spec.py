@@ -9,7 +9,7 @@ and the rule.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -25,6 +25,7 @@ from slowlink.share import mig
 from slowlink.share.jobs import Job, JobClass, Kind, synthetic_jobs
 
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+FILL_DURATION_S = 1e9  # replay fill: a run time no replay of a trace's jobs (one a second) comes near
 
 
 @functools.cache
@@ -96,6 +97,9 @@ class TraceSpec(BaseModel):
         description="openb: Alibaba cluster-trace-gpu-v2023 openb_pod_list_*.csv; philly: Microsoft Philly "
         "cluster_job_log (JSON list).")
     limit: int | None = Field(None, ge=1, description="Read only the first N jobs (by submission time).")
+    replay: Literal["timed", "fill"] = Field(
+        "timed", description="timed: the trace's arrival and run times; fill: one job a second in trace order, "
+        "none leaving (the FGD paper's evaluation: tasks submitted until the cluster is full).")
 
 
 class TimesliceSpec(BaseModel):
@@ -104,6 +108,9 @@ class TimesliceSpec(BaseModel):
                           description="Jobs one GPU may hold at once (the device plugin's replicas).")
     efficiency: float = Field(default_factory=lambda: timeslice_defaults()["efficiency"], gt=0, le=1,
                               description="Share of its fair slice a job gets while others share its GPU.")
+    reserve: bool = Field(False, description="true: a GPU takes jobs only while their compute_fraction sums to <= "
+                          "1, and each runs at full speed in its share (fractional GPU reservations, as the openb "
+                          "trace's gpu_milli); false: time slices oversubscribe the GPU.")
 
 
 class ShareSpec(BaseModel):
@@ -158,7 +165,10 @@ def build_jobs(spec: ShareSpec, base_dir: Path) -> list[Job]:
     if spec.trace is not None:
         from slowlink.share.trace import read_trace
 
-        jobs = read_trace(base_dir / spec.trace.path, spec.trace.format, spec.trace.limit)
+        fill = spec.trace.replay == "fill"
+        jobs = read_trace(base_dir / spec.trace.path, spec.trace.format, spec.trace.limit, unscheduled=fill)
+        if fill:
+            jobs = [replace(j, arrival_s=float(i), duration_s=FILL_DURATION_S) for i, j in enumerate(jobs)]
     else:
         jobs = _listed(spec) if spec.jobs is not None else _synthetic(spec)
     return sorted(jobs, key=lambda j: j.arrival_s)

@@ -40,11 +40,15 @@ def _number(value: str, where: str) -> float | None:
         raise SpecError(f"{where} ({value!r}): must be a number") from None
 
 
-def _openb_row(row: dict[str, str], where: str) -> Job | None:
+def _openb_row(row: dict[str, str], where: str, unscheduled: bool) -> Job | None:
     num = {c: _number(row[c], f"{where}: {c}") for c in OPENB_COLUMNS[1:] if c != "qos"}
     gpus, created, sched, deleted = num["num_gpu"], num["creation_time"], num["scheduled_time"], num["deletion_time"]
-    if not gpus or sched is None or deleted is None or created is None or deleted <= sched:
+    if not gpus or created is None:
         return None
+    if sched is None or deleted is None or deleted <= sched:
+        if not unscheduled:
+            return None
+        sched, deleted = created, created + 1.0  # a fill replay sets its own run time
     milli = num["gpu_milli"] or 1000.0
     if not 0 < milli <= 1000:
         raise SpecError(f"{where}: gpu_milli ({row['gpu_milli']!r}): must be in (0, 1000]")
@@ -52,14 +56,16 @@ def _openb_row(row: dict[str, str], where: str) -> Job | None:
     return Job(row["name"], created, int(gpus), deleted - sched, kind, milli / 1000.0 if gpus == 1 else 1.0)
 
 
-def read_openb(path: Path, limit: int | None = None) -> list[Job]:
-    """The GPU pods of an Alibaba openb pod list (CSV), in submission order."""
+def read_openb(path: Path, limit: int | None = None, unscheduled: bool = False) -> list[Job]:
+    """The GPU pods of an Alibaba openb pod list (CSV), in submission order; with ``unscheduled``, also the
+    pods that never ran (a fill replay submits every pod and sets run times itself)."""
     reader = csv.DictReader(io.StringIO(read_text(path, "trace.path")))
     missing = [c for c in OPENB_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise SpecError(f"{path}: trace.format openb needs the columns {', '.join(missing)} (header: "
                         f"{', '.join(reader.fieldnames or [])})")
-    jobs = [j for n, row in enumerate(reader, start=2) if (j := _openb_row(row, f"{path}:{n}")) is not None]
+    jobs = [j for n, row in enumerate(reader, start=2)
+            if (j := _openb_row(row, f"{path}:{n}", unscheduled)) is not None]
     jobs.sort(key=lambda j: j.arrival_s)
     return jobs[:limit] if limit else jobs
 
@@ -107,9 +113,9 @@ def read_philly(path: Path, limit: int | None = None) -> list[Job]:
     return [Job(j.id, j.arrival_s - t0, j.gpus, j.duration_s, j.kind) for j in jobs]
 
 
-def read_trace(path: Path, fmt: str, limit: int | None = None) -> list[Job]:
+def read_trace(path: Path, fmt: str, limit: int | None = None, unscheduled: bool = False) -> list[Job]:
     """Jobs of a trace file in format ``fmt`` (openb or philly); a trace with no usable job is an error."""
-    jobs = read_openb(path, limit) if fmt == "openb" else read_philly(path, limit)
+    jobs = read_openb(path, limit, unscheduled) if fmt == "openb" else read_philly(path, limit)
     if not jobs:
         raise SpecError(f"{path}: trace ({fmt}) has no job with GPUs and a complete run")
     return jobs
