@@ -4,6 +4,8 @@ no traceback)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,26 @@ def test_a_missing_trace_file_is_named(tmp_path: Path) -> None:
 def test_a_missing_scenario_file_is_named(tmp_path: Path) -> None:
     res = runner.invoke(app, ["share", str(tmp_path / "none.yaml")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_plot_writes_an_image(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "timeline.png"
+    res = runner.invoke(app, ["share", str(DEADLOCK), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("name", "needle"), [("timeline.txt", "must end in .png, .svg, .pdf"),
+                                              ("no-such-folder/t.png", "does not exist")])
+def test_a_bad_plot_path_is_refused_before_the_run(tmp_path: Path, name: str, needle: str) -> None:
+    res = runner.invoke(app, ["share", str(DEADLOCK), "--plot", str(tmp_path / name)])
+    assert res.exit_code == 2 and "--plot" in res.output and needle in res.output, res.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_loads_no_model() -> None:
+    code = ("import sys\nfrom slowlink.cli.main import app\ntry:\n    app(['share', '-h'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy', 'simpy', 'scipy'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
+
+from slowlink import units
+from slowlink.errors import SlowlinkError
 
 if TYPE_CHECKING:
     from slowlink.share.result import ShareResult
@@ -48,3 +52,35 @@ def share_tables(result: ShareResult) -> list[Table | str]:
         for d in p.deadlocks:
             items.append(f"deadlock under {p.name} at t={d.time_s:.1f} s: {d.describe()}")
     return items
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector backends write
+PLOT_POINTS = 20_000  # most steps drawn per policy; longer timelines are thinned evenly
+
+
+def write_timeline(result: ShareResult, path: Path) -> None:
+    """Allocation, utilisation and waiting jobs over time, one line per policy (needs the 'plot' extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SlowlinkError("--plot needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for p in result.policies:
+        line = p.timeline[:: max(1, len(p.timeline) // PLOT_POINTS)]
+        t = [x[0] / units.HOUR for x in line]
+        (drawn,) = top.step(t, [x[1] for x in line], where="post", label=f"{p.name} allocated")
+        top.step(t, [x[2] for x in line], where="post", linestyle=":", color=drawn.get_color(),
+                 label=f"{p.name} utilisation")
+        bottom.step(t, [x[3] for x in line], where="post", label=p.name)
+    top.set_ylabel("share of GPUs")
+    top.set_ylim(0, 1.05)
+    top.legend(fontsize=7)
+    bottom.set_ylabel("waiting jobs")
+    bottom.set_xlabel("time (h)")
+    top.set_title(f"{result.name}: {result.jobs} jobs on {result.gpus} GPUs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

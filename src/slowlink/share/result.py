@@ -78,6 +78,8 @@ class PolicyResult:
     by_kind: tuple[KindStats, ...]
     deadlocks: tuple[Deadlock, ...]
     allocated_at_last_arrival: float = 0.0  # GPUs allocated once the last job arrived / GPUs
+    # (from time s, allocated share, utilisation, waiting jobs) of every interval; empty unless asked for
+    timeline: tuple[tuple[float, float, float, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "scheduler": self.scheduler, "slicing": self.slicing, "jobs": self.jobs,

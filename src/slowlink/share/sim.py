@@ -49,7 +49,7 @@ class ShareSim:
     """One policy over one job list; :meth:`run` returns its :class:`PolicyResult`."""
 
     def __init__(self, shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
-                 efficiency: float = 1.0, reserve: bool = False) -> None:
+                 efficiency: float = 1.0, reserve: bool = False, timeline: bool = False) -> None:
         self.shape, self.policy, self.efficiency, self.reserve = shape, policy, efficiency, reserve
         self.env = simpy.Environment()
         self.stop = self.env.event()
@@ -72,6 +72,8 @@ class ShareSim:
         self.area = {"allocated": 0.0, "busy": 0.0, "frag": 0.0, "held": 0.0}
         self.deadlocks: list[Deadlock] = []
         self.at_last_arrival = 0.0  # allocated share of the GPUs once the last job arrived and was scheduled
+        # (from time, allocated GPUs, busy GPUs, waiting jobs) of every interval, when asked for (plots)
+        self.timeline: list[tuple[float, float, float, int]] | None = [] if timeline else None
 
     # --- time accounting ------------------------------------------------------------------------------------
     def _allocated(self) -> float:
@@ -87,6 +89,8 @@ class ShareSim:
             self.area["held"] += self.held * dt
             if self.waiting:
                 self.area["frag"] += (self.total - alloc) * dt
+            if self.timeline is not None:
+                self.timeline.append((self.last, alloc, self.busy, len(self.waiting)))
         self.last = now
 
     # --- rates ----------------------------------------------------------------------------------------------
@@ -246,7 +250,8 @@ class ShareSim:
             p.label, p.scheduler, p.slicing, len(self.runs), len(done), span,
             self.area["busy"] / norm, self.area["allocated"] / norm, self.area["frag"] / norm,
             self.area["held"] / norm, float(queue.mean()), q50, q95, q99,
-            float(np.percentile(jct, 95)), self._by_kind(), tuple(self.deadlocks), self.at_last_arrival)
+            float(np.percentile(jct, 95)), self._by_kind(), tuple(self.deadlocks), self.at_last_arrival,
+            tuple((t, a / self.total, b / self.total, w) for t, a, b, w in self.timeline or ()))
 
     def _by_kind(self) -> tuple[KindStats, ...]:
         out = []
@@ -266,13 +271,14 @@ class ShareSim:
 
 
 def simulate_policy(shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
-                    efficiency: float = 1.0, reserve: bool = False) -> PolicyResult:
-    """One policy over ``jobs`` on a cluster of ``shape``."""
-    return ShareSim(shape, policy, jobs, replicas, efficiency, reserve).run()
+                    efficiency: float = 1.0, reserve: bool = False, timeline: bool = False) -> PolicyResult:
+    """One policy over ``jobs`` on a cluster of ``shape`` (``timeline``: keep the state over time)."""
+    return ShareSim(shape, policy, jobs, replicas, efficiency, reserve, timeline).run()
 
 
-def simulate_share(spec: ShareSpec, jobs: list[Job], shape: Shape) -> ShareResult:
+def simulate_share(spec: ShareSpec, jobs: list[Job], shape: Shape, timeline: bool = False) -> ShareResult:
     """Every policy of the scenario over the same jobs."""
     ts = spec.timeslice
-    results = tuple(simulate_policy(shape, p, jobs, ts.replicas, ts.efficiency, ts.reserve) for p in spec.policies)
+    results = tuple(simulate_policy(shape, p, jobs, ts.replicas, ts.efficiency, ts.reserve, timeline)
+                    for p in spec.policies)
     return ShareResult(spec.name or "share", shape.gpus, len(jobs), results)

@@ -52,8 +52,9 @@ class PolicySpec(BaseModel):
     slicing: Literal["whole", "mig", "timeslice"] = Field(
         "whole", description="whole: one job per GPU; mig: single-GPU jobs on MIG instances; timeslice: up to "
         "`timeslice.replicas` jobs share a GPU by time slices.")
-    backfill: bool = Field(True, description="Let a later job start when the first one waiting does not fit.")
-    window: int = Field(64, ge=1, description="Waiting jobs the scheduler looks at in one pass (its backfill depth).")
+    backfill: bool = Field(True, description="gang: let a later job start when the first one waiting does not fit.")
+    window: int = Field(64, ge=1, description="Waiting jobs the scheduler looks at in one pass (gang: its backfill "
+                        "depth; per-gpu: the jobs whose pending ranks get GPUs).")
 
     @property
     def label(self) -> str:
