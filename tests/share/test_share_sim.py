@@ -117,3 +117,22 @@ def test_reserved_shares_pack_a_gpu_and_run_at_full_speed() -> None:
     assert res.makespan_s == pytest.approx(200.0)
     assert res.mean_queue_s == pytest.approx(100.0 / 5)
     assert res.allocated_at_last_arrival == pytest.approx(1.0)
+
+
+def test_two_jobs_on_one_nodes_nics_stretch_their_communication() -> None:
+    """Three 8-GPU nodes, two 12-GPU jobs with 30% communication: packed, both drive the middle node's NICs
+    (1 / (0.7 + 0.3 x 2) = 1/1.3 of full speed); on exclusive nodes the second waits for the first."""
+    spec, jobs, shape = load_share(EX / "share-nic-isolation.yaml")
+    shared, exclusive = simulate_share(spec, jobs, shape).policies
+    assert shared.by_kind[0].run_slowdown == pytest.approx(1.3)
+    assert shared.makespan_s == pytest.approx(1.3 * 3600)
+    assert exclusive.by_kind[0].run_slowdown == pytest.approx(1.0)
+    assert exclusive.makespan_s == pytest.approx(2 * 3600)
+    assert exclusive.allocated == pytest.approx(16 / 24)  # two whole nodes, 4 of their GPUs idle
+    assert exclusive.fragmentation == pytest.approx(8 * 3600 / (24 * 7200))
+
+
+def test_a_single_node_job_uses_no_nic() -> None:
+    jobs = [Job("a", 0.0, 4, 100.0, comm_fraction=0.5), Job("b", 0.0, 4, 100.0, comm_fraction=0.5)]
+    res = simulate_policy(NODE, PolicySpec(scheduler="gang"), jobs)
+    assert res.by_kind[0].run_slowdown == pytest.approx(1.0)

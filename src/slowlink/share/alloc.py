@@ -31,8 +31,8 @@ class Placement:
 class WholeNodes:
     """Whole GPUs on nodes: free counts per node, nodes bucketed by free count."""
 
-    def __init__(self, nodes: int, gpus_per_node: int) -> None:
-        self.g = gpus_per_node
+    def __init__(self, nodes: int, gpus_per_node: int, exclusive: bool = False) -> None:
+        self.g, self.exclusive = gpus_per_node, exclusive
         self.free = [gpus_per_node] * nodes
         self.bucket: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
         self.bucket[gpus_per_node] = set(range(nodes))
@@ -63,6 +63,8 @@ class WholeNodes:
             self.allocated += g
             return Placement(nodes=((node, g),))
         q, r = divmod(g, self.g)
+        if self.exclusive and r:  # whole nodes only: the rest node is taken whole too
+            q, r = q + 1, 0
         rest = self._best(r, self.g - 1) if r else None
         need_full = q + (1 if r and rest is None else 0)
         if len(self.bucket[self.g]) < need_full:
@@ -75,13 +77,13 @@ class WholeNodes:
             rest = rest if rest is not None else next(iter(self.bucket[self.g]))
             self._take(rest, r)
             pairs.append((rest, r))
-        self.allocated += g
+        self.allocated += sum(k for _, k in pairs)
         return Placement(nodes=tuple(pairs))
 
     def release(self, job: Job, p: Placement) -> None:
         for node, k in p.nodes:
             self._take(node, -k)
-        self.allocated -= job.gpus
+            self.allocated -= k
 
 
 @dataclass

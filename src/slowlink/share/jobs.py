@@ -21,7 +21,8 @@ class Job:
 
     ``compute_fraction``: share of a whole GPU's compute the job keeps busy when alone (an inference server
     idles between requests); ``memory_bytes``: GPU memory per rank; ``mig_profile``: the MIG instance it
-    asks for (None: the smallest that holds its compute and memory).
+    asks for (None: the smallest that holds its compute and memory); ``comm_fraction``: share of its run time
+    alone spent in inter-node communication, which a neighbour on the same NICs stretches.
     """
 
     id: str
@@ -32,6 +33,7 @@ class Job:
     compute_fraction: float = 1.0
     memory_bytes: float = 0.0
     mig_profile: str | None = None
+    comm_fraction: float = 0.0
 
     @property
     def distributed(self) -> bool:
@@ -50,6 +52,7 @@ class JobClass:
     compute_fraction: float = 1.0
     memory_bytes: float = 0.0
     mig_profile: str | None = None
+    comm_fraction: float = 0.0
 
 
 def synthetic_jobs(count: int, mean_interarrival_s: float, classes: tuple[JobClass, ...],
@@ -67,5 +70,5 @@ def synthetic_jobs(count: int, mean_interarrival_s: float, classes: tuple[JobCla
         c = classes[int(which[i])]
         gpus = c.gpus[int(picks[i] * len(c.gpus))]
         jobs.append(Job(f"j{i}", float(arrivals[i]), gpus, max(float(unit[i]) * c.mean_duration_s, 1e-3),
-                        c.kind, c.compute_fraction, c.memory_bytes, c.mig_profile))
+                        c.kind, c.compute_fraction, c.memory_bytes, c.mig_profile, c.comm_fraction))
     return jobs

@@ -35,14 +35,15 @@ from slowlink.share.spec import PolicySpec, Shape, ShareSpec
 class _Run:
     """The mutable state of one job inside the simulation."""
 
-    __slots__ = ("finish_s", "held", "job", "order", "placement", "rate", "remaining_s", "since", "start_s",
-                 "version")
+    __slots__ = ("finish_s", "held", "job", "nodes", "order", "placement", "rate", "remaining_s", "since",
+                 "start_s", "version")
 
     def __init__(self, job: Job, order: int) -> None:
         self.job, self.order = job, order
         self.start_s = self.finish_s = math.nan
         self.remaining_s, self.rate, self.since, self.version, self.held = job.duration_s, 1.0, 0.0, 0, 0
         self.placement: Placement | None = None
+        self.nodes: tuple[int, ...] = ()  # nodes whose NICs it uses (multi-node jobs that communicate)
 
 
 class ShareSim:
@@ -61,10 +62,11 @@ class ShareSim:
         self.free = shape.gpus  # per-gpu scheduler: GPUs no pod holds
         self.alloc: WholeNodes | SharedGpus
         if policy.slicing == "whole":
-            self.alloc = WholeNodes(shape.nodes, shape.gpus_per_node)
+            self.alloc = WholeNodes(shape.nodes, shape.gpus_per_node, policy.exclusive_nodes)
         else:
             self.alloc = SharedGpus(shape.nodes, shape.gpus_per_node, policy.slicing, shape.gpu,
                                     shape.hbm_bytes, replicas, reserve)
+        self.nic_users: dict[int, set[str]] = {}  # node -> multi-node jobs using its NICs
         self.busy = 0.0  # GPUs' worth of compute doing work now
         self.held = 0  # GPUs held by jobs still waiting for the rest
         self.t0 = jobs[0].arrival_s if jobs else 0.0
@@ -95,6 +97,15 @@ class ShareSim:
 
     # --- rates ----------------------------------------------------------------------------------------------
     def _rate(self, r: _Run) -> float:
+        """Compute at the slicing's rate ``s``, inter-node communication (``c`` of the run alone) at 1/k of the
+        NICs when k multi-node jobs share a node's NICs (fair share; NCCL drives every NIC of a node):
+        ``rate = 1 / ((1 - c) / s + c k)``, k the most crowded of the job's nodes."""
+        s = self._slice_rate(r)
+        c = r.job.comm_fraction
+        k = max((len(self.nic_users[n]) for n in r.nodes), default=1)
+        return s if c == 0 or k <= 1 else 1.0 / ((1.0 - c) / s + c * k)
+
+    def _slice_rate(self, r: _Run) -> float:
         p = r.placement
         if p is None or self.policy.slicing == "whole":
             return 1.0
@@ -119,15 +130,26 @@ class ShareSim:
         r.version += 1
         self._schedule_finish(r)
 
-    def _neighbours_changed(self, gpus: tuple[int, ...]) -> None:
-        if self.policy.slicing != "timeslice":
-            return
-        assert isinstance(self.alloc, SharedGpus)
-        for key in {k for i in gpus for k in self.alloc.gpus[i].residents}:
-            r = self.running[key]
-            new = self._rate(r)
-            if abs(new - r.rate) > 1e-12:
-                self._set_rate(r, new)
+    def _neighbours_changed(self, r: _Run) -> None:
+        """Re-rate the jobs that share a GPU (time slicing) or a node's NICs with ``r``."""
+        near = {k for n in r.nodes for k in self.nic_users[n]}
+        if self.policy.slicing == "timeslice" and r.placement is not None:
+            assert isinstance(self.alloc, SharedGpus)
+            near |= {k for i in r.placement.gpus for k in self.alloc.gpus[i].residents}
+        near.discard(r.job.id)
+        for key in near:
+            other = self.running[key]
+            new = self._rate(other)
+            if abs(new - other.rate) > 1e-12:
+                self._set_rate(other, new)
+
+    def _nodes(self, r: _Run) -> tuple[int, ...]:
+        """The nodes whose NICs a multi-node job with communication uses; () for every other job."""
+        p = r.placement
+        if p is None or r.job.comm_fraction == 0:
+            return ()
+        nodes = {n for n, _ in p.nodes} | {i // self.shape.gpus_per_node for i in p.gpus}
+        return tuple(sorted(nodes)) if len(nodes) > 1 else ()
 
     # --- job life -------------------------------------------------------------------------------------------
     def _schedule_finish(self, r: _Run) -> None:
@@ -139,11 +161,13 @@ class ShareSim:
         r.start_s = r.since = self.env.now
         r.placement = p
         self.running[r.job.id] = r
+        r.nodes = self._nodes(r)
+        for n in r.nodes:
+            self.nic_users.setdefault(n, set()).add(r.job.id)
         r.rate = self._rate(r)
         self.busy += r.job.gpus * r.job.compute_fraction * r.rate
         self._schedule_finish(r)
-        if p is not None:
-            self._neighbours_changed(p.gpus)
+        self._neighbours_changed(r)
 
     def _finish(self, r: _Run, version: int) -> None:
         if version != r.version or self.stop.triggered:
@@ -157,7 +181,9 @@ class ShareSim:
             self.free += r.job.gpus
         elif r.placement is not None:
             self.alloc.release(r.job, r.placement)
-            self._neighbours_changed(r.placement.gpus)
+        for n in r.nodes:
+            self.nic_users[n].discard(r.job.id)
+        self._neighbours_changed(r)
         self._schedule()
         if self.done == len(self.runs):
             self.stop.succeed()

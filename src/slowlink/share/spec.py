@@ -55,6 +55,8 @@ class PolicySpec(BaseModel):
     backfill: bool = Field(True, description="gang: let a later job start when the first one waiting does not fit.")
     window: int = Field(64, ge=1, description="Waiting jobs the scheduler looks at in one pass (gang: its backfill "
                         "depth; per-gpu: the jobs whose pending ranks get GPUs).")
+    exclusive_nodes: bool = Field(False, description="gang, whole: a job larger than a node gets whole nodes only "
+                                  "(its rest node too), so no other job shares its NICs.")
 
     @property
     def label(self) -> str:
@@ -71,6 +73,8 @@ class JobSpec(BaseModel):
     compute_fraction: float = Field(1.0, gt=0, le=1, description="Share of a GPU's compute it keeps busy alone.")
     memory_gib: float = Field(0.0, ge=0, description="GPU memory per rank, GiB (MIG profile choice, time slicing).")
     mig_profile: str | None = Field(None, description="MIG profile it asks for; default: the smallest that fits.")
+    comm_fraction: float = Field(0.0, ge=0, lt=1, description="Share of its run time alone spent in inter-node "
+                                 "communication (e.g. a plan's exposed communication / step time).")
 
 
 class JobClassSpec(BaseModel):
@@ -82,6 +86,7 @@ class JobClassSpec(BaseModel):
     compute_fraction: float = Field(1.0, gt=0, le=1, description="As a job's compute_fraction.")
     memory_gib: float = Field(0.0, ge=0, description="As a job's memory_gib.")
     mig_profile: str | None = Field(None, description="As a job's mig_profile.")
+    comm_fraction: float = Field(0.0, ge=0, lt=1, description="As a job's comm_fraction.")
 
 
 class SyntheticSpec(BaseModel):
@@ -150,14 +155,14 @@ class Shape:
 def _listed(spec: ShareSpec) -> list[Job]:
     assert spec.jobs is not None
     return [Job(j.id or f"j{i}", j.arrival_s, j.gpus, j.duration_s, j.kind, j.compute_fraction,
-                j.memory_gib * units.GiB, j.mig_profile) for i, j in enumerate(spec.jobs)]
+                j.memory_gib * units.GiB, j.mig_profile, j.comm_fraction) for i, j in enumerate(spec.jobs)]
 
 
 def _synthetic(spec: ShareSpec) -> list[Job]:
     s = spec.synthetic
     assert s is not None
     classes = tuple(JobClass(c.kind, c.share, tuple(c.gpus), c.mean_duration_s, c.compute_fraction,
-                             c.memory_gib * units.GiB, c.mig_profile) for c in s.classes)
+                             c.memory_gib * units.GiB, c.mig_profile, c.comm_fraction) for c in s.classes)
     return synthetic_jobs(s.jobs, s.mean_interarrival_s, classes, np.random.default_rng(spec.seed))
 
 
@@ -194,6 +199,8 @@ def check_share(spec: ShareSpec, jobs: list[Job], source: str) -> Shape:
     gpu = load_catalog().gpu(spec.cluster.gpu, f"{source}: cluster.gpu")
     shape = Shape(spec.cluster.nodes, spec.cluster.gpus_per_node, spec.cluster.gpu, gpu.hbm_bytes)
     for i, p in enumerate(spec.policies):
+        if p.exclusive_nodes and (p.scheduler, p.slicing) != ("gang", "whole"):
+            raise SpecError(f"{source}: policies.{i}.exclusive_nodes (True): needs scheduler gang and slicing whole")
         if p.scheduler == "per-gpu" and p.slicing != "whole":
             raise SpecError(f"{source}: policies.{i}.slicing ({p.slicing!r}): the per-gpu scheduler is modelled "
                             "with whole GPUs only; use scheduler gang for mig or timeslice")
