@@ -65,6 +65,8 @@ def test_set_overrides_the_scenario() -> None:
     ("id: batch-2,", "id: batch-1,", ["job id ('batch-1') is given twice"]),
     ("policies:", "trace: {path: x.csv, format: openb}\npolicies:", ["jobs, synthetic and trace (jobs, trace)"]),
     ("nodes: 1", "nodes: 0", ["cluster.nodes (0)", "greater than or equal to 1"]),
+    ("{scheduler: gang}", "{scheduler: gang}\n  - {scheduler: gang, backfill: false}",
+     ["policies.2 ('gang/whole') has the name of policies.1"]),
     ("duration_s: 10,", "duration_s: 10, compute_fraction: 1.5,", ["jobs.0.compute_fraction (1.5)"]),
     ("duration_s: 10,", "duration_s: 10, memory_gib: 200,", ["memory_gib (200)", "79.6 GiB"]),
 ])
@@ -120,3 +122,10 @@ def test_help_loads_no_model() -> None:
             "    pass\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy', 'simpy', 'scipy'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_an_empty_job_list_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "t.yaml"
+    p.write_text("cluster: {nodes: 1}\npolicies: [{scheduler: gang}]\njobs: []\n")
+    res = runner.invoke(app, ["share", str(p)])
+    assert res.exit_code == 2 and "jobs" in res.output and "at least 1" in res.output, res.output

@@ -124,7 +124,7 @@ class ShareSpec(BaseModel):
     name: str | None = Field(None, description="Name of the scenario.")
     cluster: ClusterShape = Field(description="The shared cluster's shape.")
     policies: list[PolicySpec] = Field(min_length=1, description="Policies to compare on the same jobs.")
-    jobs: list[JobSpec] | None = Field(None, description="The jobs, listed.")
+    jobs: list[JobSpec] | None = Field(None, min_length=1, description="The jobs, listed.")
     synthetic: SyntheticSpec | None = Field(None, description="A synthetic job stream.")
     trace: TraceSpec | None = Field(None, description="A public trace to replay.")
     timeslice: TimesliceSpec = Field(default_factory=TimesliceSpec, description="Time-slicing settings.")
@@ -198,7 +198,11 @@ def check_share(spec: ShareSpec, jobs: list[Job], source: str) -> Shape:
 
     gpu = load_catalog().gpu(spec.cluster.gpu, f"{source}: cluster.gpu")
     shape = Shape(spec.cluster.nodes, spec.cluster.gpus_per_node, spec.cluster.gpu, gpu.hbm_bytes)
+    labels = [p.label for p in spec.policies]
     for i, p in enumerate(spec.policies):
+        if p.label in labels[:i]:
+            raise SpecError(f"{source}: policies.{i} ({p.label!r}) has the name of policies.{labels.index(p.label)}: "
+                            "give each policy its own name")
         if p.exclusive_nodes and (p.scheduler, p.slicing) != ("gang", "whole"):
             raise SpecError(f"{source}: policies.{i}.exclusive_nodes (True): needs scheduler gang and slicing whole")
         if p.scheduler == "per-gpu" and p.slicing != "whole":
