@@ -136,3 +136,20 @@ def test_a_single_node_job_uses_no_nic() -> None:
     jobs = [Job("a", 0.0, 4, 100.0, comm_fraction=0.5), Job("b", 0.0, 4, 100.0, comm_fraction=0.5)]
     res = simulate_policy(NODE, PolicySpec(scheduler="gang"), jobs)
     assert res.by_kind[0].run_slowdown == pytest.approx(1.0)
+
+
+def test_comm_fraction_from_the_step_models_plan(tmp_path: Path) -> None:
+    """Llama 3 8B on 64 GPUs over 25GbE: DP's exposed all-reduce is most of the step (TP stays in the node)."""
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.workload.spec import load_workload
+    from slowlink.workload.step import plan
+
+    cluster, workload = EX / "ref-64gpu-25gbe.yaml", EX / "llama3-8b.yaml"
+    p = tmp_path / "s.yaml"
+    p.write_text(f"cluster: {{nodes: 8}}\npolicies: [{{scheduler: gang}}]\njobs:\n"
+                 f"  - {{gpus: 64, duration_s: 100, plan: {{cluster: {cluster}, workload: {workload}}}}}\n")
+    _, jobs, _ = load_share(p)
+    r = plan(load_workload(workload), load_cluster(cluster))
+    assert not r.tp_spans_nodes
+    assert jobs[0].comm_fraction == pytest.approx(sum(v for k, v in r.comm_s.items() if k != "tp") / r.step_time_s)
+    assert 0.5 < jobs[0].comm_fraction < 0.7

@@ -63,6 +63,12 @@ class PolicySpec(BaseModel):
         return self.name or f"{self.scheduler}/{self.slicing}"
 
 
+class PlanRef(BaseModel):
+    model_config = _STRICT
+    cluster: str = Field(description="Cluster file the job would run on alone, relative to the scenario file.")
+    workload: str = Field(description="Workload file, relative to the scenario file.")
+
+
 class JobSpec(BaseModel):
     model_config = _STRICT
     id: str | None = Field(None, description="Name in reports; default j<index>.")
@@ -75,6 +81,14 @@ class JobSpec(BaseModel):
     mig_profile: str | None = Field(None, description="MIG profile it asks for; default: the smallest that fits.")
     comm_fraction: float = Field(0.0, ge=0, lt=1, description="Share of its run time alone spent in inter-node "
                                  "communication (e.g. a plan's exposed communication / step time).")
+    plan: PlanRef | None = Field(None, description="Take comm_fraction from `slowlink plan` of this cluster and "
+                                 "workload: the exposed inter-node communication / step time.")
+
+    @model_validator(mode="after")
+    def _one_comm(self) -> JobSpec:
+        if self.plan is not None and self.comm_fraction:
+            raise ValueError(f"comm_fraction ({self.comm_fraction}) and plan are both given: give one of them")
+        return self
 
 
 class JobClassSpec(BaseModel):
@@ -152,10 +166,33 @@ class Shape:
         return self.nodes * self.gpus_per_node
 
 
-def _listed(spec: ShareSpec) -> list[Job]:
+def planned_comm_fraction(cluster_path: Path, workload_path: Path) -> float:
+    """Exposed inter-node communication / step time of the step model's plan: every dimension's exposed
+    communication except TP's when TP stays inside a node (shortcut: CP, EP, PP and DP are counted as
+    inter-node, as they are when TP fills the node)."""
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.workload.spec import load_workload
+    from slowlink.workload.step import plan
+
+    r = plan(load_workload(workload_path), load_cluster(cluster_path))
+    inter = sum(s for dim, s in r.comm_s.items() if dim != "tp" or r.tp_spans_nodes)
+    return inter / r.step_time_s
+
+
+def _listed(spec: ShareSpec, base_dir: Path, source: str) -> list[Job]:
     assert spec.jobs is not None
-    return [Job(j.id or f"j{i}", j.arrival_s, j.gpus, j.duration_s, j.kind, j.compute_fraction,
-                j.memory_gib * units.GiB, j.mig_profile, j.comm_fraction) for i, j in enumerate(spec.jobs)]
+    jobs = []
+    for i, j in enumerate(spec.jobs):
+        comm = j.comm_fraction
+        if j.plan is not None:
+            for key, name in (("cluster", j.plan.cluster), ("workload", j.plan.workload)):
+                if not (base_dir / name).is_file():
+                    raise SpecError(f"{source}: jobs.{i}.plan.{key} ({name!r}): file does not exist (paths are "
+                                    "relative to the scenario file)")
+            comm = planned_comm_fraction(base_dir / j.plan.cluster, base_dir / j.plan.workload)
+        jobs.append(Job(j.id or f"j{i}", j.arrival_s, j.gpus, j.duration_s, j.kind, j.compute_fraction,
+                        j.memory_gib * units.GiB, j.mig_profile, comm))
+    return jobs
 
 
 def _synthetic(spec: ShareSpec) -> list[Job]:
@@ -166,7 +203,7 @@ def _synthetic(spec: ShareSpec) -> list[Job]:
     return synthetic_jobs(s.jobs, s.mean_interarrival_s, classes, np.random.default_rng(spec.seed))
 
 
-def build_jobs(spec: ShareSpec, base_dir: Path) -> list[Job]:
+def build_jobs(spec: ShareSpec, base_dir: Path, source: str = "share") -> list[Job]:
     """The scenario's jobs, sorted by arrival: listed, synthetic or read from the trace."""
     if spec.trace is not None:
         from slowlink.share.trace import read_trace
@@ -176,7 +213,7 @@ def build_jobs(spec: ShareSpec, base_dir: Path) -> list[Job]:
         if fill:
             jobs = [replace(j, arrival_s=float(i), duration_s=FILL_DURATION_S) for i, j in enumerate(jobs)]
     else:
-        jobs = _listed(spec) if spec.jobs is not None else _synthetic(spec)
+        jobs = _listed(spec, base_dir, source) if spec.jobs is not None else _synthetic(spec)
     return sorted(jobs, key=lambda j: j.arrival_s)
 
 
@@ -232,5 +269,5 @@ def load_share(path: Path | str) -> tuple[ShareSpec, list[Job], Shape]:
         spec = ShareSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, source, "share")) from None
-    jobs = build_jobs(spec, p.parent)
+    jobs = build_jobs(spec, p.parent, source)
     return spec, jobs, check_share(spec, jobs, source)
