@@ -77,7 +77,7 @@ class PolicyResult:
     p95_jct_s: float
     by_kind: tuple[KindStats, ...]
     deadlocks: tuple[Deadlock, ...]
-    allocated_at_last_arrival: float = 0.0  # GPUs allocated once the last job arrived / GPUs
+    allocated_at_last_arrival: float = math.nan  # GPUs allocated once the last job arrived / GPUs (NaN: never)
     # (from time s, allocated share, utilisation, waiting jobs) of every interval; empty unless asked for
     timeline: tuple[tuple[float, float, float, int], ...] = ()
 
@@ -85,7 +85,7 @@ class PolicyResult:
         return {"name": self.name, "scheduler": self.scheduler, "slicing": self.slicing, "jobs": self.jobs,
                 "finished": self.finished, "makespan_s": self.makespan_s, "utilisation": self.utilisation,
                 "allocated": self.allocated, "fragmentation": self.fragmentation, "held_idle": self.held_idle,
-                "allocated_at_last_arrival": self.allocated_at_last_arrival,
+                "allocated_at_last_arrival": _num(self.allocated_at_last_arrival),
                 "deadlocks": [d.to_json() for d in self.deadlocks], "mean_queue_s": _num(self.mean_queue_s),
                 "p50_queue_s": _num(self.p50_queue_s), "p95_queue_s": _num(self.p95_queue_s),
                 "p99_queue_s": _num(self.p99_queue_s), "p95_jct_s": _num(self.p95_jct_s),

@@ -73,7 +73,8 @@ class ShareSim:
         self.last = self.t0
         self.area = {"allocated": 0.0, "busy": 0.0, "frag": 0.0, "held": 0.0}
         self.deadlocks: list[Deadlock] = []
-        self.at_last_arrival = 0.0  # allocated share of the GPUs once the last job arrived and was scheduled
+        # allocated share of the GPUs once the last job arrived and was scheduled (NaN: a deadlock came first)
+        self.at_last_arrival = math.nan
         # (from time, allocated GPUs, busy GPUs, waiting jobs) of every interval, when asked for (plots)
         self.timeline: list[tuple[float, float, float, int]] | None = [] if timeline else None
 
