@@ -54,10 +54,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
     "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
                "front of cost vs time to train."),
+    "share": ("slowlink.cli.share",
+              "Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage", "slowlink.cli.cost")
+         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
