@@ -72,9 +72,21 @@ def test_oversubscribed_leaf_by_hand() -> None:
     assert bom.links == {"node_leaf": 512, "leaf_spine": 336}
 
 
-def test_two_tier_past_the_radix_is_flagged() -> None:
-    bom = bill_of_materials(superpod(32 * 16 - 1))  # 128 leaves on a 2-tier tree of 64-port spines
-    assert any("use tiers: 3" in n for n in bom.notes)
+def test_two_tier_past_the_radix_is_refused() -> None:
+    # 128 compute leaves on a 2-tier tree of 64-port spines: refused by the one sizing rule (topology/shape.py)
+    with pytest.raises(SpecError, match=r"need 128 leaves .*use tiers: 3"):
+        bill_of_materials(superpod(32 * 16 - 1))
+
+
+def test_storage_leaves_past_the_radix_are_flagged() -> None:
+    # 4 compute leaves fit a radix-4 spine; 2 more leaves for the converged storage targets do not
+    c = cluster_from_mapping({
+        "name": "s", "nodes": 4, "gpus_per_node": 4, "gpu": "h100-sxm", "scale_up": {"link": "nvlink4"},
+        "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}, "storage": {"per_node": 1, "speed_gbit_s": 200}},
+        "fabric": {"transport": "infiniband", "tiers": 2, "switch_radix": 4},
+        "storage": {"system": "parallel-fs", "shared_with_compute": True, "read_gbyte_s": 10.0,
+                    "write_gbyte_s": 10.0, "metadata_ops_s": 1e5, "targets": 3}})
+    assert any("6 leaves exceed switch_radix (4)" in n for n in bill_of_materials(c).notes)
 
 
 def test_management_ports_need_free_leaf_ports() -> None:
@@ -144,7 +156,8 @@ def test_superpod_b200_table_on_the_fewest_tiers(sus: int, leaf: int, spine: int
 @pytest.mark.parametrize("tiers", [2, 3])
 def test_storage_counts_match_the_graph(shared: bool, tiers: int) -> None:
     c = cluster_from_mapping({
-        "name": "s", "nodes": 8, "gpus_per_node": 4, "gpu": "h100-sxm", "scale_up": {"link": "nvlink4"},
+        "name": "s", "nodes": 8 if tiers == 3 else 4, "gpus_per_node": 4, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4"},
         "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}, "storage": {"per_node": 1, "speed_gbit_s": 200}},
         "fabric": {"transport": "infiniband", "tiers": tiers, "switch_radix": 4, "routing": "dmodk"},
         "storage": {"system": "parallel-fs", "shared_with_compute": shared, "read_gbyte_s": 10.0,
@@ -153,11 +166,12 @@ def test_storage_counts_match_the_graph(shared: bool, tiers: int) -> None:
     graph = _graph_links(c)
     if shared:  # 3 targets on ceil(3 / 2) = 2 storage leaves of their own, with uplinks like any leaf
         assert bom.links["storage_leaf"] == graph["stor-leaf"] == 3
-        assert bom.switches["leaf"] == 8 + 2 and "storage" not in bom.switches
+        assert bom.switches["leaf"] == c.nodes + 2 and "storage" not in bom.switches
     else:  # one storage switch: a cable per storage NIC (the graph aggregates a node's) and per target
-        assert bom.links["node_storage"] == graph["snic-storsw"] == 8
+        assert bom.links["node_storage"] == graph["snic-storsw"] == c.nodes
         assert bom.links["storage_target"] == graph["storsw-stor"] == 3
-        assert bom.switches["storage"] == 3 and any("storage switch" in n for n in bom.notes)  # 11 ports / 4
+        ports = c.nodes + 3  # a storage NIC per node and the 3 targets, on radix-4 boxes
+        assert bom.switches["storage"] == -(-ports // 4) and any("storage switch" in n for n in bom.notes)
         assert bom.tier_speed_gbit_s("node_storage") == 200
     assert bom.links["leaf_spine"] == graph["leaf_spine"]
     assert bom.links.get("spine_core", 0) == graph.get("spine_core", 0)

@@ -62,8 +62,12 @@ def build_design(d: Design, prices: PriceBook) -> Cluster:
                         f"{server.scale_up.domain_gpus}")
     for tiers in (2, 3):
         cluster = cluster_from_mapping(design_mapping(d, prices, tiers), "design")
-        if not bill_of_materials(cluster, server.nodes_per_rack).notes:
-            return cluster
+        try:
+            if not bill_of_materials(cluster, server.nodes_per_rack).notes:
+                return cluster
+        except SpecError:
+            if tiers == 3:
+                raise  # 2 tiers may be refused outright (more leaves than the radix: topology/shape.py)
     raise SpecError(f"{d.label()}: no 3-tier fabric of {_radix(d, prices)}-port switches holds "
                     f"{d.nodes * d.nics_per_node} NICs")
 
