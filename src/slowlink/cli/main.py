@@ -47,10 +47,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "degraded": ("slowlink.cli.slow",
+                 "What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."),
+    "jitter": ("slowlink.cli.slow",
+               "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.slow")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

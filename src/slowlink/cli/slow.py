@@ -1,0 +1,83 @@
+"""CLI for the straggler area: `slowlink degraded`, `slowlink jitter` and `slowlink find-slow`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.errors import SpecError, field_error
+
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+_FIDELITY = typer.Option("both", "--fidelity", help="analytical, flow or both.")
+
+
+def _numbers(text: str, flag: str, kind: type[int] | type[float]) -> tuple[float, ...]:
+    try:
+        return tuple(kind(x) for x in text.split(",") if x)
+    except ValueError:
+        raise SpecError(field_error(flag, text, f"must be comma-separated {kind.__name__}s")) from None
+
+
+@clean_errors
+def degraded_cmd(cluster: Path, workload: Path, fidelity: str = _FIDELITY, as_json: bool = _JSON) -> None:
+    """What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."""
+    from slowlink.report.straggler import degraded_sentence, degraded_table
+    from slowlink.sim.fidelity import FIDELITIES, check_fidelity
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.straggler.degraded import degraded_cost
+    from slowlink.workload.spec import load_workload
+
+    fids = FIDELITIES if fidelity == "both" else (check_fidelity(fidelity),)
+    c, w = load_cluster(cluster), load_workload(workload)
+    costs = [degraded_cost(w, c, f) for f in fids]
+    if as_json:
+        print_json({x.fidelity: x.to_json() for x in costs})
+        return
+    out.print(degraded_table(costs))
+    for x in costs:
+        out.print(degraded_sentence(x), soft_wrap=True)
+
+
+_GPUS = typer.Option("8,64,512,4096,16384", "--gpus", help="GPU counts, comma separated.")
+_CVS = typer.Option(None, "--cv", help="Compute CVs, comma separated (default: the cluster's "
+                    "variability.compute_cv, else 0.01,0.02,0.05).")
+_DIST = typer.Option(None, "--distribution", help="normal or lognormal (default: the cluster's, else normal).")
+_TRIALS = typer.Option(64, "--trials", help="Monte Carlo trials per point.")
+
+
+@clean_errors
+def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None = _CVS,
+               distribution: str | None = _DIST, trials: int = _TRIALS, as_json: bool = _JSON) -> None:
+    """Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."""
+    from slowlink.report.straggler import jitter_table
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.straggler.jitter import check_jitter
+    from slowlink.straggler.sweep import DEFAULT_CVS, jitter_sweep, sync_points
+    from slowlink.workload.spec import load_workload
+    from slowlink.workload.step import check_plan, fit_dp, plan
+
+    counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))
+    var = load_cluster(cluster).spec.variability
+    cvs = _numbers(cv, "--cv", float) if cv else ((var.compute_cv,) if var and var.compute_cv else DEFAULT_CVS)
+    dist = distribution or (var.distribution if var else "normal")
+    for x in cvs:
+        check_jitter(1, x, 0.0, dist)
+    if trials < 2:
+        raise SpecError(field_error("--trials", trials, "must be >= 2"))
+    c, w = load_cluster(cluster), load_workload(workload)
+    result = plan(w, c)
+    syncs = sync_points(w, check_plan(fit_dp(w, c), c))
+    pts = jitter_sweep(result, syncs, counts, cvs, var.network_cv if var else 0.0, dist, trials,
+                       var.seed if var else 0)
+    if as_json:
+        print_json({"distribution": dist, "syncs": syncs, "points": [p.to_json() for p in pts]})
+        return
+    out.print(jitter_table(pts, dist, syncs))
+
+
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
+    """Add this area's subcommands to the root app."""
+    app.command("degraded")(degraded_cmd)
+    app.command("jitter")(jitter_cmd)

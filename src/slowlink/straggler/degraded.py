@@ -1,0 +1,105 @@
+"""What the cluster's degraded parts cost a training step: the job planned twice (as built and with every
+part at its datasheet rate), the difference per parallel dimension, and each part alone.
+
+Both fidelities price the same parts: the analytical model through each communicator's
+:class:`~slowlink.topology.degraded.Penalty`, the flow simulator on the degraded graph
+(:func:`slowlink.topology.degraded.apply`). ``pays`` is the dimension whose exposed time grew the most (or
+``compute`` when a slow GPU costs more): every rank waits for the slowest at each synchronisation, so one
+part slows the whole job by what it costs the dimension whose collectives cross it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from slowlink.sim.fidelity import check_fidelity, comm_cost
+from slowlink.spec.cluster import Cluster
+from slowlink.spec.degraded import Degraded, resolve_degraded
+from slowlink.topology.build import build
+from slowlink.workload.spec import Workload
+from slowlink.workload.step import StepResult, plan
+
+
+@dataclass(frozen=True)
+class PartCost:
+    """One degraded part alone: the step time with only it, and its slowdown over the healthy step."""
+
+    part: str
+    step_time_s: float
+    slowdown: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "step_time_s": self.step_time_s, "slowdown": self.slowdown}
+
+
+@dataclass(frozen=True)
+class DegradedCost:
+    """The healthy and the degraded step of one job, per dimension, with each part's own cost."""
+
+    cluster: str
+    workload: str
+    fidelity: str
+    healthy: StepResult
+    degraded: StepResult
+    parts: tuple[PartCost, ...]
+    unpriced: tuple[str, ...] = ()  # parts this fidelity does not price (fabric cables: flow only)
+
+    @property
+    def slowdown(self) -> float:
+        """Degraded step / healthy step - 1."""
+        return self.degraded.step_time_s / self.healthy.step_time_s - 1.0
+
+    @property
+    def exposed_delta_s(self) -> dict[str, float]:
+        """Per dimension, how much more of its time is exposed in the degraded step (plus ``compute``)."""
+        out = {k: self.degraded.comm_s[k] - self.healthy.comm_s.get(k, 0.0) for k in self.degraded.comm_s}
+        out["compute"] = self.degraded.compute_s - self.healthy.compute_s
+        return out
+
+    @property
+    def total_delta_s(self) -> dict[str, float]:
+        """Per dimension, how much longer its collectives take in all (exposed or hidden behind compute)."""
+        return {k: self.degraded.comm_total_s[k] - self.healthy.comm_total_s.get(k, 0.0)
+                for k in self.degraded.comm_total_s}
+
+    @property
+    def pays(self) -> str:
+        """The dimension (or compute) whose exposed time grew the most; 'none' when nothing grew."""
+        delta = self.exposed_delta_s
+        dim = max(delta, key=lambda k: delta[k])
+        return dim if delta[dim] > 0 else "none"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "workload": self.workload, "fidelity": self.fidelity,
+                "healthy_step_s": self.healthy.step_time_s, "degraded_step_s": self.degraded.step_time_s,
+                "slowdown": self.slowdown, "pays": self.pays, "exposed_delta_s": self.exposed_delta_s,
+                "total_delta_s": self.total_delta_s, "degraded_by": [p.to_json() for p in self.parts],
+                "unpriced": list(self.unpriced)}
+
+
+def healthy(cluster: Cluster) -> Cluster:
+    """``cluster`` with every part at its datasheet rate."""
+    return replace(cluster, degraded=Degraded())
+
+
+def _step(w: Workload, cluster: Cluster, fidelity: str) -> StepResult:
+    return plan(w, cluster, comm_cost(fidelity, cluster))
+
+
+def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -> DegradedCost:
+    """Plan ``w`` on ``cluster`` as built and healthy at ``fidelity``, and with each degraded part alone
+    (``degraded_by``; one plan per part)."""
+    check_fidelity(fidelity)
+    if cluster.degraded.link_rate:
+        build(cluster)  # a fabric link name the graph does not have is an error at either fidelity
+    base = _step(w, healthy(cluster), fidelity)
+    full = _step(w, cluster, fidelity)
+    parts = []
+    gpn = cluster.gpus_per_node
+    for spec_part, name in zip(cluster.spec.degraded, cluster.degraded.names, strict=True):
+        alone = replace(cluster, degraded=resolve_degraded([spec_part], gpn))
+        t = full.step_time_s if len(cluster.spec.degraded) == 1 else _step(w, alone, fidelity).step_time_s
+        parts.append(PartCost(name, t, t / base.step_time_s - 1.0))
+    unpriced = tuple(f"link {name}" for name in cluster.degraded.link_rate) if fidelity == "analytical" else ()
+    return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
