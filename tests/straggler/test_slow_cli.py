@@ -72,3 +72,13 @@ def test_bad_inputs_exit_2(tmp_path: Path) -> None:
     bad = _edit(tmp_path, "{node: 3, nic: 0, rate: 0.5}", '{link: "leaf:99->spine:0", rate: 0.5}')
     _fails(["degraded", bad, str(LLAMA), "--fidelity", "flow"], "degraded.link ('leaf:99->spine:0')",
            "is not a link of the fabric")
+
+
+def test_find_slow_bad_inputs_exit_2(tmp_path: Path) -> None:
+    emu = str(EX / "straggler-emulate.yaml")
+    _fails(["find-slow"], "--emulated (None) is required")
+    _fails(["find-slow", "--emulated", emu, "--op", "broadcast"], "--op ('broadcast') must be all_reduce or all_to_all")
+    _fails(["find-slow", "--emulated", emu, "--iters", "0"], "--iters (0) must be >= 1")
+    _fails(["find-slow", "--emulated", emu, "--size", "3"], "--size (3)", "multiple of 4 B")
+    _fails(["find-slow", "--emulated", emu, "--size", "lots"], "--size")
+    _fails(["find-slow", "--emulated", emu, "--run-id", "sw-1"], "--run-id ('sw-1') must be letters and digits")

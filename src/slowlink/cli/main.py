@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."),
     "jitter": ("slowlink.cli.slow",
                "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
+    "find-slow": ("slowlink.cli.slow", "Name the slow link or node from per-link bandwidth and latency probes; "
+                  "time a collective before and after."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",

@@ -77,7 +77,53 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
     out.print(jitter_table(pts, dist, syncs))
 
 
+_EMULATED = typer.Option(None, "--emulated", help="Cluster file to emulate (root): its `degraded:` parts are "
+                         "broken after a healthy measurement, then found by probes that do not read them.")
+_OP = typer.Option("all_reduce", "--op", help="Collective timed healthy and degraded: all_reduce or all_to_all.")
+_SIZE = typer.Option("1MiB", "--size", help="Its size (nccl-tests convention).")
+_ITERS = typer.Option(3, "--iters", help="Timed iterations of each measurement.")
+_RUN = typer.Option(None, "--run-id", help="Run id of the emulation (default: sw + 4 hex digits).")
+
+
+@clean_errors
+def find_slow_cmd(emulated: Path | None = _EMULATED, op: str = _OP, size: str = _SIZE, iters: int = _ITERS,
+                  run_id: str | None = _RUN, as_json: bool = _JSON) -> None:
+    """Name the slow link or node from per-link bandwidth and latency probes; time a collective before and after."""
+    from slowlink import units
+    from slowlink.cli.emulate import check_emulated_size
+    from slowlink.emulate import net
+    from slowlink.errors import EmulationError
+    from slowlink.report.straggler import find_slow_lines, suspects_table
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.straggler.emulated import find_slow_emulated
+
+    if emulated is None:
+        raise SpecError(field_error("--emulated", None, "is required: this build finds slow parts on the emulated "
+                                    "cluster (per-rank records of `bench` on real nodes are not in it yet)"))
+    if op not in ("all_reduce", "all_to_all"):
+        raise SpecError(field_error("--op", op, "must be all_reduce or all_to_all"))
+    if iters < 1:
+        raise SpecError(field_error("--iters", iters, "must be >= 1"))
+    try:
+        size_bytes = units.parse_size(size)
+    except ValueError as exc:
+        raise SpecError(f"--size: {exc}") from None
+    c = load_cluster(emulated)
+    check_emulated_size(size_bytes, [op], c.nodes)
+    if run_id is not None and not run_id.isalnum():
+        raise EmulationError(field_error("--run-id", run_id, "must be letters and digits only"))
+    net.check_root()
+    result = find_slow_emulated(c, op=op, size_bytes=size_bytes, iters=iters, run_id=run_id)
+    if as_json:
+        print_json(result.to_json())
+        return
+    out.print(suspects_table(result))
+    for line in find_slow_lines(result):
+        out.print(line, soft_wrap=True)
+
+
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app."""
     app.command("degraded")(degraded_cmd)
     app.command("jitter")(jitter_cmd)
+    app.command("find-slow")(find_slow_cmd)

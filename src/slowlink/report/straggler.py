@@ -9,6 +9,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from slowlink.straggler.degraded import DegradedCost
+    from slowlink.straggler.emulated import FindSlowResult
     from slowlink.straggler.sweep import JitterPoint
 
 DIMS = ("tp", "cp", "ep", "pp", "dp", "compute")
@@ -60,3 +61,29 @@ def jitter_table(points: list[JitterPoint], distribution: str, syncs: int) -> Ta
                       f"{p.closed_form_s:.4f}",
                       f"{p.monte_carlo_s:.4f} +- {p.monte_carlo_stderr_s:.1e}", f"{p.error:+.2%}", f"{p.loss:+.2%}")
     return table
+
+
+def suspects_table(r: FindSlowResult) -> Table:
+    """The parts the probes named, with their evidence."""
+    table = Table(title=f"find-slow: {len(r.suspects)} suspect(s) from {len(r.streams)} streams and "
+                        f"{len(r.rtts)} round trips")
+    for col in ("kind", "id", "slowdown", "evidence"):
+        table.add_column(col)
+    for s in r.suspects:
+        slow = f"{s.slowdown:.0%} of its rate" if s.kind == "link" else f"+{s.slowdown * 1e3:.1f} ms one way"
+        table.add_row(s.kind, s.id, slow, s.evidence)
+    return table
+
+
+def find_slow_lines(r: FindSlowResult) -> list[str]:
+    """What was broken, and the whole collective measured against the models' prediction."""
+    lines = [f"broken: {', '.join(r.injected)}" + (f"; not emulated: {', '.join(r.not_emulated)}"
+                                                   if r.not_emulated else "")]
+    ms = 1e3
+    lines.append(f"{r.op} {r.size_bytes / 2**20:g} MiB measured {r.measured_healthy_s * ms:.1f} -> "
+                 f"{r.measured_degraded_s * ms:.1f} ms ({r.measured_slowdown:+.0%})")
+    for fid, (h, d) in r.predicted_s.items():
+        lines.append(f"  predicted ({fid}): {h * ms:.1f} -> {d * ms:.1f} ms ({d / h - 1:+.0%}); degraded "
+                     f"{d / r.measured_degraded_s - 1:+.1%} against measured")
+    lines.append(f"whole run {r.wall_s:.0f} s")
+    return lines
