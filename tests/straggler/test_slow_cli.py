@@ -82,3 +82,16 @@ def test_find_slow_bad_inputs_exit_2(tmp_path: Path) -> None:
     _fails(["find-slow", "--emulated", emu, "--size", "3"], "--size (3)", "multiple of 4 B")
     _fails(["find-slow", "--emulated", emu, "--size", "lots"], "--size")
     _fails(["find-slow", "--emulated", emu, "--run-id", "sw-1"], "--run-id ('sw-1') must be letters and digits")
+
+
+def test_plan_and_collective_json_report_degraded_by() -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(LLAMA), "--json"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert js["degraded_by"][0]["part"] == "node 3 NIC 0 at 50%"
+    assert js["step_time_s"] == js["degraded_by"][0]["step_time_s"] > js["healthy_step_s"]
+    res = runner.invoke(app, ["collective", str(CLUSTER), "--op", "all_reduce", "--size", "1GiB", "--json"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert "node 3 NIC 0 at 50%" in js["bottleneck"]
+    assert 0.5 < js["degraded_by"][0]["slowdown"] <= 1.0

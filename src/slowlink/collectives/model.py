@@ -145,8 +145,11 @@ def _reason(best: algo.Candidate, links: Links, forced: bool = False) -> str:
         extra += (f"; the {x.what} (tier {x.stage}, {x.ratio:g}:1) carry its crossing traffic "
                   f"{x.factor:.2f}x slower than its NICs")
     if links.domains > 1 and links.degraded:
-        extra += (f"; degraded {links.degraded.part}: network {links.degraded.factor:.2f}x slower"
-                  f", +{links.degraded.extra_hop_lat_s * 1e6:.0f} us per network hop")
+        pen = links.degraded
+        extra += f"; degraded {pen.part}: network {pen.factor:.2f}x slower" if pen.factor > 1 else \
+            f"; degraded {pen.part}"
+        if pen.extra_hop_lat_s > 0:
+            extra += f", +{pen.extra_hop_lat_s * 1e6:.0f} us per network hop"
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
     pick = "as forced (NCCL_ALGO/NCCL_PROTO)" if forced else "is fastest"

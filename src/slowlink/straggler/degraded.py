@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from slowlink.sim.fidelity import check_fidelity, comm_cost
+from slowlink.sim.fidelity import CollectiveQuery, check_fidelity, comm_cost, predict_collective
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.degraded import Degraded, resolve_degraded
 from slowlink.topology.build import build
@@ -103,3 +103,24 @@ def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -
         parts.append(PartCost(name, t, t / base.step_time_s - 1.0))
     unpriced = tuple(f"link {name}" for name in cluster.degraded.link_rate) if fidelity == "analytical" else ()
     return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
+
+
+def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical") -> dict[str, Any]:
+    """The keys ``plan --json`` adds on a cluster with degraded parts (none on a uniform one): the healthy
+    step and each part's cost (``degraded_by``), and the dimension that pays."""
+    if not cluster.degraded:
+        return {}
+    c = degraded_cost(w, cluster, fidelity)
+    return {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
+            "degraded_by": [p.to_json() for p in c.parts]}
+
+
+def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[dict[str, Any]]]:
+    """For ``collective --json``: per size, each degraded part alone against the healthy cluster."""
+    base = predict_collective(healthy(cluster), query)
+    gpn = cluster.gpus_per_node
+    per_part = [predict_collective(replace(cluster, degraded=resolve_degraded([p], gpn)), query)
+                for p in cluster.spec.degraded]
+    return [[{"part": name, "time_s": preds[i].time_s, "slowdown": preds[i].time_s / b.time_s - 1.0}
+             for name, preds in zip(cluster.degraded.names, per_part, strict=True)]
+            for i, b in enumerate(base)]
