@@ -95,3 +95,10 @@ def test_plan_and_collective_json_report_degraded_by() -> None:
     js = json.loads(res.output)
     assert "node 3 NIC 0 at 50%" in js["bottleneck"]
     assert 0.5 < js["degraded_by"][0]["slowdown"] <= 1.0
+
+
+def test_plan_json_reports_the_jitter_of_the_cluster_variability() -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(LLAMA), "--json"])
+    js = json.loads(res.output)["jitter"]
+    assert js["gpus"] == 512 and js["compute_cv"] == 0.02 and js["syncs"] == 33
+    assert 0.0 < js["loss"] < 0.2

@@ -95,7 +95,7 @@ def plan_cmd(
         from slowlink.straggler.degraded import plan_degraded_by
 
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
-              | plan_degraded_by(w, c, fidelity)  # degraded parts' costs (docs/straggler.md)
+              | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
               for (key, c, *_), r, adv, st in zip(fits, results, advice, stor, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(planned) == 1 else {key: js[key] for key in keys})

@@ -105,14 +105,24 @@ def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -
     return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
 
 
-def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical") -> dict[str, Any]:
-    """The keys ``plan --json`` adds on a cluster with degraded parts (none on a uniform one): the healthy
-    step and each part's cost (``degraded_by``), and the dimension that pays."""
-    if not cluster.degraded:
-        return {}
-    c = degraded_cost(w, cluster, fidelity)
-    return {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
-            "degraded_by": [p.to_json() for p in c.parts]}
+def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical",
+                     result: StepResult | None = None) -> dict[str, Any]:
+    """The keys ``plan --json`` adds on a cluster with degraded parts: the healthy step, each part's cost
+    (``degraded_by``) and the dimension that pays; with ``variability:`` (and the plan's ``result``) the
+    expected step under that jitter (``jitter``). None of them on a uniform cluster."""
+    out: dict[str, Any] = {}
+    if cluster.degraded:
+        c = degraded_cost(w, cluster, fidelity)
+        out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
+                "degraded_by": [p.to_json() for p in c.parts]}
+    v = cluster.spec.variability
+    if v is not None and result is not None:
+        from slowlink.straggler.sweep import plan_jitter
+        from slowlink.workload.step import check_plan, fit_dp
+
+        micro = check_plan(fit_dp(w, cluster), cluster)
+        out |= plan_jitter(w, result, micro, v.compute_cv, v.network_cv, v.distribution, cluster.gpus)
+    return out
 
 
 def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[dict[str, Any]]]:

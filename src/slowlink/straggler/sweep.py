@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from slowlink.errors import SpecError, field_error
-from slowlink.straggler.jitter import equal_intervals, expected_step_s, monte_carlo_step_s
+from slowlink.straggler.jitter import Interval, equal_intervals, expected_step_s, monte_carlo_step_s
 from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult
 
@@ -57,22 +57,26 @@ def sync_points(w: Workload, micro_batches: int) -> int:
     return (2 * micro_batches if w.parallel.pp > 1 else 0) + 1
 
 
+def step_intervals(result: StepResult, syncs: int) -> tuple[list[Interval], float]:
+    """The planned step as ``syncs`` equal intervals of compute and exposed communication, and the time
+    charged without jitter (bubble: idle; optimizer: a local kernel after the last synchronisation)."""
+    fixed = result.bubble_s + result.optimizer_s
+    work = result.step_time_s - fixed
+    comm = min(result.exposed_comm_s, work)
+    return equal_intervals(work - comm, comm, syncs), fixed
+
+
 def jitter_sweep(result: StepResult, syncs: int, gpus: tuple[int, ...] = DEFAULT_GPUS,
                  cvs: tuple[float, ...] = DEFAULT_CVS, network_cv: float = 0.0, distribution: str = "normal",
                  trials: int = 64, seed: int = 0) -> list[JitterPoint]:
     """The planned step at each GPU count and compute CV: closed form and a seeded Monte Carlo (one
     ``numpy`` generator seeded with ``seed``, shared by the whole sweep in order).
 
-    The step's compute and exposed communication are split over ``syncs`` equal intervals; the bubble and
-    optimizer are charged without jitter (the bubble is idle time, the optimizer a local kernel that ends
-    the step after the last synchronisation).
+    The step is split by :func:`step_intervals`.
     """
     if not gpus or min(gpus) < 1:
         raise SpecError(field_error("--gpus", ",".join(map(str, gpus)), "must be one or more counts >= 1"))
-    fixed = result.bubble_s + result.optimizer_s
-    work = result.step_time_s - fixed
-    comm = min(result.exposed_comm_s, work)
-    intervals = equal_intervals(work - comm, comm, syncs)
+    intervals, fixed = step_intervals(result, syncs)
     rng = np.random.default_rng(seed)
     out = []
     for n in gpus:
@@ -81,3 +85,15 @@ def jitter_sweep(result: StepResult, syncs: int, gpus: tuple[int, ...] = DEFAULT
             mc, se = monte_carlo_step_s(intervals, n, cv, network_cv, distribution, trials=trials, rng=rng)
             out.append(JitterPoint(n, cv, network_cv, result.step_time_s, cf, mc + fixed, se))
     return out
+
+
+def plan_jitter(w: Workload, result: StepResult, micro_batches: int, compute_cv: float, network_cv: float,
+                distribution: str = "normal", gpus: int = 1) -> dict[str, Any]:
+    """The keys ``plan --json`` adds when the cluster has ``variability:``: the expected step over ``gpus``
+    ranks by the closed form (no Monte Carlo), the synchronisations it assumes and the loss."""
+    syncs = sync_points(w, micro_batches)
+    intervals, fixed = step_intervals(result, syncs)
+    expected = expected_step_s(intervals, gpus, compute_cv, network_cv, distribution) + fixed
+    return {"jitter": {"expected_step_s": expected, "loss": expected / result.step_time_s - 1.0,
+                       "syncs": syncs, "compute_cv": compute_cv, "network_cv": network_cv,
+                       "distribution": distribution, "gpus": gpus}}
