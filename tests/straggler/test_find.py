@@ -43,3 +43,19 @@ def test_delayed_node_is_named_with_its_one_way_delay() -> None:
     assert [(s.kind, s.id) for s in found] == [("node", "n4")]
     assert found[0].slowdown == pytest.approx(0.005, rel=1e-3)
     assert delayed_nodes([(a, b, 40e-6) for a, b in rtt_pairs(6)]) == []
+
+
+def test_emulation_plan_builds_the_degraded_parts_in() -> None:
+    from pathlib import Path
+
+    from slowlink.emulate.plan import build_plan
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.straggler.degraded import healthy
+
+    c = load_cluster(Path(__file__).parents[2] / "examples" / "straggler-emulate.yaml")
+    plan = build_plan(c, run_id="swtest")
+    assert plan.link("n1").rate_bytes_s == pytest.approx(plan.node_rate_bytes_s * 0.5)
+    assert plan.link("n4").delay_s == pytest.approx(0.005) and plan.link("n0").delay_s == 0
+    assert build_plan(c, run_id="swtest", delay_s={"n4": 0.001}).link("n4").delay_s == pytest.approx(0.001)
+    clean = build_plan(healthy(c), run_id="swtest")
+    assert all(x.rate_bytes_s == clean.node_rate_bytes_s and not x.delay_s for x in clean.links)
