@@ -11,10 +11,11 @@ from slowlink.collectives import predict
 from slowlink.errors import SpecError
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
-from slowlink.straggler.degraded import healthy
+from slowlink.straggler.degraded import degraded_cost, healthy
 from slowlink.topology.build import build
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import analytical_cost
+from slowlink.workload.spec import Workload, workload_from_mapping
 
 GPN = 8
 
@@ -92,3 +93,29 @@ def test_unknown_link_is_a_spec_error() -> None:
     c = _cluster([{"link": "leaf:99->spine:0", "rate": 0.5}])
     with pytest.raises(SpecError, match=r"degraded.link \('leaf:99->spine:0'\) is not a link of the fabric"):
         build(c)
+
+
+def _llama8b() -> Workload:
+    return workload_from_mapping({
+        "model": {"preset": "llama3-8b", "seq_len": 4096},
+        "training": {"global_batch": 64, "micro_batch": 1, "precision": "bf16", "recompute": "selective"},
+        "parallel": {"tp": 8, "pp": 1, "dp": "auto", "zero": 1, "sequence_parallel": True}})
+
+
+def test_degraded_cost_per_part_and_unpriced_cable() -> None:
+    topo = build(_cluster([]))
+    cable = next(n for n in topo.names if n.startswith("leaf:0->spine"))
+    c = _cluster([{"node": 2, "nic": 0, "rate": 0.5}, {"node": 1, "gpu": 0, "clock": 0.5},
+                  {"link": cable, "rate": 0.5}])
+    w = _llama8b()
+    ana = degraded_cost(w, c, "analytical")
+    assert [p.part for p in ana.parts] == list(c.degraded.names)
+    nic, gpu, link = ana.parts
+    assert nic.slowdown > 0 and gpu.slowdown > nic.slowdown  # every rank waits for the half-clock GPU
+    assert link.slowdown == 0 and ana.unpriced == (f"link {cable}",)
+    assert ana.pays == "compute" and ana.exposed_delta_s["compute"] > 0
+    flow = degraded_cost(w, c, "flow")
+    assert flow.unpriced == () and flow.parts[2].slowdown >= 0
+    # the healthy steps differ (TP inside the node), what the parts add does not
+    added = [x.degraded.step_time_s - x.healthy.step_time_s for x in (ana, flow)]
+    assert added[1] == pytest.approx(added[0], rel=0.05)
