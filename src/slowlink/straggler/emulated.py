@@ -51,6 +51,8 @@ class FindSlowResult:
     streams: tuple[tuple[int, int, float], ...]
     rtts: tuple[tuple[int, int, float], ...]
     wall_s: float
+    rank_median_s: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # each rank's own median, healthy
+                                                                            # and degraded (worker.py)
 
     @property
     def measured_slowdown(self) -> float:
@@ -68,7 +70,8 @@ class FindSlowResult:
                 "predicted": {f: {"healthy_s": h, "degraded_s": d, "slowdown": d / h - 1.0}
                               for f, (h, d) in self.predicted_s.items()},
                 "streams": [{"src": a, "dst": b, "mbit_s": r * 8e-6} for a, b, r in self.streams],
-                "rtts": [{"a": a, "b": b, "rtt_ms": t * 1e3} for a, b, t in self.rtts], "wall_s": self.wall_s}
+                "rtts": [{"a": a, "b": b, "rtt_ms": t * 1e3} for a, b, t in self.rtts], "wall_s": self.wall_s,
+                "rank_median_s": {"healthy": list(self.rank_median_s[0]), "degraded": list(self.rank_median_s[1])}}
 
 
 def new_run_id() -> str:
@@ -174,6 +177,7 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
             if p.poll() is None:
                 p.kill()
         net.down(plan.run_id)
+    ranks = tuple(tuple(statistics.median(r) for r in x["rank_times_s"]) for x in (before, after))
     return FindSlowResult(tuple(suspects), tuple(done), tuple(skipped), op, size_bytes,
                           statistics.median(before["times_s"]), statistics.median(after["times_s"]), pred,
-                          tuple(streams), tuple(rtts), time.monotonic() - t0)
+                          tuple(streams), tuple(rtts), time.monotonic() - t0, (ranks[0], ranks[1]))
