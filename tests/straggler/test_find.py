@@ -59,3 +59,14 @@ def test_emulation_plan_builds_the_degraded_parts_in() -> None:
     assert build_plan(c, run_id="swtest", delay_s={"n4": 0.001}).link("n4").delay_s == pytest.approx(0.001)
     clean = build_plan(healthy(c), run_id="swtest")
     assert all(x.rate_bytes_s == clean.node_rate_bytes_s and not x.delay_s for x in clean.links)
+
+
+def test_found_parts_become_degraded_parts() -> None:
+    from slowlink.straggler.emulated import parts_from_suspects
+    from slowlink.straggler.find import Suspect
+
+    parts = parts_from_suspects([Suspect("link", "n1", "", 0.49), Suspect("node", "n4", "", 0.0052),
+                                 Suspect("link", "n2r0", "", 1.3)])
+    assert (parts[0].node, parts[0].nic, parts[0].rate) == (1, 0, 0.49)
+    assert (parts[1].node, parts[1].delay_ms) == (4, pytest.approx(5.2))
+    assert (parts[2].node, parts[2].rate) == (2, 1.0)

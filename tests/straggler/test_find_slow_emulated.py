@@ -39,6 +39,7 @@ def test_find_slow_names_the_link_and_the_node() -> None:
     assert js["measured_slowdown"] > 0.5  # the whole ring is paced by the half-rate link
     flow = js["predicted"]["flow"]["degraded_s"]
     assert flow == pytest.approx(js["measured_degraded_s"], rel=0.25)
+    assert js["predicted_from_found_s"]["flow"] == pytest.approx(js["measured_degraded_s"], rel=0.25)
     assert js["wall_s"] < 120
     assert len(js["rank_median_s"]["healthy"]) == len(js["rank_median_s"]["degraded"]) == 6
     assert not [ns for ns in net.list_namespaces() if ns.startswith(f"sl-{run}-")]

@@ -85,5 +85,8 @@ def find_slow_lines(r: FindSlowResult) -> list[str]:
     for fid, (h, d) in r.predicted_s.items():
         lines.append(f"  predicted ({fid}): {h * ms:.1f} -> {d * ms:.1f} ms ({d / h - 1:+.0%}); degraded "
                      f"{d / r.measured_degraded_s - 1:+.1%} against measured")
+    for fid, d in (r.predicted_from_found_s or {}).items():
+        lines.append(f"  predicted ({fid}) from the parts found: {d * ms:.1f} ms "
+                     f"({d / r.measured_degraded_s - 1:+.1%} against measured)")
     lines.append(f"whole run {r.wall_s:.0f} s")
     return lines

@@ -31,7 +31,7 @@ from slowlink.emulate.validate import TCP_PAYLOAD_FRACTION, emulated_cluster
 from slowlink.errors import EmulationError, field_error
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.degraded import resolve_degraded
+from slowlink.spec.degraded import DegradedPartSpec, resolve_degraded
 from slowlink.straggler.degraded import healthy
 from slowlink.straggler.find import Suspect, delayed_nodes, probe_pairs, rtt_pairs, slow_links
 
@@ -53,6 +53,7 @@ class FindSlowResult:
     wall_s: float
     rank_median_s: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # each rank's own median, healthy
                                                                             # and degraded (worker.py)
+    predicted_from_found_s: dict[str, float] | None = None  # fidelity -> degraded time, from the suspects
 
     @property
     def measured_slowdown(self) -> float:
@@ -71,7 +72,8 @@ class FindSlowResult:
                               for f, (h, d) in self.predicted_s.items()},
                 "streams": [{"src": a, "dst": b, "mbit_s": r * 8e-6} for a, b, r in self.streams],
                 "rtts": [{"a": a, "b": b, "rtt_ms": t * 1e3} for a, b, t in self.rtts], "wall_s": self.wall_s,
-                "rank_median_s": {"healthy": list(self.rank_median_s[0]), "degraded": list(self.rank_median_s[1])}}
+                "rank_median_s": {"healthy": list(self.rank_median_s[0]), "degraded": list(self.rank_median_s[1])},
+                "predicted_from_found_s": self.predicted_from_found_s}
 
 
 def new_run_id() -> str:
@@ -128,21 +130,35 @@ def _wait_for(path: Path, procs: list[subprocess.Popen[bytes]], timeout_s: float
     return data
 
 
-def predicted(cluster: Cluster, plan: Plan, op: str, size_bytes: float) -> dict[str, tuple[float, float]]:
-    """(healthy, degraded) time of ``op`` on the cluster as emulated, by both models."""
-    scaled = emulated_cluster(healthy(cluster), plan)
-    parts = [p for p in cluster.spec.degraded if p.nic is not None or p.delay_ms is not None]
-    broken = replace(scaled, degraded=resolve_degraded(parts, scaled.gpus_per_node))
-    out = {}
-    for fidelity in ("flow", "analytical"):
-        times = []
-        for c in (scaled, broken):
-            if fidelity == "flow":
-                times.append(simulate_collective(c, op, size_bytes)[0].time_s)
-            else:
-                times.append(predict(c, op, size_bytes).time_s)
-        out[fidelity] = (times[0], times[1])
+def _time_s(cluster: Cluster, fidelity: str, op: str, size_bytes: float) -> float:
+    if fidelity == "flow":
+        return simulate_collective(cluster, op, size_bytes)[0].time_s
+    return predict(cluster, op, size_bytes).time_s
+
+
+def parts_from_suspects(suspects: tuple[Suspect, ...] | list[Suspect]) -> list[DegradedPartSpec]:
+    """What the probes found, as degraded parts: link ``n<k>`` at its measured share of the rate (NIC 0),
+    node ``n<k>`` with its measured one-way delay."""
+    out = []
+    for s in suspects:
+        node = int(s.id[1:].split("r")[0])
+        if s.kind == "link":
+            out.append(DegradedPartSpec(node=node, nic=0, rate=min(1.0, max(1e-3, s.slowdown))))
+        else:
+            out.append(DegradedPartSpec(node=node, delay_ms=s.slowdown * 1e3))
     return out
+
+
+def predicted(cluster: Cluster, plan: Plan, op: str, size_bytes: float,
+              found: list[DegradedPartSpec] | None = None) -> dict[str, tuple[float, float]]:
+    """(healthy, degraded) time of ``op`` on the cluster as emulated, by both models; degraded by the file's
+    parts, or by ``found`` (what the probes named) when given."""
+    scaled = emulated_cluster(healthy(cluster), plan)
+    parts = found if found is not None else \
+        [p for p in cluster.spec.degraded if p.nic is not None or p.delay_ms is not None]
+    broken = replace(scaled, degraded=resolve_degraded(parts, scaled.gpus_per_node))
+    return {f: (_time_s(scaled, f, op, size_bytes), _time_s(broken, f, op, size_bytes))
+            for f in ("flow", "analytical")}
 
 
 def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: float = 2**20, iters: int = 3,
@@ -158,7 +174,8 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
     t0 = time.monotonic()
     plan = build_plan(healthy(cluster), scale=DEFAULT_SCALE if scale is None else scale,
                       run_id=run_id or new_run_id())
-    pred = predicted(cluster, plan, op, size_bytes)
+    clean = plan
+    pred = predicted(cluster, clean, op, size_bytes)
     expected = plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION
     net.up(plan)
     procs: list[subprocess.Popen[bytes]] = []
@@ -178,6 +195,8 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
                 p.kill()
         net.down(plan.run_id)
     ranks = tuple(tuple(statistics.median(r) for r in x["rank_times_s"]) for x in (before, after))
+    # On the plan as built (healthy): the broken one's delays would read as every path's latency.
+    found = {f: d for f, (_, d) in predicted(cluster, clean, op, size_bytes, parts_from_suspects(suspects)).items()}
     return FindSlowResult(tuple(suspects), tuple(done), tuple(skipped), op, size_bytes,
                           statistics.median(before["times_s"]), statistics.median(after["times_s"]), pred,
-                          tuple(streams), tuple(rtts), time.monotonic() - t0, (ranks[0], ranks[1]))
+                          tuple(streams), tuple(rtts), time.monotonic() - t0, (ranks[0], ranks[1]), found)
