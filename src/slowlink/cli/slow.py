@@ -59,14 +59,14 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
     from slowlink.workload.step import check_plan, fit_dp, plan
 
     counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))
-    var = load_cluster(cluster).spec.variability
+    c, w = load_cluster(cluster), load_workload(workload)
+    var = c.spec.variability
     cvs = _numbers(cv, "--cv", float) if cv else ((var.compute_cv,) if var and var.compute_cv else DEFAULT_CVS)
     dist = distribution or (var.distribution if var else "normal")
     for x in cvs:
         check_jitter(1, x, 0.0, dist)
     if trials < 2:
         raise SpecError(field_error("--trials", trials, "must be >= 2"))
-    c, w = load_cluster(cluster), load_workload(workload)
     result = plan(w, c)
     syncs = sync_points(w, check_plan(fit_dp(w, c), c))
     pts = jitter_sweep(result, syncs, counts, cvs, var.network_cv if var else 0.0, dist, trials,
