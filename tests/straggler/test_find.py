@@ -65,8 +65,19 @@ def test_found_parts_become_degraded_parts() -> None:
     from slowlink.straggler.emulated import parts_from_suspects
     from slowlink.straggler.find import Suspect
 
-    parts = parts_from_suspects([Suspect("link", "n1", "", 0.49), Suspect("node", "n4", "", 0.0052),
-                                 Suspect("link", "n2r0", "", 1.3)])
+    parts = parts_from_suspects([Suspect("link", "n1", "", 0.49), Suspect("node", "n4", "", 0.0052, "delay_s"),
+                                 Suspect("link", "n2r0", "", 1.3), Suspect("rank", "rank 3", "", 0.2, "slower")])
     assert (parts[0].node, parts[0].nic, parts[0].rate) == (1, 0, 0.49)
     assert (parts[1].node, parts[1].delay_ms) == (4, pytest.approx(5.2))
-    assert (parts[2].node, parts[2].rate) == (2, 1.0)
+    assert (parts[2].node, parts[2].rate) == (2, 1.0) and len(parts) == 3
+
+
+def test_slow_ranks_names_a_rank_or_a_whole_host() -> None:
+    from slowlink.straggler.find import slow_ranks
+
+    assert slow_ranks([0.1] * 8) == [] and slow_ranks([0.1]) == []
+    (s,) = slow_ranks([0.1, 0.1, 0.1, 0.2], ["a", "a", "b", "b"])
+    assert (s.kind, s.id, s.words()) == ("rank", "rank 3", "+100% slower") and "on b" in s.evidence
+    (s,) = slow_ranks([0.1, 0.1, 0.1, 0.1, 0.12, 0.13], ["a", "a", "c", "c", "b", "b"])
+    assert (s.kind, s.id) == ("node", "b")
+    assert slow_ranks([0.2, 0.2], ["a", "a"]) == []  # every rank alike: nothing to compare with

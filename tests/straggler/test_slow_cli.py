@@ -76,7 +76,7 @@ def test_bad_inputs_exit_2(tmp_path: Path) -> None:
 
 def test_find_slow_bad_inputs_exit_2(tmp_path: Path) -> None:
     emu = str(EX / "straggler-emulate.yaml")
-    _fails(["find-slow"], "--emulated (None) is required")
+    _fails(["find-slow"], "--emulated/--record ((None, None)) give exactly one")
     _fails(["find-slow", "--emulated", emu, "--op", "broadcast"], "--op ('broadcast') must be all_reduce or all_to_all")
     _fails(["find-slow", "--emulated", emu, "--iters", "0"], "--iters (0) must be >= 1")
     _fails(["find-slow", "--emulated", emu, "--size", "3"], "--size (3)", "multiple of 4 B")
@@ -102,3 +102,30 @@ def test_plan_json_reports_the_jitter_of_the_cluster_variability() -> None:
     js = json.loads(res.output)["jitter"]
     assert js["gpus"] == 512 and js["compute_cv"] == 0.02 and js["syncs"] == 33
     assert 0.0 < js["loss"] < 0.2
+
+
+def _train_record(tmp_path: Path, times: list[float], hosts: list[str], kind: str = "train") -> str:
+    row = {"mode": "ddp", "ranks": len(times), "step_time_s": max(times) * 1.2, "rank_compute_s": times}
+    p = tmp_path / "train.json"
+    p.write_text(json.dumps({"kind": kind, "env": {"hostnames": hosts}, "rows": [row]}))
+    return str(p)
+
+
+def test_find_slow_names_the_slow_rank_and_node_from_a_train_record(tmp_path: Path) -> None:
+    rec = _train_record(tmp_path, [0.10, 0.10, 0.13, 0.10], ["a", "a", "b", "b"])
+    res = runner.invoke(app, ["find-slow", "--record", rec, "--json"])
+    assert res.exit_code == 0, res.output
+    (s,) = json.loads(res.output)["suspects"]
+    assert (s["kind"], s["id"], s["unit"]) == ("rank", "rank 2", "slower") and abs(s["slowdown"] - 0.3) < 1e-9
+    rec = _train_record(tmp_path, [0.10, 0.10, 0.13, 0.14], ["a", "a", "b", "b"])
+    res = runner.invoke(app, ["find-slow", "--record", rec])
+    assert res.exit_code == 0 and "node" in res.output and "all 2 of its ranks" in res.output, res.output
+
+
+def test_find_slow_record_without_per_rank_times_exits_2(tmp_path: Path) -> None:
+    rec = tmp_path / "old.json"
+    rec.write_text(json.dumps({"kind": "train", "rows": [{"mode": "ddp", "ranks": 2, "step_time_s": 1.0}]}))
+    _fails(["find-slow", "--record", str(rec)], "rows.rank_compute_s (None) is missing")
+    _fails(["find-slow", "--record", str(tmp_path / "none.json")], "does not exist")
+    _fails(["find-slow", "--record", str(rec), "--emulated", str(EX / "straggler-emulate.yaml")],
+           "give exactly one")

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.errors import SpecError, field_error
+
+if TYPE_CHECKING:
+    from slowlink.straggler.emulated import FindSlowResult
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FIDELITY = typer.Option("both", "--fidelity", help="analytical, flow or both.")
@@ -85,21 +89,48 @@ _ITERS = typer.Option(3, "--iters", help="Timed iterations of each measurement."
 _RUN = typer.Option(None, "--run-id", help="Run id of the emulation (default: sw + 4 hex digits).")
 
 
+_RECORD = typer.Option(None, "--record", help="A `bench train` result: name the ranks and nodes whose own "
+                       "compute time is slower than the median rank's by more than 10%.")
+
+
 @clean_errors
-def find_slow_cmd(emulated: Path | None = _EMULATED, op: str = _OP, size: str = _SIZE, iters: int = _ITERS,
-                  run_id: str | None = _RUN, as_json: bool = _JSON) -> None:
+def find_slow_cmd(emulated: Path | None = _EMULATED, record: Path | None = _RECORD, op: str = _OP,
+                  size: str = _SIZE, iters: int = _ITERS, run_id: str | None = _RUN, as_json: bool = _JSON) -> None:
     """Name the slow link or node from per-link bandwidth and latency probes; time a collective before and after."""
+    from slowlink.report.straggler import find_slow_lines, suspects_table
+
+    if (emulated is None) == (record is None):
+        raise SpecError(field_error("--emulated/--record", (emulated and str(emulated), record and str(record)),
+                                    "give exactly one: a cluster file to emulate (root) or a `bench train` result"))
+    if record is not None:
+        from slowlink.bench.record import load_record
+        from slowlink.straggler.find import record_suspects
+
+        suspects = record_suspects(load_record(record), str(record))
+        if as_json:
+            print_json({"suspects": [x.to_json() for x in suspects]})
+            return
+        out.print(suspects_table(suspects, f"the per-rank compute times of {record}"))
+        return
+    assert emulated is not None
+    result = _find_emulated(emulated, op, size, iters, run_id)
+    if as_json:
+        print_json(result.to_json())
+        return
+    out.print(suspects_table(result.suspects, f"{len(result.streams)} streams and {len(result.rtts)} round trips"))
+    for line in find_slow_lines(result):
+        out.print(line, soft_wrap=True)
+
+
+def _find_emulated(emulated: Path, op: str, size: str, iters: int, run_id: str | None) -> FindSlowResult:
+    """Check the options, then run :func:`slowlink.straggler.emulated.find_slow_emulated` (root)."""
     from slowlink import units
     from slowlink.cli.emulate import check_emulated_size
     from slowlink.emulate import net
     from slowlink.errors import EmulationError
-    from slowlink.report.straggler import find_slow_lines, suspects_table
     from slowlink.spec.cluster import load_cluster
     from slowlink.straggler.emulated import find_slow_emulated
 
-    if emulated is None:
-        raise SpecError(field_error("--emulated", None, "is required: this build finds slow parts on the emulated "
-                                    "cluster (per-rank records of `bench` on real nodes are not in it yet)"))
     if op not in ("all_reduce", "all_to_all"):
         raise SpecError(field_error("--op", op, "must be all_reduce or all_to_all"))
     if iters < 1:
@@ -113,13 +144,7 @@ def find_slow_cmd(emulated: Path | None = _EMULATED, op: str = _OP, size: str = 
     if run_id is not None and not run_id.isalnum():
         raise EmulationError(field_error("--run-id", run_id, "must be letters and digits only"))
     net.check_root()
-    result = find_slow_emulated(c, op=op, size_bytes=size_bytes, iters=iters, run_id=run_id)
-    if as_json:
-        print_json(result.to_json())
-        return
-    out.print(suspects_table(result))
-    for line in find_slow_lines(result):
-        out.print(line, soft_wrap=True)
+    return find_slow_emulated(c, op=op, size_bytes=size_bytes, iters=iters, run_id=run_id)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from slowlink.straggler.degraded import DegradedCost
     from slowlink.straggler.emulated import FindSlowResult
+    from slowlink.straggler.find import Suspect
     from slowlink.straggler.sweep import JitterPoint
 
 DIMS = ("tp", "cp", "ep", "pp", "dp", "compute")
@@ -63,15 +64,13 @@ def jitter_table(points: list[JitterPoint], distribution: str, syncs: int) -> Ta
     return table
 
 
-def suspects_table(r: FindSlowResult) -> Table:
-    """The parts the probes named, with their evidence."""
-    table = Table(title=f"find-slow: {len(r.suspects)} suspect(s) from {len(r.streams)} streams and "
-                        f"{len(r.rtts)} round trips")
+def suspects_table(suspects: tuple[Suspect, ...] | list[Suspect], title: str) -> Table:
+    """The parts the probes or records named, with their evidence."""
+    table = Table(title=f"find-slow: {len(suspects)} suspect(s) from {title}")
     for col in ("kind", "id", "slowdown", "evidence"):
         table.add_column(col)
-    for s in r.suspects:
-        slow = f"{s.slowdown:.0%} of its rate" if s.kind == "link" else f"+{s.slowdown * 1e3:.1f} ms one way"
-        table.add_row(s.kind, s.id, slow, s.evidence)
+    for s in suspects:
+        table.add_row(s.kind, s.id, s.words(), s.evidence)
     return table
 
 

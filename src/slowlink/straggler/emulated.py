@@ -141,10 +141,12 @@ def parts_from_suspects(suspects: tuple[Suspect, ...] | list[Suspect]) -> list[D
     node ``n<k>`` with its measured one-way delay."""
     out = []
     for s in suspects:
+        if s.kind not in ("link", "node") or not s.id.startswith("n"):
+            continue
         node = int(s.id[1:].split("r")[0])
-        if s.kind == "link":
+        if s.unit == "share":
             out.append(DegradedPartSpec(node=node, nic=0, rate=min(1.0, max(1e-3, s.slowdown))))
-        else:
+        elif s.unit == "delay_s":
             out.append(DegradedPartSpec(node=node, delay_ms=s.slowdown * 1e3))
     return out
 

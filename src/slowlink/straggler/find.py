@@ -24,6 +24,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from slowlink.errors import SpecError, field_error
+
 SLOW_FRACTION = 0.8  # a stream below 80% of the median is slow: TCP streams on equal links differ by <10%
 DELAY_FLOOR_S = 1e-3  # one-way excess that names a node: above the relay's 0-0.5 ms batching (docs/emulate.md)
 SHIFTS = (1, 2)
@@ -38,9 +40,19 @@ class Suspect:
     id: str
     evidence: str
     slowdown: float
+    unit: str = "share"  # what slowdown is: share (of the expected rate), delay_s (one way) or slower (fraction)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "id": self.id, "evidence": self.evidence, "slowdown": self.slowdown}
+        return {"kind": self.kind, "id": self.id, "evidence": self.evidence, "slowdown": self.slowdown,
+                "unit": self.unit}
+
+    def words(self) -> str:
+        """The slowdown in words, by its unit."""
+        if self.unit == "delay_s":
+            return f"+{self.slowdown * 1e3:.1f} ms one way"
+        if self.unit == "slower":
+            return f"{self.slowdown:+.0%} slower"
+        return f"{self.slowdown:.0%} of its rate"
 
 
 def probe_pairs(nodes: int, shifts: tuple[int, ...] = SHIFTS) -> list[list[tuple[int, int]]]:
@@ -95,5 +107,46 @@ def delayed_nodes(rtts: list[tuple[int, int, float]]) -> list[Suspect]:
         if one_way > DELAY_FLOOR_S:
             out.append(Suspect("node", f"n{k}", f"all {len(ex)} round trips through it {min(ex) * 1e3:.1f}-"
                                f"{max(ex) * 1e3:.1f} ms above the median {base * 1e3:.2f} ms: "
-                               f"+{one_way * 1e3:.1f} ms one way", one_way))
+                               f"+{one_way * 1e3:.1f} ms one way", one_way, "delay_s"))
     return out
+
+
+RANK_TOLERANCE = 0.10  # the default regression tolerance of `slowlink compare` (bench/compare.py)
+
+
+def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
+               tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
+    """Ranks whose own compute time (``bench train``'s per-rank record) exceeds the median rank's by more
+    than ``tolerance``: a slow GPU; a host all of whose ranks are slow (and not every host) is named as a
+    node instead."""
+    if len(rank_compute_s) < 2:
+        return []
+    mid = statistics.median(rank_compute_s)
+    hosts = hostnames if hostnames and len(hostnames) == len(rank_compute_s) else [""] * len(rank_compute_s)
+    slow = {i for i, t in enumerate(rank_compute_s) if t > mid * (1 + tolerance)}
+    out = []
+    for h in sorted({hosts[i] for i in slow} - {""}):
+        mine = [i for i, x in enumerate(hosts) if x == h]
+        if slow.issuperset(mine) and len(mine) < len(rank_compute_s):
+            lo, hi = (f(rank_compute_s[i] for i in mine) / mid - 1 for f in (min, max))
+            out.append(Suspect("node", h, f"all {len(mine)} of its ranks compute {lo:+.0%} to {hi:+.0%} "
+                               "against the median rank", hi, "slower"))
+            slow -= set(mine)
+    for i in sorted(slow):
+        where = f" on {hosts[i]}" if hosts[i] else ""
+        out.append(Suspect("rank", f"rank {i}", f"compute {rank_compute_s[i] * 1e3:.2f} ms{where} against "
+                           f"the median {mid * 1e3:.2f} ms", rank_compute_s[i] / mid - 1, "slower"))
+    return out
+
+
+def record_suspects(rec: dict[str, Any], source: str = "result") -> list[Suspect]:
+    """The slow ranks and nodes of a ``bench train`` record (its rows' ``rank_compute_s``, its hosts)."""
+    rows = [r for r in rec.get("rows", []) if isinstance(r, dict) and r.get("rank_compute_s")]
+    if rec.get("kind") != "train" or not rows:
+        raise SpecError(field_error(f"{source}: rows.rank_compute_s", None, "is missing: find-slow reads the "
+                                    "per-rank times of a `bench train` result written by this version"))
+    times = rows[-1]["rank_compute_s"]
+    if not all(isinstance(t, (int, float)) and t > 0 for t in times):
+        raise SpecError(field_error(f"{source}: rows.rank_compute_s", times, "must be positive numbers"))
+    hosts = rec.get("env", {}).get("hostnames")
+    return slow_ranks([float(t) for t in times], hosts if isinstance(hosts, list) else None)
