@@ -20,6 +20,8 @@ from slowlink.topology.build import build
 from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, plan
 
+PAYS_TIE = 0.05  # dimensions whose added exposed time is within 5% of the largest pay together
+
 
 @dataclass(frozen=True)
 class PartCost:
@@ -65,10 +67,13 @@ class DegradedCost:
 
     @property
     def pays(self) -> str:
-        """The dimension (or compute) whose exposed time grew the most; 'none' when nothing grew."""
+        """The dimension (or compute) whose exposed time grew the most, with any other within
+        ``PAYS_TIE`` of it joined by '+' (e.g. 'dp+ep'); 'none' when nothing grew."""
         delta = self.exposed_delta_s
-        dim = max(delta, key=lambda k: delta[k])
-        return dim if delta[dim] > 0 else "none"
+        top = max(delta.values())
+        if top <= 0:
+            return "none"
+        return "+".join(k for k in sorted(delta, key=lambda k: -delta[k]) if delta[k] >= (1 - PAYS_TIE) * top)
 
     def to_json(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "workload": self.workload, "fidelity": self.fidelity,
