@@ -56,10 +56,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "front of cost vs time to train."),
     "share": ("slowlink.cli.share",
               "Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."),
+    "degraded": ("slowlink.cli.slow",
+                 "What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."),
+    "jitter": ("slowlink.cli.slow",
+               "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
+    "find-slow": ("slowlink.cli.slow", "Name the slow link or node from per-link bandwidth and latency probes; "
+                  "time a collective before and after."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share")
+         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
