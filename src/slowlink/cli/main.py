@@ -47,10 +47,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "read": ("slowlink.cli.observe",
+             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, nvidia-smi CSV."),
+    "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
+               "exit 0 clean, 1 warnings, 3 errors."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.observe")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

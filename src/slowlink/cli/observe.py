@@ -1,0 +1,126 @@
+"""CLI of the observe area: `slowlink read ...`, `slowlink doctor`, `slowlink inventory`, `slowlink exporter`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from slowlink.cli.common import clean_errors, err, out, print_json
+
+READ_HELP = "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, nvidia-smi CSV."
+read_app = typer.Typer(help=READ_HELP, add_completion=False, no_args_is_help=True)
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+_FILE = typer.Argument(..., help="The tool's output, saved to a file.")
+_OUT = typer.Option(None, "--out", help="Also write the record here (JSON).")
+_FILES = typer.Argument(None, help="nccl-tests outputs, NCCL logs, ibstat, nvidia-smi CSV, records.")
+_CLUSTER = typer.Option(None, "--cluster", help="Cluster file: check busbw against the model.")
+_BASELINE = typer.Option(None, "--baseline", help="A baseline record or nccl-tests output.")
+
+
+@clean_errors
+def read_nccl_tests(
+    file: Path = _FILE,
+    op: str | None = typer.Option(None, "--op", help="The collective, when no '<op>_perf' names it."),
+    ranks: int | None = typer.Option(None, "--ranks", help="Ranks, when the output has no '# Rank' lines."),
+    output: Path | None = _OUT,
+    as_json: bool = _JSON,
+) -> None:
+    """nccl-tests stdout (all_reduce_perf...) as a slowlink collectives record: compare/calibrate read it too."""
+    from slowlink.bench.record import check_record
+    from slowlink.observe.nccl_tests import load_nccl_tests, to_record
+    from slowlink.report.bench import collectives_table
+
+    run = load_nccl_tests(file, op, ranks)
+    rec = check_record(to_record(run, str(file)), str(file))
+    if output is not None:
+        output.write_text(json.dumps(rec, indent=2) + "\n")
+        err.print(f"record: {output}")
+    if as_json:
+        print_json(rec)
+        return
+    out.print(collectives_table(rec["rows"], f"{file}: {run.op} x{run.ranks} ranks on {run.nodes} node(s) "
+                                f"(nccl-tests {run.generation} table)"))
+
+
+@clean_errors
+def read_nccl_log(file: Path = _FILE, as_json: bool = _JSON) -> None:
+    """An NCCL_DEBUG=INFO log: version, ranks, nodes, transports, channels, algorithms, warnings."""
+    from slowlink.observe.nccl_log import load_nccl_log
+    from slowlink.report.observe import nccl_log_table
+
+    log = load_nccl_log(file)
+    if as_json:
+        print_json(log.to_json())
+        return
+    out.print(nccl_log_table(log, str(file)))
+    for w in log.warnings:
+        out.print(f"NCCL WARN {w}", markup=False)
+
+
+@clean_errors
+def read_ibstat(file: Path = _FILE, as_json: bool = _JSON) -> None:
+    """ibstat output: every port's state, physical state, rate and firmware."""
+    from dataclasses import asdict
+
+    from slowlink.observe.hardware import load_ibstat
+    from slowlink.report.observe import ib_table
+
+    ports = load_ibstat(file)
+    if as_json:
+        print_json([asdict(p) for p in ports])
+        return
+    out.print(ib_table(ports, str(file)))
+
+
+@clean_errors
+def read_nvidia_smi(file: Path = _FILE, as_json: bool = _JSON) -> None:
+    """nvidia-smi --query-gpu=... --format=csv: driver, temperature, clocks, power and slowdown reasons."""
+    from dataclasses import asdict
+
+    from slowlink.observe.hardware import load_nvidia_smi
+    from slowlink.report.observe import gpu_table
+
+    gpus = load_nvidia_smi(file)
+    if as_json:
+        print_json([{**asdict(g), "throttle_reasons": list(g.throttle_reasons)} for g in gpus])
+        return
+    out.print(gpu_table(gpus, str(file)))
+
+
+@clean_errors
+def doctor(
+    files: list[Path] = _FILES,
+    cluster: Path | None = _CLUSTER,
+    baseline: Path | None = _BASELINE,
+    tolerance: float = typer.Option(20.0, "--tolerance", help="Allowed busbw shortfall, percent."),
+    as_json: bool = _JSON,
+) -> None:
+    """Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); exit 0 clean, 1 warnings, 3 errors."""
+    from slowlink.errors import SpecError
+    from slowlink.observe.doctor import diagnose, model_predictor, read_inputs
+    from slowlink.report.observe import doctor_summary, findings_table
+
+    if not files:
+        raise SpecError("doctor: FILES (none) must name at least one input")
+    inp = read_inputs(list(files))
+    diag = diagnose(inp, model_predictor(cluster) if cluster else None, baseline, tolerance / 100)
+    if as_json:
+        print_json(diag.to_json())
+    else:
+        out.print(findings_table(list(diag.findings), "doctor: bottom-up"))
+        out.print(doctor_summary(list(diag.findings)))
+    raise typer.Exit(diag.exit_code)
+
+
+read_app.command("nccl-tests")(read_nccl_tests)
+read_app.command("nccl-log")(read_nccl_log)
+read_app.command("ibstat")(read_ibstat)
+read_app.command("nvidia-smi")(read_nvidia_smi)
+
+
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
+    """Add this area's commands to the root app."""
+    app.add_typer(read_app, name="read")
+    app.command("doctor")(doctor)

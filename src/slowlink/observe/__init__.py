@@ -1,0 +1,6 @@
+"""slowlink.observe: read what users already have (nccl-tests tables, NCCL_DEBUG logs, nvidia-smi, ibstat),
+diagnose bottom-up (``doctor``), collect an inventory, and export metrics for Prometheus.
+
+Every reader is a pure function ``parse_*(text, source)`` that returns a frozen record or raises
+:class:`slowlink.errors.SpecError` naming the line and its content.
+"""

@@ -1,0 +1,44 @@
+"""What the readers share: reading a file, a line-numbered error, and telling a file's format by its content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slowlink.errors import SpecError
+
+# (format, a marker only that format prints). Order matters: an nccl-tests run with NCCL_DEBUG=INFO holds NCCL
+# log lines too, and is read as a table (its log lines are read by the log reader when asked).
+_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("nccl-tests", ("busbw",)),
+    ("nccl-log", (" NCCL INFO ", " NCCL WARN ", "NCCL version ")),
+    ("ibstat", ("CA '",)),
+    ("nvidia-smi", ("driver_version",)),
+)
+FORMATS = tuple(name for name, _ in _MARKERS)
+
+
+def read_input(path: Path | str, what: str) -> str:
+    """The text of ``path`` (undecodable bytes replaced), or a :class:`SpecError` naming the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"{what} ({str(p)!r}) does not exist or is not a file")
+    try:
+        return p.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise SpecError(f"{what} ({str(p)!r}) cannot be read: {exc.strerror}") from None
+
+
+def line_error(source: str, lineno: int, line: str, rule: str) -> SpecError:
+    """``source:LINE: rule: 'content'`` — the house style with the line as the field."""
+    text = line.strip()
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return SpecError(f"{source}:{lineno}: ({text!r}) {rule}")
+
+
+def sniff(text: str) -> str | None:
+    """The format of ``text`` (one of :data:`FORMATS`), or None when none of their markers appears."""
+    for name, marks in _MARKERS:
+        if any(m in text for m in marks):
+            return name
+    return None

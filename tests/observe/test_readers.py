@@ -1,0 +1,158 @@
+"""The readers on real-format fixtures (tests/data/observe, formats cited in each reader's docstring) and on
+malformed input: every error names the file, the line and its content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slowlink.bench.compare import Tolerance, compare_records
+from slowlink.bench.record import load_record
+from slowlink.collectives.ops import busbw_factor
+from slowlink.errors import SpecError
+from slowlink.observe.common import sniff
+from slowlink.observe.hardware import load_ibstat, load_nvidia_smi, parse_ibstat, parse_nvidia_smi_csv
+from slowlink.observe.nccl_log import load_nccl_log, parse_nccl_log, transport_class
+from slowlink.observe.nccl_tests import load_nccl_tests, parse_nccl_tests, to_record
+
+DATA = Path(__file__).parents[1] / "data" / "observe"
+H100 = DATA / "nccl-tests-2.13-all_reduce-2x8-h100.txt"
+SOCKET = DATA / "nccl-tests-2.13-all_reduce-2x8-h100-socket.txt"
+LEGACY = DATA / "nccl-tests-legacy-all_reduce-1x8-v100.txt"
+
+
+def test_nccl_tests_2_13_table_reads_every_row_and_rank() -> None:
+    run = load_nccl_tests(H100)
+    assert (run.op, run.ranks, run.nodes, run.generation) == ("all_reduce", 16, 2, "2.10+")
+    assert len(run.rows) == 11 and run.rows[0].size_bytes == 1024 and run.rows[-1].size_bytes == 2**30
+    big = run.rows[-1]
+    assert big.time_s == pytest.approx(5719.2e-6)  # the table's (us) column
+    assert big.busbw_gbyte_s == pytest.approx(352.02)
+    assert big.in_place is not None and big.in_place["busbw_gbyte_s"] == pytest.approx(348.54)
+    # busbw = algbw x 2(n-1)/n (nccl-tests PERFORMANCE.md) holds on the parsed numbers, to print rounding
+    assert big.busbw_gbyte_s == pytest.approx(big.algbw_gbyte_s * busbw_factor("all_reduce", 16), rel=1e-3)
+    assert run.avg_busbw_gbyte_s == pytest.approx(127.3164)
+    assert run.hostnames[0] == "gpu-a01" and run.hostnames[-1] == "gpu-a02"
+
+
+def test_legacy_table_without_root_and_with_an_error_column() -> None:
+    run = load_nccl_tests(LEGACY)
+    assert (run.ranks, run.nodes, run.generation) == (8, 1, "legacy")
+    assert all(r.wrong == -1 and r.root == -1 for r in run.rows)  # an error magnitude is not a count
+    assert run.rows[-1].busbw_gbyte_s == pytest.approx(128.23)
+
+
+def test_interleaved_nccl_log_lines_are_skipped() -> None:
+    run = load_nccl_tests(SOCKET)
+    assert len(run.rows) == 11 and run.rows[-1].busbw_gbyte_s == pytest.approx(6.0)
+
+
+def test_imported_table_is_a_record_that_compare_reads_directly() -> None:
+    base, new = load_record(H100), load_record(SOCKET)  # nccl-tests text accepted by load_record
+    assert base["kind"] == "collectives" and base["rows"][0]["size_bytes"] == 1024
+    moves = compare_records(base, new, Tolerance(0.10))
+    assert len(moves) == 11 and all(m["status"] == "regressed" for m in moves)
+    assert compare_records(base, load_record(H100), Tolerance(0.10))[0]["status"] == "ok"
+
+
+def test_op_comes_from_option_binary_or_file_name(tmp_path: Path) -> None:
+    text = H100.read_text().replace("all_reduce_perf", "mystery")
+    with pytest.raises(SpecError, match=r"op \(None\) is not named"):
+        parse_nccl_tests(text, "x.txt")
+    assert parse_nccl_tests(text, "x.txt", op="all_gather").op == "all_gather"
+    assert parse_nccl_tests(text, "run/alltoall_perf.log").op == "all_to_all"
+    with pytest.raises(SpecError, match="hypercube_perf"):
+        parse_nccl_tests(text, "hypercube_perf.txt")
+
+
+@pytest.mark.parametrize(("edit", "needles"), [
+    (lambda t: t.replace("    402.4  166.75", "    402.4  16x.75"), [":33:", "column algbw ('16x.75')", "402.4"]),
+    (lambda t: t.replace("  1073741824     268435456     float     sum      -1   5719.2  187.74  352.02      0",
+                         "  1073741824     268435456     float     sum      -1   5719.2"),
+     [":35:", "has 10 columns, the header has 13", "truncated"]),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if "size" not in ln), ["no nccl-tests table"]),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith(" ")), ["has no rows"]),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if "Rank" not in ln), ["ranks (0) unknown"]),
+])
+def test_garbled_tables_name_the_line_and_content(edit: object, needles: list[str]) -> None:
+    text = edit(H100.read_text())  # type: ignore[operator]
+    with pytest.raises(SpecError) as exc:
+        parse_nccl_tests(text, "t.txt")
+    for n in needles:
+        assert n in str(exc.value), str(exc.value)
+
+
+def test_record_keeps_the_contract_keys() -> None:
+    rec = to_record(load_nccl_tests(H100), str(H100))
+    assert {"size_bytes", "time_s", "algbw_gbyte_s", "busbw_gbyte_s", "wrong"} <= set(rec["rows"][0])
+
+
+def test_nccl_log_with_ib_and_gdrdma() -> None:
+    log = load_nccl_log(DATA / "nccl-log-2.18-ib-2x2.log")
+    assert (log.nccl_version, log.ranks, log.nodes, log.network) == ("2.18.5+cuda12.2", 4, 2, "IB")
+    assert log.transports == {"NET/IB": 7, "P2P": 3} and log.gdrdma == 7
+    assert log.channels == 4 and log.algorithms == ("Ring", "Tree")
+    assert log.ib_devices == ("mlx5_0:1/IB", "mlx5_1:1/IB")
+    assert not log.socket_fallback and not log.warnings
+
+
+def test_nccl_log_socket_fallback_has_evidence_lines() -> None:
+    log = load_nccl_log(DATA / "nccl-log-2.18-socket-fallback-2x2.log")
+    assert log.socket_fallback and log.network == "Socket" and log.transports["NET/Socket"] == 5
+    assert log.evidence["no_ib"][0][0] == 4 and "libibverbs" in log.evidence["no_ib"][0][1]
+    assert log.warnings == ("Call to ibv_get_device_list failed",)
+    assert log.to_json()["socket_fallback"] is True
+
+
+def test_nccl_log_2_21_with_launcher_prefix_and_nvls() -> None:
+    log = load_nccl_log(DATA / "nccl-log-2.21-nvls-1x8.log")
+    assert (log.nccl_version, log.ranks, log.nodes, log.channels) == ("2.21.5+cuda12.4", 8, 1, 24)
+    assert "NVLS" in log.algorithms and log.evidence["algo_forced"]
+
+
+def test_nccl_log_without_nccl_lines_is_refused() -> None:
+    with pytest.raises(SpecError, match="no NCCL log line"):
+        parse_nccl_log("hello\nworld\n", "x.log")
+    assert transport_class("NET/IB/0/GDRDMA") == "NET/IB" and transport_class("SHM/direct/direct") == "SHM"
+
+
+def test_ibstat_ports_state_rate_and_firmware() -> None:
+    ports = load_ibstat(DATA / "ibstat-4port-one-degraded.txt")
+    assert [p.name for p in ports] == ["mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"]
+    assert [p.up for p in ports] == [True, True, False, True]
+    assert ports[1].rate_gbit_s == 200 and ports[2].firmware == "28.37.1014" and ports[0].ca_type == "MT4129"
+    assert load_ibstat(DATA / "ibstat-2port-healthy.txt")[1].link_layer == "Ethernet"
+
+
+def test_ibstat_malformed() -> None:
+    with pytest.raises(SpecError, match=r":2: \('garbage here'\) is not ibstat output"):
+        parse_ibstat("CA 'mlx5_0'\ngarbage here\n", "ib.txt")
+    with pytest.raises(SpecError, match=r"Rate \(missing\)"):
+        parse_ibstat("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n", "ib.txt")
+    with pytest.raises(SpecError, match="Rate must be a number"):
+        parse_ibstat("CA 'm'\n Port 1:\n  State: Active\n  Physical state: LinkUp\n  Rate: fast\n", "ib.txt")
+
+
+def test_nvidia_smi_csv_slowdowns() -> None:
+    gpus = load_nvidia_smi(DATA / "nvidia-smi-query-8xh100-throttled.csv")
+    assert len(gpus) == 8 and gpus[3].throttle_reasons == ("hw_thermal_slowdown",)
+    assert gpus[5].throttle_reasons == ("sw_power_cap",) and gpus[7].throttle_reasons == ()  # idle is fine
+    assert gpus[3].sm_clock_mhz == 1410 and gpus[0].driver_version == "535.129.03"
+
+
+def test_nvidia_smi_csv_malformed() -> None:
+    with pytest.raises(SpecError, match="CSV header with 'index'"):
+        parse_nvidia_smi_csv("0, NVIDIA H100, 535.1\n", "g.csv")
+    with pytest.raises(SpecError, match=r":2: .* has 2 fields, the header has 3"):
+        parse_nvidia_smi_csv("index, name, driver_version\n0, H100\n", "g.csv")
+    with pytest.raises(SpecError, match=r"field temperature_c \('hot'\) must be a number"):
+        parse_nvidia_smi_csv("index, temperature.gpu\n0, hot\n", "g.csv")
+
+
+def test_sniff_tells_the_formats_apart() -> None:
+    assert [sniff(p.read_text()) for p in (H100, DATA / "nccl-log-2.18-ib-2x2.log",
+                                           DATA / "ibstat-2port-healthy.txt",
+                                           DATA / "nvidia-smi-query-2xa100-idle.csv")] == \
+        ["nccl-tests", "nccl-log", "ibstat", "nvidia-smi"]
+    assert sniff("plain text") is None
