@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, nvidia-smi CSV."),
     "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
                "exit 0 clean, 1 warnings, 3 errors."),
+    "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "
+                 "every scrape) until interrupted."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",

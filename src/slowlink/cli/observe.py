@@ -15,6 +15,7 @@ _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FILE = typer.Argument(..., help="The tool's output, saved to a file.")
 _OUT = typer.Option(None, "--out", help="Also write the record here (JSON).")
 _FILES = typer.Argument(None, help="nccl-tests outputs, NCCL logs, ibstat, nvidia-smi CSV, records.")
+_INPUTS = typer.Argument(..., help="Result files or folders (the newest file in each), plan --json outputs.")
 _CLUSTER = typer.Option(None, "--cluster", help="Cluster file: check busbw against the model.")
 _BASELINE = typer.Option(None, "--baseline", help="A baseline record or nccl-tests output.")
 
@@ -114,6 +115,27 @@ def doctor(
     raise typer.Exit(diag.exit_code)
 
 
+@clean_errors
+def exporter(
+    inputs: list[Path] = _INPUTS,
+    port: int = typer.Option(9710, "--port", help="Port to serve /metrics on."),
+    baseline: Path | None = _BASELINE,
+    addr: str = typer.Option("127.0.0.1", "--addr", help="Address to listen on (0.0.0.0: every interface)."),
+) -> None:
+    """Serve benchmark results and plans as Prometheus metrics (re-read at every scrape) until interrupted."""
+    import time
+
+    from slowlink.observe.exporter import serve
+
+    server = serve(port, list(inputs), baseline, addr)
+    err.print(f"serving http://{addr}:{server.server_port}/metrics (Ctrl-C to stop)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+
+
 read_app.command("nccl-tests")(read_nccl_tests)
 read_app.command("nccl-log")(read_nccl_log)
 read_app.command("ibstat")(read_ibstat)
@@ -124,3 +146,4 @@ def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
     app.add_typer(read_app, name="read")
     app.command("doctor")(doctor)
+    app.command("exporter")(exporter)
