@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "exit 0 clean, 1 warnings, 3 errors."),
     "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "
                  "every scrape) until interrupted."),
+    "inventory": ("slowlink.cli.observe", "This node's versions, NICs, IB ports and GPUs; across nodes, what "
+                  "differs (exit 1 when anything does)."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",

@@ -16,6 +16,7 @@ _FILE = typer.Argument(..., help="The tool's output, saved to a file.")
 _OUT = typer.Option(None, "--out", help="Also write the record here (JSON).")
 _FILES = typer.Argument(None, help="nccl-tests outputs, NCCL logs, ibstat, nvidia-smi CSV, records.")
 _INPUTS = typer.Argument(..., help="Result files or folders (the newest file in each), plan --json outputs.")
+_NODE_FILES = typer.Option([], "--nodes", help="Inventory JSON files of several nodes (`inventory --json`).")
 _CLUSTER = typer.Option(None, "--cluster", help="Cluster file: check busbw against the model.")
 _BASELINE = typer.Option(None, "--baseline", help="A baseline record or nccl-tests output.")
 
@@ -96,6 +97,7 @@ def doctor(
     cluster: Path | None = _CLUSTER,
     baseline: Path | None = _BASELINE,
     tolerance: float = typer.Option(20.0, "--tolerance", help="Allowed busbw shortfall, percent."),
+    emulated: str | None = typer.Option(None, "--emulated", help="Also probe this emulated cluster (run id)."),
     as_json: bool = _JSON,
 ) -> None:
     """Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); exit 0 clean, 1 warnings, 3 errors."""
@@ -103,16 +105,54 @@ def doctor(
     from slowlink.observe.doctor import diagnose, model_predictor, read_inputs
     from slowlink.report.observe import doctor_summary, findings_table
 
-    if not files:
-        raise SpecError("doctor: FILES (none) must name at least one input")
-    inp = read_inputs(list(files))
-    diag = diagnose(inp, model_predictor(cluster) if cluster else None, baseline, tolerance / 100)
+    if not files and emulated is None:
+        raise SpecError("doctor: FILES (none) must name at least one input, or give --emulated RUN")
+    if not 0 < tolerance < 100:
+        raise SpecError(f"--tolerance ({tolerance:g}%) must be between 0 and 100%")
+    inp = read_inputs(list(files or []))
+    extra = []
+    if emulated is not None:
+        from slowlink.observe.emulated import probe
+
+        extra = probe(emulated, cluster, tolerance / 100)
+    predictor = model_predictor(cluster) if cluster and inp.tables else None
+    diag = diagnose(inp, predictor, baseline, tolerance / 100, extra)
     if as_json:
         print_json(diag.to_json())
     else:
         out.print(findings_table(list(diag.findings), "doctor: bottom-up"))
         out.print(doctor_summary(list(diag.findings)))
     raise typer.Exit(diag.exit_code)
+
+
+@clean_errors
+def inventory(
+    nodes: list[Path] = _NODE_FILES,
+    emulated: str | None = typer.Option(None, "--emulated", help="Collect in every node of this emulated run."),
+    as_json: bool = _JSON,
+) -> None:
+    """This node's versions, NICs, IB ports and GPUs; across nodes, what differs (exit 1 when anything does)."""
+    from slowlink.observe.inventory import COMPARED, collect, load_node, mismatches
+    from slowlink.report.observe import inventory_table
+
+    if nodes and emulated is not None:
+        raise typer.BadParameter("give --nodes or --emulated, not both")
+    if emulated is not None:
+        from slowlink.observe.emulated import inventory as emulated_inventory
+
+        records = emulated_inventory(emulated)
+    else:
+        records = [load_node(p) for p in nodes] if nodes else [collect()]
+    diff = mismatches(records) if len(records) > 1 else {}
+    if as_json:
+        print_json(records[0] if len(records) == 1 else {"nodes": records, "mismatches": diff})
+    else:
+        out.print(inventory_table(records, ["host", "nic_summary", *COMPARED], set(diff), "inventory"))
+        if len(records) > 1:
+            out.print(f"{len(diff)} key(s) differ across {len(records)} nodes: {', '.join(diff)}" if diff
+                      else f"no difference across {len(records)} nodes")
+    if diff:
+        raise typer.Exit(1)
 
 
 @clean_errors
@@ -147,3 +187,4 @@ def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     app.add_typer(read_app, name="read")
     app.command("doctor")(doctor)
     app.command("exporter")(exporter)
+    app.command("inventory")(inventory)
