@@ -99,3 +99,22 @@ def test_bad_inputs(tmp_path: Path) -> None:
     notes.write_text("hello\n")
     _fails(["doctor", str(notes)], "notes.txt", "is not nccl-tests output")
     _fails(["doctor", str(H100), "--cluster", str(notes)], "notes.txt")
+
+
+def test_calibrate_takes_an_nccl_tests_file(tmp_path: Path) -> None:
+    """The fixture was made from t = 48 us + S x 2(n-1)/n / 355 GB/s: calibrate recovers both."""
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text((Path(__file__).parents[2] / "examples" / "ref-64gpu.yaml").read_text())
+    res = runner.invoke(app, ["calibrate", str(H100), "--cluster", str(cluster), "--out", str(tmp_path / "p.yaml"),
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    fit = json.loads(res.stdout)["fits"][0]
+    assert fit["busbw_gbyte_s"] == pytest.approx(355.0, rel=0.01)
+    assert fit["hop_latency_us"] * 2 * 15 == pytest.approx(48.0, rel=0.05)  # 2(n-1) ring steps of latency
+
+
+def test_read_counters() -> None:
+    res = runner.invoke(app, ["read", "counters", str(DATA / "perfquery-symbol-errors.txt"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["errors"]["SymbolErrorCounter"] == 1843
+    _fails(["read", "counters", str(H100)], "neither perfquery nor ethtool")

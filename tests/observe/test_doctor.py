@@ -82,3 +82,13 @@ def test_unknown_input_and_bad_tolerance(tmp_path: Path) -> None:
         read_inputs([p])
     with pytest.raises(SpecError, match=r"--tolerance \(150%\)"):
         _diag("ibstat-2port-healthy.txt", tolerance=1.5)
+
+
+def test_error_counters_graded() -> None:
+    d = _diag("perfquery-symbol-errors.txt", "ethtool-S-mlx5-crc.txt")
+    link = {f.what: f.severity for f in d.findings if f.layer == "link"}
+    assert link["Lid 18 port 1: SymbolErrorCounter, LinkErrorRecoveryCounter, LinkDownedCounter, PortRcvErrors "
+                "above 0 (the link went down)"] == "error"
+    crc = next(f for f in d.findings if "rx_crc_errors_phy" in f.what)
+    assert crc.severity == "warning"
+    assert crc.evidence == (f"{DATA / 'ethtool-S-mlx5-crc.txt'}:10: rx_crc_errors_phy 412",)

@@ -156,3 +156,22 @@ def test_sniff_tells_the_formats_apart() -> None:
                                            DATA / "nvidia-smi-query-2xa100-idle.csv")] == \
         ["nccl-tests", "nccl-log", "ibstat", "nvidia-smi"]
     assert sniff("plain text") is None
+
+
+def test_perfquery_and_ethtool_counters() -> None:
+    from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
+
+    pq = parse_perfquery((DATA / "perfquery-symbol-errors.txt").read_text(), "pq.txt")
+    assert pq.device == "Lid 18 port 1" and pq.values["PortXmitData"] == 4194304000
+    assert pq.errors() == {"SymbolErrorCounter": 1843, "LinkErrorRecoveryCounter": 3, "LinkDownedCounter": 1,
+                           "PortRcvErrors": 27}
+    assert pq.link_downs() == {"LinkDownedCounter": 1} and pq.lines["SymbolErrorCounter"] == 4
+    eth = parse_ethtool_stats((DATA / "ethtool-S-mlx5-crc.txt").read_text(), "eth0")
+    assert eth.errors() == {"rx_crc_errors_phy": 412}  # corrected bits (FEC at work) are not faults
+    assert sniff((DATA / "perfquery-symbol-errors.txt").read_text()) == "perfquery"
+    with pytest.raises(SpecError, match=r":2: .*counter SymbolErrorCounter \('many'\) must be an integer"):
+        parse_perfquery("# Port counters: Lid 1 port 1\nSymbolErrorCounter:....many\n", "pq.txt")
+    with pytest.raises(SpecError, match=r":3: .*counter rx_crc_errors_phy \('x'\) must be an integer"):
+        parse_ethtool_stats("NIC statistics:\n  rx_packets: 1\n  rx_crc_errors_phy: x\n", "e.txt")
+    with pytest.raises(SpecError, match="no 'NIC statistics:' header"):
+        parse_ethtool_stats("rx: 1\n", "e.txt")

@@ -48,7 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
     "read": ("slowlink.cli.observe",
-             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, nvidia-smi CSV."),
+             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool counters, "
+             "nvidia-smi CSV."),
     "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
                "exit 0 clean, 1 warnings, 3 errors."),
     "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "

@@ -9,12 +9,14 @@ import typer
 
 from slowlink.cli.common import clean_errors, err, out, print_json
 
-READ_HELP = "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, nvidia-smi CSV."
+READ_HELP = ("Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool "
+             "counters, nvidia-smi CSV.")
 read_app = typer.Typer(help=READ_HELP, add_completion=False, no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FILE = typer.Argument(..., help="The tool's output, saved to a file.")
 _OUT = typer.Option(None, "--out", help="Also write the record here (JSON).")
-_FILES = typer.Argument(None, help="nccl-tests outputs, NCCL logs, ibstat, nvidia-smi CSV, records.")
+_FILES = typer.Argument(None, help="nccl-tests outputs, NCCL logs, ibstat, perfquery, ethtool -S, nvidia-smi CSV, "
+                        "records.")
 _INPUTS = typer.Argument(..., help="Result files or folders (the newest file in each), plan --json outputs.")
 _NODE_FILES = typer.Option([], "--nodes", help="Inventory JSON files of several nodes (`inventory --json`).")
 _CLUSTER = typer.Option(None, "--cluster", help="Cluster file: check busbw against the model.")
@@ -176,7 +178,27 @@ def exporter(
         server.shutdown()
 
 
+@clean_errors
+def read_counters(file: Path = _FILE, as_json: bool = _JSON) -> None:
+    """perfquery or ethtool -S output: every counter, and the error counters above 0."""
+    from slowlink.errors import SpecError
+    from slowlink.observe.common import read_input, sniff
+    from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
+    from slowlink.report.observe import counters_table
+
+    text = read_input(file, "counters")
+    kind = sniff(text)
+    if kind not in ("perfquery", "ethtool"):
+        raise SpecError(f"counters ({str(file)!r}) are neither perfquery nor ethtool -S output")
+    c = parse_perfquery(text, str(file)) if kind == "perfquery" else parse_ethtool_stats(text, str(file))
+    if as_json:
+        print_json({"tool": c.tool, "device": c.device, "values": c.values, "errors": c.errors()})
+        return
+    out.print(counters_table(c, str(file)))
+
+
 read_app.command("nccl-tests")(read_nccl_tests)
+read_app.command("counters")(read_counters)
 read_app.command("nccl-log")(read_nccl_log)
 read_app.command("ibstat")(read_ibstat)
 read_app.command("nvidia-smi")(read_nvidia_smi)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slowlink.observe.counters import Counters
 from slowlink.observe.hardware import GpuState, IbPort
 from slowlink.observe.nccl_log import NcclLog
 from slowlink.observe.nccl_tests import NcclTestsRun
@@ -44,6 +45,7 @@ class Inputs:
     logs: tuple[tuple[str, NcclLog], ...] = ()
     tables: tuple[tuple[str, NcclTestsRun], ...] = ()
     records: tuple[tuple[str, dict[str, Any]], ...] = ()
+    counters: tuple[tuple[str, Counters], ...] = ()
 
 
 def check_links(inp: Inputs) -> list[Finding]:
@@ -70,6 +72,24 @@ def check_links(inp: Inputs) -> list[Finding]:
                                    "transceiver, then check the rate with ibstat"))
     if ports and not out:
         out.append(Finding("link", "ok", f"{len(ports)} IB port(s) up at their peers' rate"))
+    return out + check_counters(inp)
+
+
+def check_counters(inp: Inputs) -> list[Finding]:
+    """Link error counters (perfquery, ethtool -S): a link that went down is an error, other faults (symbol,
+    CRC, receive errors) a warning: a cable degrading before it drops."""
+    out: list[Finding] = []
+    for src, c in inp.counters:
+        errs = c.errors()
+        if not errs:
+            out.append(Finding("link", "ok", f"{c.device}: no error counter above 0 ({c.tool})"))
+            continue
+        down = c.link_downs()
+        ev = tuple(f"{src}:{c.lines[k]}: {k} {v}" for k, v in errs.items())
+        out.append(Finding("link", "error" if down else "warning",
+                           f"{c.device}: {', '.join(errs)} above 0" + (" (the link went down)" if down else ""), ev,
+                           "take a second snapshot: a rising count is a cable or transceiver to replace; reset the "
+                           "counters after the fix (perfquery -x -R)"))
     return out
 
 

@@ -11,6 +11,8 @@ from slowlink.errors import SpecError
 _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nccl-tests", ("busbw",)),
     ("nccl-log", (" NCCL INFO ", " NCCL WARN ", "NCCL version ")),
+    ("perfquery", ("SymbolErrorCounter:",)),
+    ("ethtool", ("NIC statistics:",)),
     ("ibstat", ("CA '",)),
     ("nvidia-smi", ("driver_version",)),
 )

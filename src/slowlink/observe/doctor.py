@@ -25,6 +25,7 @@ from slowlink.observe.checks import (
     check_versions,
 )
 from slowlink.observe.common import read_input, sniff
+from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 from slowlink.observe.hardware import parse_ibstat, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
@@ -68,7 +69,7 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
 
 def read_inputs(paths: list[Path]) -> Inputs:
     """Each file read by its content; a file of no known format is a :class:`SpecError` naming it."""
-    acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": []}
+    acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": []}
     for path in paths:
         src = str(path)
         text = read_input(path, "doctor input")
@@ -85,13 +86,17 @@ def read_inputs(paths: list[Path]) -> Inputs:
                 acc["logs"].append((src, replace(log, nodes=max(log.nodes, run.nodes))))
         elif kind == "nccl-log":
             acc["logs"].append((src, parse_nccl_log(text, src)))
+        elif kind == "perfquery":
+            acc["counters"].append((src, parse_perfquery(text, src)))
+        elif kind == "ethtool":
+            acc["counters"].append((src, parse_ethtool_stats(text, src)))
         elif kind == "ibstat":
             acc["ibstat"].append((src, parse_ibstat(text, src)))
         elif kind == "nvidia-smi":
             acc["gpus"].append((src, parse_nvidia_smi_csv(text, src)))
         else:
-            raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat "
-                            "output, nvidia-smi --query-gpu CSV or a slowlink record")
+            raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
+                            "perfquery or ethtool -S output, nvidia-smi --query-gpu CSV or a slowlink record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
 

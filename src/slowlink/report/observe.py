@@ -10,6 +10,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from slowlink.observe.checks import Finding
+    from slowlink.observe.counters import Counters
     from slowlink.observe.hardware import GpuState, IbPort
     from slowlink.observe.nccl_log import NcclLog
 
@@ -91,3 +92,14 @@ def _cell(v: Any) -> str:
     if isinstance(v, list | tuple):
         return ", ".join(map(str, v)) or "-"
     return str(v)
+
+
+def counters_table(c: Counters, title: str) -> Table:
+    """Every counter; error counters above 0 marked."""
+    t = Table(title=f"{title}: {c.tool} {c.device}")
+    t.add_column("counter")
+    t.add_column("value", justify="right")
+    errs = c.errors()
+    for k, v in c.values.items():
+        t.add_row(f"[bold red]{escape(k)}[/]" if k in errs else escape(k), str(v))
+    return t
