@@ -118,3 +118,10 @@ def test_read_counters() -> None:
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["errors"]["SymbolErrorCounter"] == 1843
     _fails(["read", "counters", str(H100)], "neither perfquery nor ethtool")
+
+
+def test_read_topo() -> None:
+    res = runner.invoke(app, ["read", "topo", str(DATA / "nvidia-smi-topo-m-4gpu-2nic.txt"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert [g["gdr"] for g in json.loads(res.stdout)] == [True, True, False, False]
+    _fails(["read", "topo", str(H100)], "not nvidia-smi topo -m")

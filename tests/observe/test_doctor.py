@@ -92,3 +92,10 @@ def test_error_counters_graded() -> None:
     crc = next(f for f in d.findings if "rx_crc_errors_phy" in f.what)
     assert crc.severity == "warning"
     assert crc.evidence == (f"{DATA / 'ethtool-S-mlx5-crc.txt'}:10: rx_crc_errors_phy 412",)
+
+
+def test_gpus_far_from_their_nic() -> None:
+    d = _diag("nvidia-smi-topo-m-4gpu-2nic.txt")
+    (f,) = [f for f in d.findings if f.layer == "affinity"]
+    assert f.severity == "warning" and "GPU2: NODE, GPU3: SYS" in f.what and d.exit_code == 1
+    assert f.evidence[1].endswith(":5: GPU3 nearest NIC mlx5_0 via SYS (NUMA 1)")

@@ -175,3 +175,22 @@ def test_perfquery_and_ethtool_counters() -> None:
         parse_ethtool_stats("NIC statistics:\n  rx_packets: 1\n  rx_crc_errors_phy: x\n", "e.txt")
     with pytest.raises(SpecError, match="no 'NIC statistics:' header"):
         parse_ethtool_stats("rx: 1\n", "e.txt")
+
+
+def test_nvidia_smi_topo_nearest_nic() -> None:
+    from slowlink.observe.topo import parse_topo
+
+    text = (DATA / "nvidia-smi-topo-m-4gpu-2nic.txt").read_text()
+    gpus = parse_topo(text, "topo.txt")
+    assert [(g.gpu, g.nic, g.path, g.numa, g.gdr) for g in gpus] == [
+        ("GPU0", "mlx5_0", "PXB", "0", True), ("GPU1", "mlx5_0", "PXB", "0", True),
+        ("GPU2", "mlx5_1", "NODE", "1", False), ("GPU3", "mlx5_0", "SYS", "1", False)]
+    assert sniff(text) == "nvidia-smi-topo"
+    with pytest.raises(SpecError, match="no matrix header"):
+        parse_topo("GPU0 X\n", "topo.txt")
+    cut = "\n".join("GPU3\tNV18\tNV18" if ln.startswith("GPU3") else ln for ln in text.splitlines())
+    with pytest.raises(SpecError, match=r"topo.txt:5: .* has 2 columns, the header has 9: truncated"):
+        parse_topo(cut, "topo.txt")
+    bad = text.replace("GPU2\tNV18\tNV18\t X \tNV18\tSYS\tNODE", "GPU2\tNV18\tNV18\t X \tNV18\t??\t??")
+    with pytest.raises(SpecError, match=r":4: .* names no path type"):
+        parse_topo(bad, "topo.txt")

@@ -197,7 +197,24 @@ def read_counters(file: Path = _FILE, as_json: bool = _JSON) -> None:
     out.print(counters_table(c, str(file)))
 
 
+@clean_errors
+def read_topo(file: Path = _FILE, as_json: bool = _JSON) -> None:
+    """nvidia-smi topo -m: each GPU's nearest NIC and the PCIe path to it (GPUDirect RDMA needs PIX or PXB)."""
+    from dataclasses import asdict
+
+    from slowlink.observe.common import read_input
+    from slowlink.observe.topo import parse_topo
+    from slowlink.report.observe import topo_table
+
+    gpus = parse_topo(read_input(file, "nvidia-smi topo -m"), str(file))
+    if as_json:
+        print_json([{**asdict(g), "gdr": g.gdr} for g in gpus])
+        return
+    out.print(topo_table(gpus, str(file)))
+
+
 read_app.command("nccl-tests")(read_nccl_tests)
+read_app.command("topo")(read_topo)
 read_app.command("counters")(read_counters)
 read_app.command("nccl-log")(read_nccl_log)
 read_app.command("ibstat")(read_ibstat)

@@ -15,8 +15,9 @@ from slowlink.observe.counters import Counters
 from slowlink.observe.hardware import GpuState, IbPort
 from slowlink.observe.nccl_log import NcclLog
 from slowlink.observe.nccl_tests import NcclTestsRun
+from slowlink.observe.topo import GDR_PATHS, GpuNics
 
-LAYERS = ("link", "gpu", "versions", "transport", "collective")
+LAYERS = ("link", "gpu", "versions", "affinity", "transport", "collective")
 SEVERITIES = ("ok", "warning", "error")
 _EVIDENCE_LINES = 2  # lines of evidence quoted per kind: enough to locate, few enough to read
 
@@ -46,6 +47,7 @@ class Inputs:
     tables: tuple[tuple[str, NcclTestsRun], ...] = ()
     records: tuple[tuple[str, dict[str, Any]], ...] = ()
     counters: tuple[tuple[str, Counters], ...] = ()
+    topo: tuple[tuple[str, tuple[GpuNics, ...]], ...] = ()
 
 
 def check_links(inp: Inputs) -> list[Finding]:
@@ -154,6 +156,25 @@ def check_versions(inp: Inputs) -> list[Finding]:
                                "reliably, with no error)"))
     if seen and not out:
         out.append(Finding("versions", "ok", "one version each of " + ", ".join(sorted(seen))))
+    return out
+
+
+def check_affinity(inp: Inputs) -> list[Finding]:
+    """GPUs whose nearest NIC is farther than a PCIe switch (PHB, NODE, SYS): no GPUDirect RDMA by NCCL's
+    default, their network traffic staged through host memory, possibly across the CPU interconnect."""
+    out: list[Finding] = []
+    for src, gpus in inp.topo:
+        far = [g for g in gpus if not g.gdr]
+        if far:
+            out.append(Finding("affinity", "warning",
+                               f"{len(far)} of {len(gpus)} GPUs have no NIC within a PCIe switch "
+                               f"({', '.join(f'{g.gpu}: {g.path}' for g in far)})",
+                               tuple(f"{src}:{g.line}: {g.gpu} nearest NIC {g.nic} via {g.path} (NUMA {g.numa})"
+                                     for g in far),
+                               "bind each rank to the GPU and NIC of one PCIe switch (NCCL_IB_HCA, the launcher's "
+                               f"CPU/NUMA binding); GPUDirect RDMA needs {' or '.join(GDR_PATHS)}"))
+        elif gpus:
+            out.append(Finding("affinity", "ok", f"every GPU has a NIC within a PCIe switch ({src})"))
     return out
 
 

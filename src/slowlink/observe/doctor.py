@@ -18,6 +18,7 @@ from slowlink.observe.checks import (
     Finding,
     Inputs,
     Predictor,
+    check_affinity,
     check_collectives,
     check_gpus,
     check_links,
@@ -29,6 +30,7 @@ from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 from slowlink.observe.hardware import parse_ibstat, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
+from slowlink.observe.topo import parse_topo
 
 EXIT_CODES = {"ok": 0, "warning": 1, "error": 3}
 DEFAULT_TOLERANCE = 0.20  # busbw below the model by more than this is flagged: the model's own error on
@@ -69,7 +71,8 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
 
 def read_inputs(paths: list[Path]) -> Inputs:
     """Each file read by its content; a file of no known format is a :class:`SpecError` naming it."""
-    acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": []}
+    acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": [],
+                                 "topo": []}
     for path in paths:
         src = str(path)
         text = read_input(path, "doctor input")
@@ -90,13 +93,16 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc["counters"].append((src, parse_perfquery(text, src)))
         elif kind == "ethtool":
             acc["counters"].append((src, parse_ethtool_stats(text, src)))
+        elif kind == "nvidia-smi-topo":
+            acc["topo"].append((src, parse_topo(text, src)))
         elif kind == "ibstat":
             acc["ibstat"].append((src, parse_ibstat(text, src)))
         elif kind == "nvidia-smi":
             acc["gpus"].append((src, parse_nvidia_smi_csv(text, src)))
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
-                            "perfquery or ethtool -S output, nvidia-smi --query-gpu CSV or a slowlink record")
+                            "perfquery or ethtool -S output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
+                            "record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
 
@@ -141,8 +147,8 @@ def diagnose(inp: Inputs, predictor: Predictor | None = None, baseline: Path | N
     """Every check, ordered by :data:`LAYERS` (bottom-up), errors first within a layer."""
     if not 0 < tolerance < 1:
         raise SpecError(f"--tolerance ({100 * tolerance:g}%) must be between 0 and 100%")
-    found = [*(extra or []), *check_links(inp), *check_gpus(inp), *check_versions(inp), *check_transport(inp),
-             *check_collectives(inp, predictor, tolerance)]
+    found = [*(extra or []), *check_links(inp), *check_gpus(inp), *check_versions(inp), *check_affinity(inp),
+             *check_transport(inp), *check_collectives(inp, predictor, tolerance)]
     if baseline is not None:
         found += baseline_findings(inp, baseline, tolerance)
     rank = {"error": 0, "warning": 1, "ok": 2}

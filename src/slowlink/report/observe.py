@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from slowlink.observe.counters import Counters
     from slowlink.observe.hardware import GpuState, IbPort
     from slowlink.observe.nccl_log import NcclLog
+    from slowlink.observe.topo import GpuNics
 
 
 def nccl_log_table(log: NcclLog, title: str) -> Table:
@@ -102,4 +103,13 @@ def counters_table(c: Counters, title: str) -> Table:
     errs = c.errors()
     for k, v in c.values.items():
         t.add_row(f"[bold red]{escape(k)}[/]" if k in errs else escape(k), str(v))
+    return t
+
+
+def topo_table(gpus: tuple[GpuNics, ...], title: str) -> Table:
+    t = Table(title=title)
+    for col in ("GPU", "nearest NIC", "path", "NUMA", "GPUDirect RDMA"):
+        t.add_column(col)
+    for g in gpus:
+        t.add_row(g.gpu, g.nic, g.path, g.numa or "-", "yes" if g.gdr else "[yellow]no[/]")
     return t
