@@ -99,3 +99,11 @@ def test_gpus_far_from_their_nic() -> None:
     (f,) = [f for f in d.findings if f.layer == "affinity"]
     assert f.severity == "warning" and "GPU2: NODE, GPU3: SYS" in f.what and d.exit_code == 1
     assert f.evidence[1].endswith(":5: GPU3 nearest NIC mlx5_0 via SYS (NUMA 1)")
+
+
+def test_nic_driver_and_firmware_mismatch_across_nodes() -> None:
+    d = _diag("ethtool-i-mlx5-node1.txt", "ethtool-i-mlx5-node2.txt")
+    whats = {f.what for f in d.findings}
+    assert "NIC driver (mlx5_core) differs: 23.07-0.5.1, 23.10-1.1.9" in whats
+    assert "NIC firmware (mlx5_core) differs: 28.37.1014, 28.39.1002" in whats
+    assert d.exit_code == 1

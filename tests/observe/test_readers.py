@@ -194,3 +194,15 @@ def test_nvidia_smi_topo_nearest_nic() -> None:
     bad = text.replace("GPU2\tNV18\tNV18\t X \tNV18\tSYS\tNODE", "GPU2\tNV18\tNV18\t X \tNV18\t??\t??")
     with pytest.raises(SpecError, match=r":4: .* names no path type"):
         parse_topo(bad, "topo.txt")
+
+
+def test_ethtool_info() -> None:
+    from slowlink.observe.hardware import parse_ethtool_info
+
+    d = parse_ethtool_info((DATA / "ethtool-i-mlx5-node1.txt").read_text(), "i.txt")
+    assert (d.driver, d.version, d.firmware, d.bus_info, d.line, d.version_line) == \
+        ("mlx5_core", "23.10-1.1.9", "28.39.1002", "0000:18:00.0", 3, 2)
+    with pytest.raises(SpecError, match=r"i.txt:1: \('garbage'\) is not ethtool -i output"):
+        parse_ethtool_info("garbage\n", "i.txt")
+    with pytest.raises(SpecError, match=r"driver \(missing\)"):
+        parse_ethtool_info("version: 1\n", "i.txt")

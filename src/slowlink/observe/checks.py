@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slowlink.observe.counters import Counters
-from slowlink.observe.hardware import GpuState, IbPort
+from slowlink.observe.hardware import GpuState, IbPort, NicDriver
 from slowlink.observe.nccl_log import NcclLog
 from slowlink.observe.nccl_tests import NcclTestsRun
 from slowlink.observe.topo import GDR_PATHS, GpuNics
@@ -48,6 +48,7 @@ class Inputs:
     records: tuple[tuple[str, dict[str, Any]], ...] = ()
     counters: tuple[tuple[str, Counters], ...] = ()
     topo: tuple[tuple[str, tuple[GpuNics, ...]], ...] = ()
+    drivers: tuple[tuple[str, NicDriver], ...] = ()
 
 
 def check_links(inp: Inputs) -> list[Finding]:
@@ -133,6 +134,9 @@ def _versions(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
     for src, ports in inp.ibstat:
         for p in ports:
             add(f"NIC firmware ({p.ca_type or 'unknown type'})", f"{src}: {p.ca}", p.firmware)
+    for src, d in inp.drivers:
+        add(f"NIC driver ({d.driver})", f"{src}:{d.version_line}", d.version)
+        add(f"NIC firmware ({d.driver})", f"{src}:{d.line}", d.firmware)
     for src, log in inp.logs:
         for lineno, _ in log.evidence.get("version", [])[:1]:
             add("NCCL", f"{src}:{lineno}", log.nccl_version)

@@ -13,6 +13,7 @@ _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nccl-log", (" NCCL INFO ", " NCCL WARN ", "NCCL version ")),
     ("perfquery", ("SymbolErrorCounter:",)),
     ("ethtool", ("NIC statistics:",)),
+    ("ethtool-i", ("firmware-version:", "bus-info:")),
     ("nvidia-smi-topo", ("CPU Affinity",)),
     ("ibstat", ("CA '",)),
     ("nvidia-smi", ("driver_version",)),

@@ -27,7 +27,7 @@ from slowlink.observe.checks import (
 )
 from slowlink.observe.common import read_input, sniff
 from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
-from slowlink.observe.hardware import parse_ibstat, parse_nvidia_smi_csv
+from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
 from slowlink.observe.topo import parse_topo
@@ -72,7 +72,7 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
 def read_inputs(paths: list[Path]) -> Inputs:
     """Each file read by its content; a file of no known format is a :class:`SpecError` naming it."""
     acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": [],
-                                 "topo": []}
+                                 "topo": [], "drivers": []}
     for path in paths:
         src = str(path)
         text = read_input(path, "doctor input")
@@ -93,6 +93,8 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc["counters"].append((src, parse_perfquery(text, src)))
         elif kind == "ethtool":
             acc["counters"].append((src, parse_ethtool_stats(text, src)))
+        elif kind == "ethtool-i":
+            acc["drivers"].append((src, parse_ethtool_info(text, src)))
         elif kind == "nvidia-smi-topo":
             acc["topo"].append((src, parse_topo(text, src)))
         elif kind == "ibstat":
@@ -101,7 +103,7 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc["gpus"].append((src, parse_nvidia_smi_csv(text, src)))
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
-                            "perfquery or ethtool -S output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
+                            "perfquery, ethtool -S or -i output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
                             "record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 

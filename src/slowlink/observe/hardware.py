@@ -180,3 +180,38 @@ def load_ibstat(path: Path | str) -> tuple[IbPort, ...]:
 
 def load_nvidia_smi(path: Path | str) -> tuple[GpuState, ...]:
     return parse_nvidia_smi_csv(read_input(path, "nvidia-smi CSV"), str(path))
+
+
+@dataclass(frozen=True)
+class NicDriver:
+    """``ethtool -i DEV``: the NIC's driver, its version, the firmware and the PCI address."""
+
+    driver: str
+    version: str | None
+    firmware: str | None
+    bus_info: str | None
+    line: int  # the firmware-version line (the driver line when there is none)
+    version_line: int = 0  # the version line (the driver line when there is none)
+
+
+def parse_ethtool_info(text: str, source: str = "ethtool -i") -> NicDriver:
+    """``driver:``, ``version:``, ``firmware-version:`` and ``bus-info:`` of ``ethtool -i`` (ethtool(8))."""
+    fields: dict[str, tuple[str, int]] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        key, sep, value = raw.partition(":")
+        if not sep:
+            raise line_error(source, lineno, raw, "is not ethtool -i output ('key: value')")
+        fields[key.strip()] = (value.strip(), lineno)
+    if "driver" not in fields:
+        raise SpecError(f"{source}: driver (missing) must be given: not ethtool -i output")
+
+    def get(key: str) -> str | None:
+        return fields[key][0] or None if key in fields else None
+
+    fw = get("firmware-version")
+    return NicDriver(driver=fields["driver"][0], version=get("version"),
+                     firmware=fw.split(" (")[0] if fw else None, bus_info=get("bus-info"),
+                     line=fields.get("firmware-version", fields["driver"])[1],
+                     version_line=fields.get("version", fields["driver"])[1])
