@@ -107,3 +107,10 @@ def test_nic_driver_and_firmware_mismatch_across_nodes() -> None:
     assert "NIC driver (mlx5_core) differs: 23.07-0.5.1, 23.10-1.1.9" in whats
     assert "NIC firmware (mlx5_core) differs: 28.37.1014, 28.39.1002" in whats
     assert d.exit_code == 1
+
+
+def test_pcie_link_trained_below_capability() -> None:
+    d = _diag("lspci-vv-nic-downgraded.txt")
+    (f,) = [f for f in d.findings if f.severity == "error"]
+    assert f.layer == "link" and f.what.startswith("PCIe 2a:00.0") and "25% of its bandwidth" in f.what
+    assert f.evidence[0].endswith(":28: LnkSta 16GT/s x8 (LnkCap 32GT/s x16)")

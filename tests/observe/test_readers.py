@@ -206,3 +206,14 @@ def test_ethtool_info() -> None:
         parse_ethtool_info("garbage\n", "i.txt")
     with pytest.raises(SpecError, match=r"driver \(missing\)"):
         parse_ethtool_info("version: 1\n", "i.txt")
+
+
+def test_lspci_links() -> None:
+    from slowlink.observe.pcie import parse_lspci
+
+    links = parse_lspci((DATA / "lspci-vv-nic-downgraded.txt").read_text(), "lspci.txt")
+    assert [(p.address, p.downgraded) for p in links] == [("18:00.0", False), ("2a:00.0", True), ("9a:00.0", False)]
+    assert links[1].fraction == pytest.approx(0.25) and links[1].line == 28
+    assert parse_lspci("00:1f.3 Audio device: Intel\n\t\tLnkCap:\tPort #0, Speed 8GT/s, Width x1\n") == ()
+    with pytest.raises(SpecError, match="no PCI device line"):
+        parse_lspci("LnkSta: Speed 8GT/s, Width x4\n", "x.txt")

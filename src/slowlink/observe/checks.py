@@ -15,6 +15,7 @@ from slowlink.observe.counters import Counters
 from slowlink.observe.hardware import GpuState, IbPort, NicDriver
 from slowlink.observe.nccl_log import NcclLog
 from slowlink.observe.nccl_tests import NcclTestsRun
+from slowlink.observe.pcie import PcieLink
 from slowlink.observe.topo import GDR_PATHS, GpuNics
 
 LAYERS = ("link", "gpu", "versions", "affinity", "transport", "collective")
@@ -49,6 +50,7 @@ class Inputs:
     counters: tuple[tuple[str, Counters], ...] = ()
     topo: tuple[tuple[str, tuple[GpuNics, ...]], ...] = ()
     drivers: tuple[tuple[str, NicDriver], ...] = ()
+    pcie: tuple[tuple[str, tuple[PcieLink, ...]], ...] = ()
 
 
 def check_links(inp: Inputs) -> list[Finding]:
@@ -75,7 +77,25 @@ def check_links(inp: Inputs) -> list[Finding]:
                                    "transceiver, then check the rate with ibstat"))
     if ports and not out:
         out.append(Finding("link", "ok", f"{len(ports)} IB port(s) up at their peers' rate"))
-    return out + check_counters(inp)
+    return out + check_counters(inp) + check_pcie(inp)
+
+
+def check_pcie(inp: Inputs) -> list[Finding]:
+    """A NIC or GPU whose PCIe link trained below its capability: an error (it moves data at that fraction)."""
+    out: list[Finding] = []
+    for src, links in inp.pcie:
+        for p in links:
+            if p.downgraded:
+                out.append(Finding("link", "error", f"PCIe {p.address} ({p.name}) trained at {p.sta_gt_s:g} GT/s "
+                                   f"x{p.sta_width}, capable of {p.cap_gt_s:g} GT/s x{p.cap_width} "
+                                   f"({100 * p.fraction:.0f}% of its bandwidth)",
+                                   (f"{src}:{p.line}: LnkSta {p.sta_gt_s:g}GT/s x{p.sta_width} (LnkCap "
+                                    f"{p.cap_gt_s:g}GT/s x{p.cap_width})",),
+                                   "reseat the card or riser, check the slot's BIOS link settings; a NIC behind a "
+                                   "narrowed link cannot feed its port"))
+        if links and not any(p.downgraded for p in links):
+            out.append(Finding("link", "ok", f"{len(links)} PCIe NIC/GPU link(s) at their capability ({src})"))
+    return out
 
 
 def check_counters(inp: Inputs) -> list[Finding]:

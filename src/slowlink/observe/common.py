@@ -15,6 +15,7 @@ _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ethtool", ("NIC statistics:",)),
     ("ethtool-i", ("firmware-version:", "bus-info:")),
     ("nvidia-smi-topo", ("CPU Affinity",)),
+    ("lspci", ("LnkSta:",)),
     ("ibstat", ("CA '",)),
     ("nvidia-smi", ("driver_version",)),
 )

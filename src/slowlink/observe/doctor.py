@@ -30,6 +30,7 @@ from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
+from slowlink.observe.pcie import parse_lspci
 from slowlink.observe.topo import parse_topo
 
 EXIT_CODES = {"ok": 0, "warning": 1, "error": 3}
@@ -72,7 +73,7 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
 def read_inputs(paths: list[Path]) -> Inputs:
     """Each file read by its content; a file of no known format is a :class:`SpecError` naming it."""
     acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": [],
-                                 "topo": [], "drivers": []}
+                                 "topo": [], "drivers": [], "pcie": []}
     for path in paths:
         src = str(path)
         text = read_input(path, "doctor input")
@@ -93,6 +94,8 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc["counters"].append((src, parse_perfquery(text, src)))
         elif kind == "ethtool":
             acc["counters"].append((src, parse_ethtool_stats(text, src)))
+        elif kind == "lspci":
+            acc["pcie"].append((src, parse_lspci(text, src)))
         elif kind == "ethtool-i":
             acc["drivers"].append((src, parse_ethtool_info(text, src)))
         elif kind == "nvidia-smi-topo":
@@ -103,7 +106,7 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc["gpus"].append((src, parse_nvidia_smi_csv(text, src)))
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
-                            "perfquery, ethtool -S or -i output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
+                            "perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
                             "record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
