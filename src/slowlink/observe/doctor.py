@@ -7,7 +7,8 @@ Exit code by the worst finding (the issue's contract): 0 clean, 1 warnings, 3 er
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +71,18 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
     return check_record(data, src)
 
 
+# format (common.sniff) -> (the Inputs field it fills, its parser)
+_PARSERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "nccl-log": ("logs", parse_nccl_log), "perfquery": ("counters", parse_perfquery),
+    "ethtool": ("counters", parse_ethtool_stats), "lspci": ("pcie", parse_lspci),
+    "ethtool-i": ("drivers", parse_ethtool_info), "nvidia-smi-topo": ("topo", parse_topo),
+    "ibstat": ("ibstat", parse_ibstat), "nvidia-smi": ("gpus", parse_nvidia_smi_csv),
+}
+
+
 def read_inputs(paths: list[Path]) -> Inputs:
     """Each file read by its content; a file of no known format is a :class:`SpecError` naming it."""
-    acc: dict[str, list[Any]] = {"ibstat": [], "gpus": [], "logs": [], "tables": [], "records": [], "counters": [],
-                                 "topo": [], "drivers": [], "pcie": []}
+    acc: dict[str, list[Any]] = {f.name: [] for f in fields(Inputs)}
     for path in paths:
         src = str(path)
         text = read_input(path, "doctor input")
@@ -88,26 +97,13 @@ def read_inputs(paths: list[Path]) -> Inputs:
             if sniff(text.replace("busbw", "")) == "nccl-log":  # its NCCL_DEBUG=INFO lines; nodes from the table
                 log = parse_nccl_log(text, src)
                 acc["logs"].append((src, replace(log, nodes=max(log.nodes, run.nodes))))
-        elif kind == "nccl-log":
-            acc["logs"].append((src, parse_nccl_log(text, src)))
-        elif kind == "perfquery":
-            acc["counters"].append((src, parse_perfquery(text, src)))
-        elif kind == "ethtool":
-            acc["counters"].append((src, parse_ethtool_stats(text, src)))
-        elif kind == "lspci":
-            acc["pcie"].append((src, parse_lspci(text, src)))
-        elif kind == "ethtool-i":
-            acc["drivers"].append((src, parse_ethtool_info(text, src)))
-        elif kind == "nvidia-smi-topo":
-            acc["topo"].append((src, parse_topo(text, src)))
-        elif kind == "ibstat":
-            acc["ibstat"].append((src, parse_ibstat(text, src)))
-        elif kind == "nvidia-smi":
-            acc["gpus"].append((src, parse_nvidia_smi_csv(text, src)))
+        elif kind in _PARSERS:
+            name, parse = _PARSERS[kind]
+            acc[name].append((src, parse(text, src)))
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
-                            "perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu CSV or topo -m, or a slowlink "
-                            "record")
+                            "perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu CSV or topo -m, "
+                            "or a slowlink record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
 
