@@ -114,3 +114,9 @@ def test_pcie_link_trained_below_capability() -> None:
     (f,) = [f for f in d.findings if f.severity == "error"]
     assert f.layer == "link" and f.what.startswith("PCIe 2a:00.0") and "25% of its bandwidth" in f.what
     assert f.evidence[0].endswith(":28: LnkSta 16GT/s x8 (LnkCap 32GT/s x16)")
+
+
+def test_ibv_devinfo_port_trained_slow() -> None:
+    d = _diag("ibv_devinfo-v-2hca-one-slow.txt")
+    (f,) = [f for f in d.findings if f.severity == "warning"]
+    assert f.what == "mlx5_1:1 trained at 200 Gbit/s, below 400 Gbit/s of its peers" and ":36:" in f.evidence[0]

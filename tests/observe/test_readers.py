@@ -217,3 +217,18 @@ def test_lspci_links() -> None:
     assert parse_lspci("00:1f.3 Audio device: Intel\n\t\tLnkCap:\tPort #0, Speed 8GT/s, Width x1\n") == ()
     with pytest.raises(SpecError, match="no PCI device line"):
         parse_lspci("LnkSta: Speed 8GT/s, Width x4\n", "x.txt")
+
+
+def test_ibv_devinfo_ports() -> None:
+    from slowlink.observe.hardware import parse_ibv_devinfo
+
+    text = (DATA / "ibv_devinfo-v-2hca-one-slow.txt").read_text()
+    ports = parse_ibv_devinfo(text, "ibv.txt")
+    assert [(p.name, p.state, p.physical_state, p.rate_gbit_s, p.ca_type) for p in ports] == [
+        ("mlx5_0:1", "Active", "LinkUp", 400.0, "MT4129"), ("mlx5_1:1", "Active", "LinkUp", 200.0, "MT4129")]
+    assert sniff(text) == "ibv_devinfo"
+    plain = "\n".join(ln for ln in text.splitlines() if "active_" not in ln)
+    with pytest.raises(SpecError, match=r"mlx5_0 port 1: active_width \(missing\) must be given: run ibv_devinfo -v"):
+        parse_ibv_devinfo(plain, "ibv.txt")
+    with pytest.raises(SpecError, match="width must be NX"):
+        parse_ibv_devinfo(text.replace("4X (2)", "wide"), "ibv.txt")

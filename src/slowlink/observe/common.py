@@ -17,6 +17,7 @@ _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nvidia-smi-topo", ("CPU Affinity",)),
     ("lspci", ("LnkSta:",)),
     ("ibstat", ("CA '",)),
+    ("ibv_devinfo", ("hca_id:",)),
     ("nvidia-smi", ("driver_version",)),
 )
 FORMATS = tuple(name for name, _ in _MARKERS)

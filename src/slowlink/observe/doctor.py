@@ -28,7 +28,7 @@ from slowlink.observe.checks import (
 )
 from slowlink.observe.common import read_input, sniff
 from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
-from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_nvidia_smi_csv
+from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_ibv_devinfo, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
 from slowlink.observe.pcie import parse_lspci
@@ -76,7 +76,8 @@ _PARSERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "nccl-log": ("logs", parse_nccl_log), "perfquery": ("counters", parse_perfquery),
     "ethtool": ("counters", parse_ethtool_stats), "lspci": ("pcie", parse_lspci),
     "ethtool-i": ("drivers", parse_ethtool_info), "nvidia-smi-topo": ("topo", parse_topo),
-    "ibstat": ("ibstat", parse_ibstat), "nvidia-smi": ("gpus", parse_nvidia_smi_csv),
+    "ibstat": ("ibstat", parse_ibstat), "ibv_devinfo": ("ibstat", parse_ibv_devinfo),
+    "nvidia-smi": ("gpus", parse_nvidia_smi_csv),
 }
 
 
@@ -102,8 +103,8 @@ def read_inputs(paths: list[Path]) -> Inputs:
             acc[name].append((src, parse(text, src)))
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
-                            "perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu CSV or topo -m, "
-                            "or a slowlink record")
+                            "ibv_devinfo, perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu "
+                            "CSV or topo -m, or a slowlink record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
 

@@ -215,3 +215,62 @@ def parse_ethtool_info(text: str, source: str = "ethtool -i") -> NicDriver:
                      firmware=fw.split(" (")[0] if fw else None, bus_info=get("bus-info"),
                      line=fields.get("firmware-version", fields["driver"])[1],
                      version_line=fields.get("version", fields["driver"])[1])
+
+
+_IBV_STATE = {"PORT_ACTIVE": "Active", "PORT_DOWN": "Down", "PORT_INIT": "Initializing", "PORT_ARMED": "Armed"}
+_IBV_PHYS = {"LINK_UP": "LinkUp", "POLLING": "Polling", "DISABLED": "Disabled", "SLEEP": "Sleep"}
+
+
+def parse_ibv_devinfo(text: str, source: str = "ibv_devinfo") -> tuple[IbPort, ...]:
+    """``ibv_devinfo -v`` (rdma-core): ``hca_id`` blocks with ``fw_ver``, ``vendor_part_id`` and per port
+    ``state``, ``phys_state``, ``link_layer``, ``active_width`` (``4X``) and ``active_speed`` (``100.0 Gbps``
+    per lane); rate = lanes x per-lane speed, as ibstat's ``Rate``. Without ``-v`` (no width, speed or physical
+    state) the rate is unknown: refused, since the port's rate is what the doctor checks."""
+    ports: list[IbPort] = []
+    hca, fw, part, port = "", "", "", 0
+    f: dict[str, tuple[str, int]] = {}
+
+    def close() -> None:
+        if port:
+            ports.append(_ibv_port(source, hca, port, fw, part, f))
+
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        key, sep, value = raw.strip().partition(":")
+        if not sep:
+            if raw.strip():
+                raise line_error(source, lineno, raw, "is not ibv_devinfo output ('key: value')")
+            continue
+        key, value = key.strip(), value.strip()
+        if key == "hca_id":
+            close()
+            hca, fw, part, port, f = value, "", "", 0, {}
+        elif key == "port":
+            close()
+            port, f = int(value) if value.isdigit() else 0, {}
+        elif key == "fw_ver":
+            fw = value
+        elif key == "vendor_part_id":
+            part = f"MT{value}"
+        elif port:
+            f[key] = (value, lineno)
+    close()
+    if not ports:
+        raise SpecError(f"{source}: no port found (no 'hca_id:' block with a 'port:'): not ibv_devinfo output")
+    return tuple(ports)
+
+
+def _ibv_port(source: str, hca: str, port: int, fw: str, part: str, f: dict[str, tuple[str, int]]) -> IbPort:
+    for key in ("state", "phys_state", "active_width", "active_speed"):
+        if key not in f:
+            raise SpecError(f"{source}: {hca} port {port}: {key} (missing) must be given: run ibv_devinfo -v")
+    width, line = f["active_width"]
+    speed = f["active_speed"][0]
+    m_w, m_s = re.match(r"(\d+)X", width), re.match(r"([0-9.]+)\s*Gbps", speed)
+    if m_w is None or m_s is None:
+        raise line_error(source, line, f"active_width: {width}, active_speed: {speed}",
+                         "width must be NX and speed N Gbps")
+    state, phys = f["state"][0].split()[0], f["phys_state"][0].split()[0]
+    return IbPort(ca=hca, port=port, state=_IBV_STATE.get(state, state), physical_state=_IBV_PHYS.get(phys, phys),
+                  rate_gbit_s=int(m_w.group(1)) * float(m_s.group(1)),
+                  link_layer=f.get("link_layer", ("InfiniBand", 0))[0], firmware=fw, line=f["active_speed"][1],
+                  ca_type=part)
