@@ -120,3 +120,11 @@ def test_ibv_devinfo_port_trained_slow() -> None:
     d = _diag("ibv_devinfo-v-2hca-one-slow.txt")
     (f,) = [f for f in d.findings if f.severity == "warning"]
     assert f.what == "mlx5_1:1 trained at 200 Gbit/s, below 400 Gbit/s of its peers" and ":36:" in f.evidence[0]
+
+
+def test_gpu_memory_errors_from_xml() -> None:
+    d = _diag("nvidia-smi-q-x-2xh100-remap.xml")
+    errs = [f for f in d.findings if f.severity == "error"]
+    assert [f.what for f in errs] == ["GPU 1 (00000000:2A:00.0) memory: uncorrectable ECC errors, a row remap pending",
+                                      "GPU 1 (00000000:2A:00.0) slowed down: hw_slowdown, hw_power_brake_slowdown"]
+    assert errs[1].evidence[0].endswith(": GPU 1: throttle mask 0x88, SM 990 of 1980 MHz, 57 C")

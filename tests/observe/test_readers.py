@@ -232,3 +232,21 @@ def test_ibv_devinfo_ports() -> None:
         parse_ibv_devinfo(plain, "ibv.txt")
     with pytest.raises(SpecError, match="width must be NX"):
         parse_ibv_devinfo(text.replace("4X (2)", "wide"), "ibv.txt")
+
+
+def test_nvidia_smi_xml() -> None:
+    from slowlink.observe.nvsmi_xml import parse_nvidia_smi_xml
+
+    text = (DATA / "nvidia-smi-q-x-2xh100-remap.xml").read_text()
+    a, b = parse_nvidia_smi_xml(text, "q.xml")
+    assert (a.index, a.driver_version, a.temperature_c, a.sm_clock_mhz, a.power_w) == (0, "550.90.07", 41, 1980, 412.31)
+    assert a.throttle_reasons == () and not a.remap_pending and a.ecc_uncorrectable == 0
+    assert b.throttle_reasons == ("hw_slowdown", "hw_power_brake_slowdown") and b.throttle_mask == 0x88
+    assert b.remap_pending and b.ecc_uncorrectable == 1 and b.bus_id == "00000000:2A:00.0"
+    assert sniff(text) == "nvidia-smi-xml"
+    with pytest.raises(SpecError, match=r"q.xml:3: \(column \d+\) is not well-formed XML"):
+        parse_nvidia_smi_xml("<nvidia_smi_log>\n<gpu>\n</nvidia_smi_log>\n", "q.xml")
+    with pytest.raises(SpecError, match="root element"):
+        parse_nvidia_smi_xml("<log/>", "q.xml")
+    with pytest.raises(SpecError, match="no <gpu> element"):
+        parse_nvidia_smi_xml("<nvidia_smi_log></nvidia_smi_log>", "q.xml")

@@ -123,6 +123,7 @@ def check_gpus(inp: Inputs) -> list[Finding]:
     for src, gpus in inp.gpus:
         for g in gpus:
             n += 1
+            out += _memory(src, g)
             reasons = g.throttle_reasons
             if not reasons:
                 continue
@@ -132,12 +133,30 @@ def check_gpus(inp: Inputs) -> list[Finding]:
             temp = f", {g.temperature_c:g} C" if g.temperature_c is not None else ""
             out.append(Finding("gpu", "error" if hw else "warning",
                                f"GPU {g.index} ({g.bus_id or g.name}) slowed down: {', '.join(reasons)}",
-                               (f"{src}:{g.line}: throttle mask {g.throttle_mask:#x}{clock}{temp}",),
+                               (f"{_where(src, g)}: throttle mask {g.throttle_mask:#x}{clock}{temp}",),
                                "hardware slowdowns: check cooling, fans and the node's power supply; "
                                "a software power cap: check `nvidia-smi -q -d POWER` limits"))
     if n and not out:
-        out.append(Finding("gpu", "ok", f"{n} GPU(s) without clock slowdowns"))
+        out.append(Finding("gpu", "ok", f"{n} GPU(s) without clock slowdowns or memory errors"))
     return out
+
+
+def _where(src: str, g: GpuState) -> str:
+    """``file:line`` of a CSV row; ``file: GPU k`` for XML, which has no line per GPU."""
+    return f"{src}:{g.line}" if g.line else f"{src}: GPU {g.index}"
+
+
+def _memory(src: str, g: GpuState) -> list[Finding]:
+    """Uncorrectable ECC errors and row remapping (pending: reset the GPU; failure: replace it)."""
+    bad = [w for w, on in (("uncorrectable ECC errors", bool(g.ecc_uncorrectable)),
+                           ("a row remap pending", g.remap_pending), ("row remapping failed", g.remap_failure)) if on]
+    if not bad:
+        return []
+    return [Finding("gpu", "error", f"GPU {g.index} ({g.bus_id or g.name}) memory: {', '.join(bad)}",
+                    (f"{src}: GPU {g.index}: dram_uncorrectable {g.ecc_uncorrectable}, remapped_row_pending "
+                     f"{'Yes' if g.remap_pending else 'No'}, remapped_row_failure "
+                     f"{'Yes' if g.remap_failure else 'No'}",),
+                    "drain the node; reset the GPU for a pending remap, replace it when remapping failed")]
 
 
 def _versions(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
@@ -150,7 +169,7 @@ def _versions(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
 
     for src, gpus in inp.gpus:
         for g in gpus:
-            add("GPU driver", f"{src}:{g.line}", g.driver_version)
+            add("GPU driver", _where(src, g), g.driver_version)
     for src, ports in inp.ibstat:
         for p in ports:
             add(f"NIC firmware ({p.ca_type or 'unknown type'})", f"{src}: {p.ca}", p.firmware)

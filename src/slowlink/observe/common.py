@@ -18,6 +18,7 @@ _MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lspci", ("LnkSta:",)),
     ("ibstat", ("CA '",)),
     ("ibv_devinfo", ("hca_id:",)),
+    ("nvidia-smi-xml", ("<nvidia_smi_log",)),
     ("nvidia-smi", ("driver_version",)),
 )
 FORMATS = tuple(name for name, _ in _MARKERS)

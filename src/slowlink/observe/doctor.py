@@ -31,6 +31,7 @@ from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_ibv_devinfo, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
 from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
+from slowlink.observe.nvsmi_xml import parse_nvidia_smi_xml
 from slowlink.observe.pcie import parse_lspci
 from slowlink.observe.topo import parse_topo
 
@@ -77,7 +78,7 @@ _PARSERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ethtool": ("counters", parse_ethtool_stats), "lspci": ("pcie", parse_lspci),
     "ethtool-i": ("drivers", parse_ethtool_info), "nvidia-smi-topo": ("topo", parse_topo),
     "ibstat": ("ibstat", parse_ibstat), "ibv_devinfo": ("ibstat", parse_ibv_devinfo),
-    "nvidia-smi": ("gpus", parse_nvidia_smi_csv),
+    "nvidia-smi": ("gpus", parse_nvidia_smi_csv), "nvidia-smi-xml": ("gpus", parse_nvidia_smi_xml),
 }
 
 
@@ -104,7 +105,7 @@ def read_inputs(paths: list[Path]) -> Inputs:
         else:
             raise SpecError(f"doctor input ({src!r}) is not nccl-tests output, an NCCL_DEBUG=INFO log, ibstat, "
                             "ibv_devinfo, perfquery, ethtool -S or -i, lspci -vv output, nvidia-smi --query-gpu "
-                            "CSV or topo -m, or a slowlink record")
+                            "CSV, -q -x or topo -m, or a slowlink record")
     return Inputs(**{k: tuple(v) for k, v in acc.items()})
 
 

@@ -121,6 +121,9 @@ class GpuState:
     power_w: float | None
     throttle_mask: int | None
     line: int
+    ecc_uncorrectable: int | None = None  # volatile uncorrectable DRAM ECC errors (nvidia-smi -q -x)
+    remap_pending: bool = False  # a row remap waits for a GPU reset
+    remap_failure: bool = False  # no spare row left: the GPU needs replacing
 
     @property
     def throttle_reasons(self) -> tuple[str, ...]:
