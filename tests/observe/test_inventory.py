@@ -99,3 +99,11 @@ def test_inventory_on_this_machine() -> None:
     rec = json.loads(res.stdout)
     assert rec["python"] and rec["kernel"] and rec["torch"] and rec["gloo"] is True
     assert isinstance(rec["nics"], list) and isinstance(rec["gpus"], int)
+
+
+def test_tbf_rate_parsed_from_tc() -> None:
+    from slowlink.observe.inventory import tbf_rate_mbit_s
+
+    assert tbf_rate_mbit_s("qdisc tbf 8001: root refcnt 2 rate 50Mbit burst 64Kb lat 50ms") == 50.0
+    assert tbf_rate_mbit_s("qdisc tbf 8001: root refcnt 2 rate 1Gbit burst 64Kb lat 50ms") == 1000.0
+    assert tbf_rate_mbit_s("qdisc noqueue 0: root refcnt 2") is None

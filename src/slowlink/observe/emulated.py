@@ -23,7 +23,7 @@ from slowlink import units
 from slowlink.emulate.plan import Plan
 from slowlink.errors import EmulationError
 from slowlink.observe.checks import Finding
-from slowlink.observe.inventory import shaped_rates_mbit_s
+from slowlink.observe.inventory import tbf_rate_mbit_s
 
 PROBE_SIZE_BYTES = 4 * units.MiB  # bandwidth-bound at the emulated rates (0.3-1 s at 100 Mbit/s), like issue 13
 PROBE_ITERS = 2
@@ -34,16 +34,11 @@ def node_links(plan: Plan) -> list[Any]:
     return [x for x in plan.links if x.name.startswith("n")]
 
 
-def shaped_mbit_s(plan: Plan, link: Any) -> float | None:
-    """The tbf rate link's node end is shaped to, read inside the node's namespace."""
-    res = subprocess.run(["ip", "netns", "exec", link.a, sys.executable, "-c",
-                          "import json,sys;from slowlink.observe.inventory import shaped_rates_mbit_s as f;"
-                          f"print(json.dumps(f([{link.dev_a!r}])))"],
-                         capture_output=True, text=True, check=False, timeout=60, env=_env())
-    if res.returncode != 0:
-        raise EmulationError(f"reading the shaper of {link.name} failed: {res.stderr.strip()[-300:]}")
-    rates: dict[str, float] = json.loads(res.stdout)
-    return rates.get(link.dev_a)
+def shaped_mbit_s(link: Any) -> float | None:
+    """The tbf rate the link's node end is shaped to (``tc qdisc show`` inside the node's namespace)."""
+    from slowlink.emulate.net import nsx
+
+    return tbf_rate_mbit_s(nsx(link.a, "tc", "qdisc", "show", "dev", link.dev_a).stdout)
 
 
 def _env() -> dict[str, str]:
@@ -58,7 +53,7 @@ def check_shapers(plan: Plan, tolerance: float) -> list[Finding]:
     out = []
     links = node_links(plan)
     for link in links:
-        got = shaped_mbit_s(plan, link)
+        got = shaped_mbit_s(link)
         if got is not None and got < nominal * (1 - tolerance):
             out.append(Finding("link", "error", f"link {link.name} ({link.a} {link.dev_a}) is shaped to {got:g} "
                                f"Mbit/s, below its nominal {nominal:g} Mbit/s",
@@ -156,4 +151,4 @@ def inventory(run_id: str) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["check_collective", "check_shapers", "check_throughput", "inventory", "probe", "shaped_rates_mbit_s"]
+__all__ = ["check_collective", "check_shapers", "check_throughput", "inventory", "probe"]

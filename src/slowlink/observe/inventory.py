@@ -76,6 +76,12 @@ _TBF_RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMG]?)bit\b")
 _RATE_UNITS = {"": 1e-6, "K": 1e-3, "M": 1.0, "G": 1e3}
 
 
+def tbf_rate_mbit_s(tc_output: str) -> float | None:
+    """The rate of the tbf qdisc in ``tc qdisc show`` output, Mbit/s (None when there is none)."""
+    m = _TBF_RATE.search(tc_output)
+    return float(m.group(1)) * _RATE_UNITS[m.group(2)] if m else None
+
+
 def shaped_rates_mbit_s(devices: list[str]) -> dict[str, float]:
     """The tbf rate (``tc qdisc show dev X``) each device is shaped to, Mbit/s, where one is set."""
     if shutil.which("tc") is None:
@@ -84,9 +90,9 @@ def shaped_rates_mbit_s(devices: list[str]) -> dict[str, float]:
     for dev in devices:
         res = subprocess.run(["tc", "qdisc", "show", "dev", dev], capture_output=True, text=True, check=False,
                              timeout=10)
-        m = _TBF_RATE.search(res.stdout)
-        if m:
-            out[dev] = float(m.group(1)) * _RATE_UNITS[m.group(2)]
+        rate = tbf_rate_mbit_s(res.stdout)
+        if rate is not None:
+            out[dev] = rate
     return out
 
 
