@@ -107,3 +107,15 @@ def test_tbf_rate_parsed_from_tc() -> None:
     assert tbf_rate_mbit_s("qdisc tbf 8001: root refcnt 2 rate 50Mbit burst 64Kb lat 50ms") == 50.0
     assert tbf_rate_mbit_s("qdisc tbf 8001: root refcnt 2 rate 1Gbit burst 64Kb lat 50ms") == 1000.0
     assert tbf_rate_mbit_s("qdisc noqueue 0: root refcnt 2") is None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_inventory_gathered_over_a_gloo_job() -> None:
+    """--gather: every rank's record all-gathered (here 2 local ranks; under torchrun, the job's ranks)."""
+    pytest.importorskip("torch")
+    res = runner.invoke(app, ["inventory", "--gather", "--nproc", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert len(d["nodes"]) == 2 and d["mismatches"] == {}
+    assert d["nodes"][0]["host"].endswith(":r0") and d["nodes"][1]["host"].endswith(":r1")

@@ -131,15 +131,23 @@ def doctor(
 def inventory(
     nodes: list[Path] = _NODE_FILES,
     emulated: str | None = typer.Option(None, "--emulated", help="Collect in every node of this emulated run."),
+    gather: bool = typer.Option(False, "--gather", help="Collect on every rank of this torchrun/Slurm job (gloo)."),
+    nproc: int | None = typer.Option(None, "--nproc", help="--gather outside torchrun: local ranks to start."),
     as_json: bool = _JSON,
 ) -> None:
     """This node's versions, NICs, IB ports and GPUs; across nodes, what differs (exit 1 when anything does)."""
     from slowlink.observe.inventory import COMPARED, collect, load_node, mismatches
     from slowlink.report.observe import inventory_table
 
-    if nodes and emulated is not None:
-        raise typer.BadParameter("give --nodes or --emulated, not both")
-    if emulated is not None:
+    if sum((bool(nodes), emulated is not None, gather)) > 1:
+        raise typer.BadParameter("give one of --nodes, --emulated and --gather")
+    if gather:
+        from slowlink.bench.launch import run
+
+        records = run("slowlink.observe.inventory:gather_rank", None, nproc, "gloo", 120.0)
+        if records is None:  # not rank 0
+            return
+    elif emulated is not None:
         from slowlink.observe.emulated import inventory as emulated_inventory
 
         records = emulated_inventory(emulated)

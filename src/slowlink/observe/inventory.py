@@ -155,6 +155,20 @@ def mismatches(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def gather_rank(_arg: Any, ctx: Any) -> list[dict[str, Any]]:
+    """One rank of ``slowlink inventory --gather`` (``bench.launch.run``'s target, under torchrun or Slurm): every
+    rank's record, all-gathered over the job's process group; a host with several ranks is named ``host:rN``."""
+    import torch.distributed as dist
+
+    recs: list[Any] = [None] * ctx.world
+    dist.all_gather_object(recs, collect())
+    hosts = [r["host"] for r in recs]
+    for k, r in enumerate(recs):
+        if hosts.count(r["host"]) > 1:
+            r["host"] = f"{r['host']}:r{k}"
+    return recs
+
+
 def load_node(path: Path) -> dict[str, Any]:
     """A node's record written by ``slowlink inventory --json`` (a JSON object with ``host``)."""
     from slowlink.errors import SpecError
