@@ -14,9 +14,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from slowlink.bench.nccl_tests import parse_nccl_tests
 from slowlink.observe.exporter import ResultsCollector
 from slowlink.observe.nccl_log import parse_nccl_log
-from slowlink.observe.nccl_tests import parse_nccl_tests
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "observe"
 GOALS_S = {"nccl-log 1024 ranks": 2.0, "nccl-tests 60 rows": 0.05, "exporter scrape 64 files": 1.0}

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from slowlink.bench.compare import Tolerance, compare_records
+from slowlink.bench.nccl_tests import load_nccl_tests, parse_nccl_tests, to_record
 from slowlink.bench.record import load_record
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import SpecError
 from slowlink.observe.common import sniff
 from slowlink.observe.hardware import load_ibstat, load_nvidia_smi, parse_ibstat, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import load_nccl_log, parse_nccl_log, transport_class
-from slowlink.observe.nccl_tests import load_nccl_tests, parse_nccl_tests, to_record
 
 DATA = Path(__file__).parents[1] / "data" / "observe"
 H100 = DATA / "nccl-tests-2.13-all_reduce-2x8-h100.txt"

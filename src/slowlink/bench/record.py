@@ -200,7 +200,7 @@ def load_record(path: Path | str) -> dict[str, Any]:
         raise SpecError(f"result ({str(p)!r}) does not exist or is not a file")
     text = read_text(p, "result")
     if not text.lstrip().startswith(("{", "[")):
-        from slowlink.observe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests, to_record
+        from slowlink.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests, to_record
 
         if looks_like_nccl_tests(text):  # nccl-tests stdout, read as a collectives record
             return check_record(to_record(parse_nccl_tests(text, str(p)), str(p)), str(p))

@@ -32,8 +32,8 @@ def read_nccl_tests(
     as_json: bool = _JSON,
 ) -> None:
     """nccl-tests stdout (all_reduce_perf...) as a slowlink collectives record: compare/calibrate read it too."""
+    from slowlink.bench.nccl_tests import load_nccl_tests, to_record
     from slowlink.bench.record import check_record
-    from slowlink.observe.nccl_tests import load_nccl_tests, to_record
     from slowlink.report.bench import collectives_table
 
     run = load_nccl_tests(file, op, ranks)

@@ -2,5 +2,6 @@
 diagnose bottom-up (``doctor``), collect an inventory, and export metrics for Prometheus.
 
 Every reader is a pure function ``parse_*(text, source)`` that returns a frozen record or raises
-:class:`slowlink.errors.SpecError` naming the line and its content.
+:class:`slowlink.errors.SpecError` naming the line and its content. nccl-tests output is read by
+:mod:`slowlink.bench.nccl_tests`, beside the other result formats (observe imports bench, never the reverse).
 """

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slowlink.bench.nccl_tests import NcclTestsRun
 from slowlink.observe.counters import Counters
 from slowlink.observe.hardware import GpuState, IbPort, NicDriver
 from slowlink.observe.nccl_log import NcclLog
-from slowlink.observe.nccl_tests import NcclTestsRun
 from slowlink.observe.pcie import PcieLink
 from slowlink.observe.topo import GDR_PATHS, GpuNics
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slowlink.errors import SpecError
+from slowlink.errors import SpecError, line_error
 
 # (format, a marker only that format prints). Order matters: an nccl-tests run with NCCL_DEBUG=INFO holds NCCL
 # log lines too, and is read as a table (its log lines are read by the log reader when asked).
@@ -35,17 +35,12 @@ def read_input(path: Path | str, what: str) -> str:
         raise SpecError(f"{what} ({str(p)!r}) cannot be read: {exc.strerror}") from None
 
 
-def line_error(source: str, lineno: int, line: str, rule: str) -> SpecError:
-    """``source:LINE: rule: 'content'`` — the house style with the line as the field."""
-    text = line.strip()
-    if len(text) > 120:
-        text = text[:117] + "..."
-    return SpecError(f"{source}:{lineno}: ({text!r}) {rule}")
-
-
 def sniff(text: str) -> str | None:
     """The format of ``text`` (one of :data:`FORMATS`), or None when none of their markers appears."""
     for name, marks in _MARKERS:
         if any(m in text for m in marks):
             return name
     return None
+
+
+__all__ = ["FORMATS", "line_error", "read_input", "sniff"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from slowlink import units
+from slowlink.bench.nccl_tests import parse_nccl_tests, to_record
 from slowlink.errors import SpecError
 from slowlink.observe.checks import (
     LAYERS,
@@ -30,7 +31,6 @@ from slowlink.observe.common import read_input, sniff
 from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 from slowlink.observe.hardware import parse_ethtool_info, parse_ibstat, parse_ibv_devinfo, parse_nvidia_smi_csv
 from slowlink.observe.nccl_log import parse_nccl_log
-from slowlink.observe.nccl_tests import parse_nccl_tests, to_record
 from slowlink.observe.nvsmi_xml import parse_nvidia_smi_xml
 from slowlink.observe.pcie import parse_lspci
 from slowlink.observe.topo import parse_topo

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from slowlink.collectives.ops import OPS
-from slowlink.errors import SpecError
-from slowlink.observe.common import line_error, read_input
+from slowlink.errors import SpecError, line_error
+from slowlink.fileio import read_text
 
 # nccl-tests binary stem -> slowlink op (binaries: the Makefile's list in src/Makefile of nccl-tests).
 BINARIES: dict[str, str] = {
@@ -208,7 +208,7 @@ def to_record(run: NcclTestsRun, source: str) -> dict[str, Any]:
 
 def load_nccl_tests(path: Path | str, op: str | None = None, ranks: int | None = None) -> NcclTestsRun:
     """Read and parse an nccl-tests output file."""
-    return parse_nccl_tests(read_input(path, "nccl-tests output"), str(path), op, ranks)
+    return parse_nccl_tests(read_text(path, "nccl-tests output"), str(path), op, ranks)
 
 
 def looks_like_nccl_tests(text: str) -> bool:
