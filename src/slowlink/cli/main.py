@@ -62,10 +62,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
     "find-slow": ("slowlink.cli.slow", "Name the slow link or node from per-link bandwidth and latency probes; "
                   "time a collective before and after."),
+    "read": ("slowlink.cli.observe",
+             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool counters, "
+             "nvidia-smi CSV."),
+    "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
+               "exit 0 clean, 1 warnings, 3 errors."),
+    "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "
+                 "every scrape) until interrupted."),
+    "inventory": ("slowlink.cli.observe", "This node's versions, NICs, IB ports and GPUs; across nodes, what "
+                  "differs (exit 1 when anything does)."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow")
+         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow",
+         "slowlink.cli.observe")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
