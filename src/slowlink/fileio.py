@@ -31,6 +31,9 @@ DOCS = {
     "scenario": "docs/sim.md#scenarios-slowlink-simulate",
     "record": "docs/bench.md#records-baselines-compare",
     "calibration": "docs/bench.md#calibration",
+    "prices": "docs/cost.md#prices-costdatapricesyaml",
+    "search": "docs/cost.md#the-design-space-slowlink-search",
+    "share": "docs/share.md#scenario-keys",
 }
 
 # Top-level keys only one kind of file has: what a file given in the wrong place most likely is.
@@ -39,6 +42,7 @@ _KIND_KEYS = {
     "workload": ("model", "training", "parallel", "overlap"),
     "scenario": ("traffic",),
     "record": ("rows", "kind"),
+    "share": ("policies",),
 }
 
 MAX_VALUE_CHARS = 60  # longest input value an error message repeats; longer ones are cut with "..."

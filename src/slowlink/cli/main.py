@@ -50,10 +50,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
     "reshard": ("slowlink.cli.storage", "Reshard a directory of small files into webdataset tar shards with an "
                 "index, verified and resumable."),
+    "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "
+            "capex, power and network share."),
+    "cost": ("slowlink.cli.cost",
+             "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
+    "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
+               "front of cost vs time to train."),
+    "share": ("slowlink.cli.share",
+              "Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."),
+    "degraded": ("slowlink.cli.slow",
+                 "What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."),
+    "jitter": ("slowlink.cli.slow",
+               "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
+    "find-slow": ("slowlink.cli.slow", "Name the slow link or node from per-link bandwidth and latency probes; "
+                  "time a collective before and after."),
+    "read": ("slowlink.cli.observe",
+             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool counters, "
+             "nvidia-smi CSV."),
+    "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
+               "exit 0 clean, 1 warnings, 3 errors."),
+    "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "
+                 "every scrape) until interrupted."),
+    "inventory": ("slowlink.cli.observe", "This node's versions, NICs, IB ports and GPUs; across nodes, what "
+                  "differs (exit 1 when anything does)."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow",
+         "slowlink.cli.observe")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

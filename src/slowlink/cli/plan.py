@@ -92,8 +92,11 @@ def plan_cmd(
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
+        from slowlink.straggler.degraded import plan_degraded_by
+
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
-              for key, r, adv, st in zip(names, results, advice, stor, strict=True)}
+              | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
+              for (key, c, *_), r, adv, st in zip(fits, results, advice, stor, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
         return

@@ -103,6 +103,7 @@ def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
     lat = proto.base_lat_s("ring", p) + (steps - inter) * intra + inter * net
     if p == "Simple" and d > 1 and op == "all_reduce":
         lat *= c.RING_SIMPLE_PLATEAU
+    lat += inter * links.degraded.extra_hop_lat_s  # a delayed node's share of each network hop (degraded.py)
     if op in ("all_reduce", "all_gather", "reduce_scatter"):
         # every rank sends size / n per step, all at once: no link waits for another, no fill. The step wait
         # was measured on one NVLink node only (constants.RING_STEP_WAIT_US); across domains it is not
@@ -127,7 +128,7 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
     depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
     intra = proto.hop_lat_s(links.intra_hw, "tree", p)
-    net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale)
+    net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     lat = proto.base_lat_s("tree", p) + 2 * ((links.ranks_per_domain - 1) * intra
                                               + int(math.log2(links.domains)) * net)
     t = lat + size / algbw + tree_fill_s(depth, size, p, algbw)
@@ -209,8 +210,8 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
     net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * (1.0 if links.domains == 2 else c.TREE_ALGBW_RATIO)
     net_s = size / net_bw
     loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
-    lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * proto.hop_lat_s(
-        "net", "nvls_tree", p, links.net_lat_scale)
+    lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * (proto.hop_lat_s(
+        "net", "nvls_tree", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s)
     where = "network" if net_s > bytes_s else "scale-up"
     t = lat + max(bytes_s, net_s) + fill + 2 * levels * loop / net_bw
     return Candidate("nvls_tree", p, t, lat, min(bw, net_bw), where)
@@ -228,7 +229,8 @@ def pat(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | No
     bus, where = bus_link(links)
     bw = proto.ring_bw(bus, p, op, True, True, arch) * c.PAT_BW_FACTOR
     lat = (proto.base_lat_s("pat", p)
-           + math.log2(links.domains) * proto.hop_lat_s("net", "pat", p, links.net_lat_scale) / c.PAT_LOG_LAT_DIVISOR
+           + math.log2(links.domains) * (proto.hop_lat_s("net", "pat", p, links.net_lat_scale) / c.PAT_LOG_LAT_DIVISOR
+                                        + links.degraded.extra_hop_lat_s)
            + links.ranks * c.PAT_LAT_PER_RANK_US * c.US)
     t = lat + size * busbw_factor(op, links.ranks) / bw
     return Candidate("pat", p, t, lat, bw, where)
@@ -246,7 +248,7 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     intra_bw = proto.ring_bw(links.intra_bw_bytes_s, p, op, False, False, arch)
     net_bw = proto.ring_bw(links.net_bw_bytes_s, p, op, True, False, arch)
     hop_i = proto.hop_lat_s(links.intra_hw, "ring", p)
-    hop_n = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+    hop_n = proto.hop_lat_s("net", "ring", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     intra_phases = 2 if op == "all_reduce" else 1
     inter_factor = 2.0 * (d - 1) / d if op == "all_reduce" else (d - 1) / d
     t_intra = intra_phases * ((r - 1) * hop_i + (r - 1) / r * size / intra_bw
@@ -270,7 +272,7 @@ def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
     t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
     t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
     hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
-    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale)
+    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
     bw_term = max(t_in, t_net)
     where = "network" if t_net >= t_in else "scale-up"
     return Candidate("p2p", p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)
@@ -286,7 +288,7 @@ def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) 
         bw, where = links.net_bw_bytes_s / max(1, nics_per_node), "network"
         if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < bw:
             bw, where = links.intra_bw_bytes_s, "scale-up"
-        hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+        hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     else:
         bw, where, hop = links.intra_bw_bytes_s, "scale-up", proto.hop_lat_s(links.intra_hw, "ring", p)
     bw = proto.ring_bw(bw, p, "send_recv", links.domains > 1, links.ranks_per_domain < 2, arch)
