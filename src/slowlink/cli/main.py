@@ -47,10 +47,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "goodput": ("slowlink.cli.goodput", "Time and GPU-hours to train a token budget: MTTF, checkpoint interval, "
+                "ETTR and the days each loss costs."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage")
+         "slowlink.cli.storage", "slowlink.cli.goodput")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

@@ -15,6 +15,7 @@ from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
 from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
 
 # Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
@@ -138,6 +139,8 @@ class ClusterSpec(BaseModel):
     placement: PlacementSpec = Field(default_factory=PlacementSpec, description="Rank placement.")
     catalog: list[str] = Field(default_factory=list, description="Extra catalog files, relative to this file.")
     calibration: str | None = Field(None, description="A calibrated profile from `slowlink calibrate`.")
+    reliability: ReliabilitySpec | None = Field(
+        None, description="Failure rates and recovery times (docs/goodput.md); absent: the defaults.")
 
     @model_validator(mode="after")
     def _domain(self) -> ClusterSpec:
