@@ -98,3 +98,14 @@ def test_goodput_needs_storage_or_overrides(tmp_path: Path) -> None:
     p = tmp_path / "bare.yaml"
     p.write_text(text[: text.index("\nstorage:")] + "\n")
     _fails(["goodput", str(p), str(WORKLOAD), "--steps", "10"], "storage (None)", "reliability.restore_s")
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--fault", "melt"], ("--fault ('melt') must be one of kill-rank, kill-node, hang, exception",)),
+    (["--nproc", "1"], ("--nproc (1) must be >= 2",)),
+    (["--fault-step", "0"], ("--fault-step (0) must be between 1",)),
+    (["--fault-phase", "save", "--fault-step", "4"], ("must be a checkpoint step",)),
+    (["--max-restarts", "-2"], ("--max-restarts (-2) must be >= 0",)),
+])
+def test_drill_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
+    _fails(["drill", *args], *needles)

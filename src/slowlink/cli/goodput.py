@@ -64,7 +64,41 @@ def validate_goodput(as_json: bool = _JSON) -> None:
     out.print(error_summary(cs))
 
 
+@clean_errors
+def drill_cmd(
+    nproc: int = typer.Option(2, "--nproc", help="Local ranks (gloo on CPU)."),
+    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang or exception."),
+    fault_step: int = typer.Option(5, "--fault-step", help="Steps completed when the fault strikes."),
+    fault_rank: int = typer.Option(1, "--fault-rank", help="The rank that fails (kill-node: its node)."),
+    fault_phase: str = typer.Option("step", "--fault-phase", help="step, or save: strike as a checkpoint "
+                                    "begins (a torn checkpoint)."),
+    steps: int = typer.Option(8, "--steps", help="Training steps of the job."),
+    checkpoint_every: int = typer.Option(3, "--checkpoint-every", help="Steps between checkpoints."),
+    max_restarts: int = typer.Option(2, "--max-restarts", help="torchrun's elastic restarts."),
+    every_attempt: bool = typer.Option(False, "--every-attempt", help="Strike on every attempt (cannot recover)."),
+    pg_timeout: float = typer.Option(10.0, "--pg-timeout", help="Process group timeout, s (detects a hang)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock limit of each run, s."),
+    as_json: bool = _JSON,
+) -> None:
+    """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
+    from slowlink.reliability.drill import DrillConfig, run_drill
+    from slowlink.report.goodput import drill_lines, drill_table
+
+    cfg = DrillConfig(nproc, steps, checkpoint_every, fault, fault_step, fault_rank, fault_phase, None,
+                      max_restarts, every_attempt, pg_timeout, timeout)
+    r = run_drill(cfg)
+    if as_json:
+        print_json(r.to_json())
+    else:
+        out.print(drill_table(r))
+        for line in drill_lines(r):
+            out.print(line, soft_wrap=True)
+    if not r.ok:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
     app.command("goodput")(goodput_cmd)
+    app.command("drill")(drill_cmd)
     validate_app.command("goodput")(validate_goodput)

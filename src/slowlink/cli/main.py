@@ -49,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
     "goodput": ("slowlink.cli.goodput", "Time and GPU-hours to train a token budget: MTTF, checkpoint interval, "
                 "ETTR and the days each loss costs."),
+    "drill": ("slowlink.cli.goodput", "Kill, hang or break a rank of a real torchrun job; check it resumes "
+              "bit-identical, losing no committed step."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",

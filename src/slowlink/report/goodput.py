@@ -12,6 +12,7 @@ from slowlink import units
 DAY_S = 24 * units.HOUR
 
 if TYPE_CHECKING:
+    from slowlink.reliability.drill import DrillResult
     from slowlink.reliability.goodput import Goodput
     from slowlink.reliability.validate import ReliabilityCase
 
@@ -84,3 +85,27 @@ def error_summary(cases: list[ReliabilityCase]) -> str:
         return "reliability error: no scored case"
     return (f"reliability error: mean {sum(scored) / len(scored):.1%}, max {max(scored):.1%} over {len(scored)} "
             "scored cases")
+
+
+def drill_table(r: DrillResult) -> Table:
+    """Measured recovery phases next to the recovery model's prediction, and the verdict's facts."""
+    js = r.to_json()
+    pred = {"detect_s": r.predicted.detect_s, "restart_s": r.predicted.restart_s, "restore_s": r.predicted.restore_s,
+            "recompute_s": r.predicted_recompute_s}
+    table = Table(title=f"fault drill: {r.fault}, {r.restarts} restart(s)")
+    for col in ("phase", "measured (s)", "predicted (s)"):
+        table.add_column(col, justify="right" if col != "phase" else "left")
+    for k in ("detect_s", "restart_s", "restore_s", "recompute_s"):
+        m = js[k]
+        table.add_row(k.removesuffix("_s"), f"{m:.2f}" if isinstance(m, float) else "-", f"{pred[k]:.2f}")
+    tot = r.measured_recovery_s
+    table.add_row("recovery", "-" if tot is None else f"{tot:.2f}", f"{r.predicted_recovery_s:.2f}")
+    return table
+
+
+def drill_lines(r: DrillResult) -> list[str]:
+    """The verdict: recovered, state equal, steps lost, and the reason."""
+    return [f"recovered: {'yes' if r.recovered else 'no'}; final state bit-identical to the uninterrupted run: "
+            f"{'yes' if r.state_equal else 'no'}; committed steps lost: {r.committed_steps_lost}; uncommitted steps "
+            f"lost (recomputed): {r.uncommitted_steps_lost}",
+            f"{'PASS' if r.ok else 'FAIL'}: {r.reason}"]
