@@ -109,3 +109,18 @@ def test_goodput_needs_storage_or_overrides(tmp_path: Path) -> None:
 ])
 def test_drill_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
     _fails(["drill", *args], *needles)
+
+
+def test_plan_shows_goodput_only_with_a_token_budget(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(WORKLOAD), "--json"])
+    assert res.exit_code == 0 and "goodput" not in json.loads(res.output)
+    w = tmp_path / "w.yaml"
+    w.write_text(WORKLOAD.read_text().replace("grad_comm_dtype: bf16}", "grad_comm_dtype: bf16, tokens: 1T}"))
+    js = json.loads(runner.invoke(app, ["plan", str(CLUSTER), str(w), "--json"]).output)
+    assert set(js["goodput"]) >= CONTRACT
+    text = runner.invoke(app, ["plan", str(CLUSTER), str(w)]).output
+    assert "goodput: 1e+12 tokens in" in text
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(CLUSTER.read_text()[: CLUSTER.read_text().index("\nstorage:")] + "\n")
+    js = json.loads(runner.invoke(app, ["plan", str(bare), str(w), "--json"]).output)
+    assert "storage (None)" in js["goodput"]["unavailable"]

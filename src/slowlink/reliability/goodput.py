@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from slowlink import units
-from slowlink.errors import SpecError
+from slowlink.errors import SlowlinkError, SpecError
 from slowlink.reliability.ettr import (
     EttrInputs,
     SegmentTimes,
@@ -204,3 +204,14 @@ def goodput(w: Workload, cluster: Cluster, step: StepResult, tokens: float | Non
                    ettr_closed_form(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec)), rec, ck, segment_times(p),
                    fm.planned_rate_per_h(gpus, gpn), parts, fm.shares(gpus, gpn),
                    size_sweep(fm, gpn, ck, fm.restart_s, step_s))
+
+
+def plan_goodput(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> Goodput | str | None:
+    """For ``slowlink plan``: None when the workload names no token budget, else its goodput, or why it cannot
+    be computed (e.g. a cluster without storage)."""
+    if w.training.tokens is None:
+        return None
+    try:
+        return goodput(w, cluster, step, data_stall_s=data_stall_s)
+    except SlowlinkError as exc:
+        return str(exc)
