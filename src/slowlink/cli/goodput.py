@@ -78,6 +78,8 @@ def drill_cmd(
     every_attempt: bool = typer.Option(False, "--every-attempt", help="Strike on every attempt (cannot recover)."),
     pg_timeout: float = typer.Option(10.0, "--pg-timeout", help="Process group timeout, s (detects a hang)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock limit of each run, s."),
+    shutdown_timeout: int = typer.Option(30, "--shutdown-timeout", help="torchrun's grace between SIGTERM and "
+                                         "SIGKILL of the ranks on a restart, s (its default: 30)."),
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
@@ -85,7 +87,7 @@ def drill_cmd(
     from slowlink.report.goodput import drill_lines, drill_table
 
     cfg = DrillConfig(nproc, steps, checkpoint_every, fault, fault_step, fault_rank, fault_phase, None,
-                      max_restarts, every_attempt, pg_timeout, timeout)
+                      max_restarts, every_attempt, pg_timeout, timeout, 0, shutdown_timeout)
     r = run_drill(cfg)
     if as_json:
         print_json(r.to_json())

@@ -15,8 +15,9 @@ restart = the new attempt's process group ready - detection; restore = checkpoin
 recompute = the fault step reached again - restore. Predicted, by the recovery model
 (:class:`~slowlink.reliability.recovery.RecoveryCost`) fed with the reference run's own measurements:
 detect = the process group timeout for a hang, else 0 (a dead peer closes its sockets); restart = the
-reference's launch-to-group-ready; restore = the reference's checkpoint save time; recompute = the
-uncommitted steps x the reference's step time.
+reference's launch-to-group-ready (plus, for a hang, torchrun's ``--shutdown-timeout``: a stopped rank
+ignores the agent's SIGTERM and goes only at the SIGKILL that follows); restore = the reference's checkpoint
+save time; recompute = the uncommitted steps x the reference's step time.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class DrillConfig:
     pg_timeout_s: float = 10.0
     timeout_s: float = 300.0
     seed: int = 0
+    shutdown_timeout_s: int = 30  # torchrun --shutdown-timeout: SIGTERM's grace before SIGKILL (its default)
 
     def check(self) -> None:
         def bad(flag: str, value: object, rule: str) -> SpecError:
@@ -84,6 +86,8 @@ class DrillConfig:
             raise bad("max-restarts", self.max_restarts, "must be >= 0")
         if self.pg_timeout_s <= 0 or self.timeout_s <= 0:
             raise bad("timeout", min(self.pg_timeout_s, self.timeout_s), "must be > 0 seconds")
+        if self.shutdown_timeout_s < 0:
+            raise bad("shutdown-timeout", self.shutdown_timeout_s, "must be >= 0 seconds")
 
     def victims(self) -> list[int]:
         if self.fault != "kill-node":
@@ -110,7 +114,8 @@ class Launch:
 
 def _torchrun(cfg: DrillConfig, port: int, config_path: Path) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(cfg.nproc),
-            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1", "--rdzv-backend", "c10d",
+            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
+            "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"drill-{uuid.uuid4().hex[:8]}",
             "-m", "slowlink.reliability.drill_worker", str(config_path)]
 
@@ -134,18 +139,26 @@ def _reap(proc: subprocess.Popen[bytes], pids: list[int]) -> list[int]:
     return left
 
 
-def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
-    """Run the job once under torchrun in ``work/tag`` and collect what its ranks wrote."""
-    from slowlink.bench.launch import free_port
-
-    out = work / tag
+def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[str, ...] = FAULTS) -> Path:
+    """Write the ranks' configuration into a new directory ``out``; the fault only when ``faulty`` and the
+    ranks strike it themselves (``in_rank_faults``)."""
     out.mkdir(parents=True)
-    conf = {"steps": cfg.steps, "checkpoint_every": cfg.checkpoint_every, "fault": cfg.fault if faulty else "none",
+    fault = cfg.fault if faulty and cfg.fault in in_rank_faults else "none"
+    conf = {"steps": cfg.steps, "checkpoint_every": cfg.checkpoint_every, "fault": fault,
             "fault_step": cfg.fault_step, "fault_phase": cfg.fault_phase, "victims": cfg.victims(),
             "every_attempt": cfg.every_attempt, "pg_timeout_s": cfg.pg_timeout_s, "seed": cfg.seed,
             "model": SMALL_MODEL, "out": str(out), "checkpoint_dir": str(out / "ckpt")}
     path = out / "config.json"
     path.write_text(json.dumps(conf))
+    return path
+
+
+def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
+    """Run the job once under torchrun in ``work/tag`` and collect what its ranks wrote."""
+    from slowlink.bench.launch import free_port
+
+    out = work / tag
+    path = job_config(cfg, out, faulty)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     log = out / "torchrun.log"
     t0 = time.time()
@@ -255,7 +268,9 @@ def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCo
     steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
     step_s = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 1 else 0.0
     detect = cfg.pg_timeout_s if cfg.fault == "hang" else 0.0
-    rec = RecoveryCost(detect, ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)
+    # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
+    stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
+    rec = RecoveryCost(detect, stop + ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)
     return rec, uncommitted * step_s
 
 
@@ -294,15 +309,21 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
         work = Path(tmp)
         ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
         run = launch(cfg, work, "drill", faulty=True)
-        t_fault = _first(run.of("fault", 0)) or float("inf")
-        commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
-        done0 = [e["step"] for e in run.of("step", 0) if e["rank"] == 0 and e["t"] <= t_fault]
-        last_commit, at_fault = max(commits0, default=0), max(done0, default=0)
-        restored = [e["step"] for e in run.of("restored") if e["attempt"] > 0 and e["rank"] == 0]
-        committed_lost = max(0, last_commit - min(restored)) if restored else 0
-        recovered = run.rc == 0 and bool(run.of("done"))
-        equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
-        rec, recompute = predict(cfg, ref, at_fault - last_commit)
-        return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
-                           measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
-                           run.leftover_pids + ref.leftover_pids)
+        return summarize(cfg, ref, run)
+
+
+def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
+    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction."""
+    faults = run.of("fault", 0)
+    t_fault = _first(faults) or float("inf")
+    commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
+    last_commit = max(commits0, default=0)
+    at_fault = faults[0]["step"] if faults else 0  # steps completed when the fault struck
+    restored = [e["step"] for e in run.of("restored") if e["attempt"] > 0 and e["rank"] == 0]
+    committed_lost = max(0, last_commit - min(restored)) if restored else 0
+    recovered = run.rc == 0 and bool(run.of("done"))
+    equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
+    rec, recompute = predict(cfg, ref, at_fault - last_commit)
+    return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
+                       measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
+                       run.leftover_pids + ref.leftover_pids)
