@@ -64,10 +64,15 @@ def validate_goodput(as_json: bool = _JSON) -> None:
     out.print(error_summary(cs))
 
 
+_EMULATED = typer.Option(None, "--emulated", help="Drill on the emulated cluster of this cluster file, one rank "
+                         "per node namespace (root); enables cut-link.")
+
+
 @clean_errors
 def drill_cmd(
     nproc: int = typer.Option(2, "--nproc", help="Local ranks (gloo on CPU)."),
-    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang or exception."),
+    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, or cut-link "
+                              "(--emulated)."),
     fault_step: int = typer.Option(5, "--fault-step", help="Steps completed when the fault strikes."),
     fault_rank: int = typer.Option(1, "--fault-rank", help="The rank that fails (kill-node: its node)."),
     fault_phase: str = typer.Option("step", "--fault-phase", help="step, or save: strike as a checkpoint "
@@ -80,6 +85,8 @@ def drill_cmd(
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock limit of each run, s."),
     shutdown_timeout: int = typer.Option(30, "--shutdown-timeout", help="torchrun's grace between SIGTERM and "
                                          "SIGKILL of the ranks on a restart, s (its default: 30)."),
+    emulated: Path | None = _EMULATED,
+    nodes: int | None = typer.Option(None, "--nodes", help="--emulated: nodes to emulate (default: the file's)."),
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
@@ -88,7 +95,14 @@ def drill_cmd(
 
     cfg = DrillConfig(nproc, steps, checkpoint_every, fault, fault_step, fault_rank, fault_phase, None,
                       max_restarts, every_attempt, pg_timeout, timeout, 0, shutdown_timeout)
-    r = run_drill(cfg)
+    if emulated is not None:
+        from slowlink.reliability.drill_emulate import run_emulated_drill
+
+        r = run_emulated_drill(cfg, emulated, nodes)
+    elif nodes is not None:
+        raise SpecError(f"--nodes ({nodes}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
+    else:
+        r = run_drill(cfg)
     if as_json:
         print_json(r.to_json())
     else:

@@ -14,7 +14,7 @@ Measured, from the ranks' event times (wall clock): detect = first error seen by
 restart = the new attempt's process group ready - detection; restore = checkpoint loaded - group ready;
 recompute = the fault step reached again - restore. Predicted, by the recovery model
 (:class:`~slowlink.reliability.recovery.RecoveryCost`) fed with the reference run's own measurements:
-detect = the process group timeout for a hang, else 0 (a dead peer closes its sockets); restart = the
+detect = the process group timeout for a hang or a cut link, else 0 (a dead peer closes its sockets); restart = the
 reference's launch-to-group-ready (plus, for a hang, torchrun's ``--shutdown-timeout``: a stopped rank
 ignores the agent's SIGTERM and goes only at the SIGKILL that follows); restore = the reference's checkpoint
 save time; recompute = the uncommitted steps x the reference's step time.
@@ -66,8 +66,10 @@ class DrillConfig:
         def bad(flag: str, value: object, rule: str) -> SpecError:
             return SpecError(f"--{flag} ({value!r}) {rule}")
 
-        if self.fault not in FAULTS:
-            raise bad("fault", self.fault, f"must be one of {', '.join(FAULTS)}")
+        if self.fault not in (*FAULTS, "cut-link"):
+            raise bad("fault", self.fault, f"must be one of {', '.join(FAULTS)}, cut-link (--emulated)")
+        if self.fault == "cut-link" and self.ranks_per_node != 1:
+            raise bad("fault", self.fault, "needs --emulated CLUSTER.yaml: there is no link to cut between local ranks")
         if self.fault_phase not in PHASES:
             raise bad("fault-phase", self.fault_phase, f"must be one of {', '.join(PHASES)}")
         for name in ("nproc", "steps", "checkpoint_every"):
@@ -267,7 +269,7 @@ def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCo
     saves = [e["save_s"] for e in ref.of("commit", 0)]
     steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
     step_s = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 1 else 0.0
-    detect = cfg.pg_timeout_s if cfg.fault == "hang" else 0.0
+    detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
     # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
     stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
     rec = RecoveryCost(detect, stop + ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)

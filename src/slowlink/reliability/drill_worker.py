@@ -72,16 +72,36 @@ def inject(cfg: dict[str, Any], ev: Events, step: int, phase: str) -> None:
         raise RuntimeError(f"drill: injected exception at step {step}")
 
 
-def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> None:
+def pause(out: Path, ev: Events, step: int, limit_s: float) -> None:
+    """Wait (at most ``limit_s``) for the drill's ``go`` file: a fault from outside the ranks (a killed node,
+    a cut link) then strikes at an exact step."""
+    ev.log("paused", step=step)
+    end = time.time() + limit_s
+    while not (out / "go").exists() and time.time() < end:
+        time.sleep(0.05)
+
+
+def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
+    """Join this attempt's gloo group; the attempt's number, which every rank agrees on.
+
+    A rank's own TORCHELASTIC_RESTART_COUNT is not enough: a replacement node's agent starts at 0 while the
+    survivors count 1. Every rank of every attempt adds 1 to a counter in torchrun's store, so
+    ``(count - 1) // world`` numbers the attempts alike on every node (the larger of the two is used).
+    """
     import torch.distributed as dist
     from torch._C._distributed_c10d import PrefixStore, TCPStore
 
     env = os.environ
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    base = TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), world, is_master=rank == 0 and not agent,
+    # On the emulated cluster torchrun names the store's host by the shared host name (localhost in every
+    # namespace); the drill passes node 0's address instead.
+    host = env.get("SLOWLINK_DRILL_MASTER_ADDR", env["MASTER_ADDR"])
+    base = TCPStore(host, int(env["MASTER_PORT"]), world, is_master=rank == 0 and not agent,
                          timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    attempt = max(attempt, (base.add("slowlink-drill/joined", 1) - 1) // world)
     dist.init_process_group("gloo", store=PrefixStore(f"attempt{attempt}", base), rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    return attempt
 
 
 def _state(model: Any, opt: Any) -> dict[str, Any]:
@@ -115,6 +135,8 @@ def train(cfg: dict[str, Any], ev: Events, world: int) -> None:
     loss_fn = torch.nn.CrossEntropyLoss()
     for step in range(start, cfg["steps"]):
         inject(cfg, ev, step, "step")
+        if cfg.get("pause_step") == step and ev.attempt == 0:
+            pause(Path(cfg["out"]), ev, step, 6 * cfg["pg_timeout_s"])
         gen = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + step * 1009 + ev.rank)
         tokens = torch.randint(0, tc.vocab, (tc.batch, tc.seq_len + 1), generator=gen)
         opt.zero_grad(set_to_none=False)
@@ -155,8 +177,8 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     try:
-        _group(cfg, rank, world, attempt)
-        ev.log("pg_ready")
+        ev.attempt = _group(cfg, rank, world, attempt)
+        ev.log("pg_ready", agent_store=os.environ.get("TORCHELASTIC_USE_AGENT_STORE", ""))
         train(cfg, ev, world)
         dist.destroy_process_group()
     except Exception as exc:
