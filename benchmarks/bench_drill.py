@@ -3,7 +3,8 @@ bit-identical, committed and uncommitted steps lost, and the median measured rec
 recovery model's prediction. Also the closed form vs Monte Carlo ETTR over the test grid (max difference,
 the issue's 2-point goal) and the goodput model's speed. Exits 1 when a drill fails or the ETTR goal is missed.
 
-    PYTHONPATH=src python benchmarks/bench_drill.py [--repeats 1] [--skip-drills]
+    PYTHONPATH=src python benchmarks/bench_drill.py [--repeats 1] [--skip-drills] [--emulated]
+(--emulated: the drills on a 2-node emulated cluster instead, root; SLOWLINK_EMULATE_STATE is honoured)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +33,15 @@ DRILLS = {
 }
 
 
+EMULATED = {
+    "kill-rank": DrillConfig(fault="kill-rank", shutdown_timeout_s=5),
+    "hang (SIGSTOP)": DrillConfig(fault="hang", pg_timeout_s=5.0, shutdown_timeout_s=5),
+    "exception": DrillConfig(fault="exception", shutdown_timeout_s=5),
+    "cut-link (node 1)": DrillConfig(fault="cut-link", shutdown_timeout_s=5),
+}
+FLAT = Path(__file__).resolve().parents[1] / "examples" / "emulate-flat.yaml"
+
+
 def ettr_grid(segments: int = 20000) -> float:
     """Largest |closed form - Monte Carlo| over job sizes x intervals (checkpoint 30 s, recovery 400 s)."""
     fm, rng, worst = default_model(), np.random.default_rng(0), 0.0
@@ -47,11 +58,13 @@ def _median(rs: list[DrillResult], key: str) -> str:
     return f"{statistics.median(vals):6.2f}" if vals else "     -"
 
 
-def drills(repeats: int) -> bool:
+def drills(repeats: int, emulated: bool) -> bool:
+    from slowlink.reliability.drill_emulate import run_emulated_drill
+
     ok = True
     print(f"{'fault':42} ok  lost(c/u) detect restart restore recomp | recovery predicted")
-    for name, cfg in DRILLS.items():
-        rs = [run_drill(cfg) for _ in range(repeats)]
+    for name, cfg in (EMULATED if emulated else DRILLS).items():
+        rs = [run_emulated_drill(cfg, FLAT, nodes=2) if emulated else run_drill(cfg) for _ in range(repeats)]
         ok &= all(r.ok for r in rs)
         r0 = rs[0]
         print(f"{name:42} {'yes' if all(r.ok for r in rs) else 'NO ':3} {r0.committed_steps_lost}/"
@@ -68,6 +81,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--skip-drills", action="store_true")
+    ap.add_argument("--emulated", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
     worst = ettr_grid()
@@ -75,7 +89,7 @@ def main() -> int:
           f"difference {worst * 100:.2f} points (goal < {ETTR_GOAL * 100:.0f}), {time.perf_counter() - t0:.2f} s")
     ok = worst < ETTR_GOAL
     if not args.skip_drills:
-        ok &= drills(args.repeats)
+        ok &= drills(args.repeats, args.emulated)
     return 0 if ok else 1
 
 
