@@ -111,10 +111,24 @@ def _state(model: Any, opt: Any) -> dict[str, Any]:
     return {"model": msd, "optim": osd}
 
 
+def average_gradients(params: list[Any], world: int) -> None:
+    """One all_reduce of every gradient, flattened in parameter order, divided by the world: the same
+    summation order in every attempt (module docstring)."""
+    import torch
+    import torch.distributed as dist
+
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)
+    flat /= world
+    offset = 0
+    for p in params:
+        p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
+        offset += p.numel()
+
+
 def train(cfg: dict[str, Any], ev: Events, world: int) -> None:
     """Restore, then train to ``steps`` with a checkpoint every ``checkpoint_every`` steps."""
     import torch
-    import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import set_state_dict
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
     from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
@@ -141,13 +155,7 @@ def train(cfg: dict[str, Any], ev: Events, world: int) -> None:
         tokens = torch.randint(0, tc.vocab, (tc.batch, tc.seq_len + 1), generator=gen)
         opt.zero_grad(set_to_none=False)
         loss_fn(model(tokens[:, :-1]).reshape(-1, tc.vocab), tokens[:, 1:].reshape(-1)).backward()
-        flat = torch.cat([p.grad.reshape(-1) for p in params])
-        dist.all_reduce(flat)
-        flat /= world
-        offset = 0
-        for p in params:
-            p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
-            offset += p.numel()
+        average_gradients(params, world)
         opt.step()
         ev.log("step", step=step + 1)
         if (step + 1) % cfg["checkpoint_every"] == 0 and step + 1 < cfg["steps"]:
@@ -159,10 +167,17 @@ def train(cfg: dict[str, Any], ev: Events, world: int) -> None:
                 commit(directory)
                 ev.log("commit", step=step + 1, save_s=time.time() - t0)
     if ev.rank == 0:
-        final = {f"model.{k}": v for k, v in model.state_dict().items()}
-        for i, s in opt.state_dict()["state"].items():
-            final |= {f"optim.{i}.{k}": v for k, v in s.items()}
-        torch.save(final, Path(cfg["out"]) / "final.pt")
+        save_final(model, opt, Path(cfg["out"]) / "final.pt")
+
+
+def save_final(model: Any, opt: Any, path: Path) -> None:
+    """Every tensor of the model and the optimizer state, by name, for the bit-for-bit comparison."""
+    import torch
+
+    final = {f"model.{k}": v for k, v in model.state_dict().items()}
+    for i, state in opt.state_dict()["state"].items():
+        final |= {f"optim.{i}.{k}": v for k, v in state.items()}
+    torch.save(final, path)
 
 
 def main() -> None:
