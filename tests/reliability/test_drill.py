@@ -4,10 +4,14 @@ that cannot recover and must fail with its reason, leaving no process behind."""
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from slowlink.cli.main import app
 from slowlink.errors import SpecError
 from slowlink.reliability.drill import DrillConfig, Launch, measure, run_drill
 from slowlink.reliability.drill_worker import commit, latest_committed
@@ -74,13 +78,16 @@ def _ours_running(tmp_path: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_a_killed_rank_recovers_bit_identical(tmp_path: Path) -> None:
+def test_a_killed_rank_recovers_bit_identical() -> None:
     pytest.importorskip("torch")
-    r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, max_restarts=1), tmp_path)
-    assert r.ok, r.reason
-    assert r.recovered and r.state_equal and r.committed_steps_lost == 0 and r.uncommitted_steps_lost == 1
-    assert r.restarts == 1 and all(r.measured[k] is not None for k in ("restart_s", "restore_s", "recompute_s"))
-    assert not _ours_running(tmp_path)
+    res = CliRunner().invoke(app, ["drill", "--steps", "6", "--checkpoint-every", "2", "--fault-step", "3",
+                                   "--max-restarts", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["ok"] and r["recovered"] and r["state_equal"], r["reason"]
+    assert r["committed_steps_lost"] == 0 and r["uncommitted_steps_lost"] == 1 and r["restarts"] == 1
+    assert all(r[k] is not None for k in ("restart_s", "restore_s", "recompute_s", "predicted_recovery_s"))
+    assert not _ours_running(Path(tempfile.gettempdir()) / "slowlink-drill-")
 
 
 @pytest.mark.slow
