@@ -23,22 +23,23 @@ def _make_cluster(nodes: int = 8, gpn: int = 4, nics: int = 2, domain: int | Non
     })
 
 
+# Small radixes so that few nodes span several switches; a 2-tier tree needs leaves <= radix (topology/shape.py).
 TOPOLOGIES: dict[str, dict[str, Any]] = {
     "single-switch": {"topology": "single-switch"},
-    "fat2-ecmp": {"switch_radix": 4, "routing": "ecmp"},
-    "fat2-dmodk": {"switch_radix": 4, "routing": "dmodk"},
+    "fat2-ecmp": {"switch_radix": 8, "routing": "ecmp"},
+    "fat2-dmodk": {"switch_radix": 8, "routing": "dmodk"},
     "fat2-4to1-ecmp": {"switch_radix": 10, "oversubscription": 4, "routing": "ecmp"},
-    "fat2-spray": {"switch_radix": 4, "routing": "adaptive"},
+    "fat2-spray": {"switch_radix": 8, "routing": "adaptive"},
     "fat3-ecmp": {"switch_radix": 4, "tiers": 3, "routing": "ecmp"},
     "fat3-dmodk": {"switch_radix": 4, "tiers": 3, "routing": "dmodk"},
     "fat3-spray-1-1-2": {"switch_radix": 4, "tiers": 3, "oversubscription": [1, 1, 2], "routing": "adaptive"},
-    "rail2": {"topology": "rail-optimized", "switch_radix": 4},
+    "rail2": {"topology": "rail-optimized", "switch_radix": 8},
     "rail3": {"topology": "rail-optimized", "switch_radix": 4, "tiers": 3},
     "dragonfly-ecmp": {"topology": "dragonfly", "switch_radix": 4, "routing": "ecmp", "dragonfly": {"groups": 4}},
     "dragonfly-spray": {"topology": "dragonfly", "switch_radix": 4, "routing": "adaptive",
                         "dragonfly": {"groups": 4, "global_links_per_switch": 2}},
-    "nvl-spanning-nodes": {"switch_radix": 4, "_domain": 8},
-    "fragmented": {"switch_radix": 4, "_placement": True},
+    "nvl-spanning-nodes": {"switch_radix": 8, "_domain": 8},
+    "fragmented": {"switch_radix": 8, "_placement": True},
 }
 
 

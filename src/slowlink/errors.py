@@ -35,3 +35,11 @@ class EmulationError(SlowlinkError):
 def field_error(field: str, value: object, rule: str) -> str:
     """The house style of a message: ``field (value) rule``, e.g. ``nodes (0) must be >= 1``."""
     return f"{field} ({value!r}) {rule}"
+
+
+def line_error(source: str, lineno: int, line: str, rule: str) -> SpecError:
+    """A line of a tool's output that breaks ``rule``: ``source:LINE: ('content') rule`` (content cut to 120)."""
+    text = line.strip()
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return SpecError(f"{source}:{lineno}: ({text!r}) {rule}")

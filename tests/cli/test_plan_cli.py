@@ -70,7 +70,7 @@ def test_validate_prints_every_case_and_summary() -> None:
 def test_scale_json_and_bad_mode(tmp_path: Path) -> None:
     res = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), "--nodes", "1,2,4", "--json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.stdout)
+    rows = json.loads(res.stdout)["points"]
     assert [r["nodes"] for r in rows] == [1, 2, 4] and rows[0]["scaling_efficiency"] == 1.0
     bad = runner.invoke(app, ["scale", str(CLUSTER), str(_workload(tmp_path)), "--mode", "weak"])
     assert bad.exit_code == 2 and "--mode ('weak') must be" in bad.output
@@ -90,7 +90,7 @@ def test_plan_several_clusters_side_by_side(tmp_path: Path) -> None:
     files = [str(ROOT / "examples" / f) for f in ("ref-64gpu.yaml", "ref-64gpu-roce.yaml", "ref-64gpu-25gbe.yaml")]
     res = runner.invoke(app, ["plan", *files, "--workload", str(_workload(tmp_path)), "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["clusters"]
     assert list(data) == ["ref-64gpu", "ref-64gpu-roce", "ref-64gpu-25gbe"]
     assert data["ref-64gpu-25gbe"]["step_time_s"] > data["ref-64gpu"]["step_time_s"]
 
@@ -155,3 +155,14 @@ def test_plan_unknown_fidelity_is_a_clean_error(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "packet" in res.output
     assert "Traceback" not in res.output
+
+
+def test_validate_fail_above_is_a_gate() -> None:
+    from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
+
+    worst = max(mean_abs_error(cases()), mean_abs_error(heldout_cases())) * 100
+    res = runner.invoke(app, ["validate", "--fail-above", f"{worst * 0.9:.3f}"])
+    assert res.exit_code == 1 and "above --fail-above" in res.output
+    assert runner.invoke(app, ["validate", "--fail-above", f"{worst * 1.1:.3f}"]).exit_code == 0
+    bad = runner.invoke(app, ["validate", "--fail-above", "-1"])
+    assert bad.exit_code == 2 and "--fail-above" in bad.output

@@ -113,3 +113,21 @@ def test_ring_step_wait_is_capped_in_time_not_bytes() -> None:
     assert ring_step_wait_s(14, 1024.0, 1e9) == pytest.approx(13 * 1024 / 1e9)
     assert ring_step_wait_s(14, 2**20, 23.9e6) == pytest.approx(13 * c.RING_STEP_WAIT_US * 1e-6)
     assert ring_step_wait_s(1, 2**30, 1e6) == 0.0
+
+
+def test_ll_trees_and_chains_fill_within_their_hop_latencies() -> None:
+    from slowlink.collectives.algorithms import chain_fill_s, tree_fill_fraction
+
+    for proto in ("LL", "LL128"):
+        assert tree_fill_fraction(10, units.MiB, proto) == 0.0
+        assert chain_fill_s(8, units.MiB, proto, 50e9) == 0.0
+    assert tree_fill_fraction(10, units.MiB, "Simple") > 0  # Simple waits for whole chunks
+
+
+def test_a_forced_ll_tree_at_1mib_on_8_nodes_is_latency_plus_bytes(make: Callable[..., Cluster]) -> None:
+    # 8 H100 nodes, 8x400G: a 1 MiB tree/LL all_reduce is tens of microseconds of hops plus 1 MiB at LL's
+    # rate, not milliseconds (it was 3 ms, 0.7 GB/s busbw, when LL paid a 32 KiB step per hop)
+    c = make(nodes=8, nics=8)
+    (tree,) = candidates(c, resolve(c, Group(64, 8, 1)), "all_reduce", units.MiB, ("tree",), ("LL",))
+    assert tree.time_s == pytest.approx(tree.lat_s + units.MiB / tree.bw_bytes_s)
+    assert tree.time_s < 300e-6

@@ -99,7 +99,7 @@ def _plan(tmp_path: Path, *files: str) -> tuple[Path, list[dict[str, object]]]:
     res = runner.invoke(app, ["plan", *files, "--workload", WORKLOAD, "--json", "--html", str(out)])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    return out, list(data.values()) if len(files) > 1 else [data]
+    return out, list(data["clusters"].values()) if len(files) > 1 else [data]
 
 
 def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path: Path) -> None:

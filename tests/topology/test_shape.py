@@ -8,6 +8,7 @@ import pytest
 
 from slowlink import units
 from slowlink.emulate.plan import build_plan
+from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
 from slowlink.topology.shape import down_ports, fabric_shape
@@ -45,9 +46,10 @@ def test_three_tiers_pod_from_pod_gpus_and_the_ratios_above_the_leaf(make_cluste
 
 
 def test_graph_builds_the_shapes_leaves(make_cluster: Callable[..., Cluster]) -> None:
-    for fab in ({"switch_radix": 64, "oversubscription": 4}, {"switch_radix": 5, "oversubscription": 4},
-                {"topology": "rail-optimized", "switch_radix": 8}, {"switch_radix": 8, "tiers": 3}):
-        c = make_cluster(nodes=40, gpn=8, nics=8 if fab.get("topology") == "rail-optimized" else 2, **fab)
+    for nodes, fab in ((40, {"switch_radix": 64, "oversubscription": 4}),
+                       (10, {"switch_radix": 5, "oversubscription": 4}),
+                       (16, {"topology": "rail-optimized", "switch_radix": 16}), (40, {"switch_radix": 8, "tiers": 3})):
+        c = make_cluster(nodes=nodes, gpn=8, nics=8 if fab.get("topology") == "rail-optimized" else 2, **fab)
         s = fabric_shape(c)
         topo = build(c)
         leaves = {name.split("->")[1] for name in topo.names if name.startswith("nic:")}
@@ -77,3 +79,13 @@ def test_dragonfly_shape_is_balanced(make_cluster: Callable[..., Cluster]) -> No
                                   dragonfly={"groups": 4}))
     assert (s.endpoints_per_leaf, s.switches_per_group, s.global_links_per_pair) == (2, 2, 1)
     assert s.stages[0].pair_bytes_s == pytest.approx(LINE)
+
+
+def test_two_tiers_join_at_most_radix_leaves(make_cluster: Callable[..., Cluster]) -> None:
+    # radix 5 at 4:1: 4 ports down, 2 NICs per node -> 2 nodes per leaf; 12 nodes need 6 leaves > 5 spine ports
+    with pytest.raises(SpecError, match=r"tiers \(2\) with switch_radix \(5\): 12 nodes need 6 leaves .*use tiers: 3"):
+        fabric_shape(make_cluster(nodes=12, gpn=8, nics=2, switch_radix=5, oversubscription=4))
+    # rails: 8 rail leaves per block of 8 nodes (radix 16 at 1:1); 3 blocks = 24 leaves > 16
+    with pytest.raises(SpecError, match=r"24 leaves \(8 nodes per leaf per rail\)"):
+        fabric_shape(make_cluster(nodes=24, gpn=8, nics=8, topology="rail-optimized", switch_radix=16))
+    assert fabric_shape(make_cluster(nodes=10, gpn=8, nics=2, switch_radix=5, oversubscription=4)).nodes_per_leaf == 2

@@ -191,11 +191,17 @@ def check_record(data: Any, source: str) -> dict[str, Any]:
 
 
 def load_record(path: Path | str) -> dict[str, Any]:
-    """A record file, or a bare list of rows (``bench ... --json`` output), as a checked record.
+    """A record file, a bare list of rows (``bench ... --json`` output) or nccl-tests stdout, as a checked record.
 
     A NaN in a column no reader uses is kept (a benchmark may write one); the schema refuses it where read.
     """
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"result ({str(p)!r}) does not exist or is not a file")
-    return check_record(parse_text(read_text(p, "result"), str(p), as_json=True, finite=False), str(p))
+    text = read_text(p, "result")
+    if not text.lstrip().startswith(("{", "[")):
+        from slowlink.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests, to_record
+
+        if looks_like_nccl_tests(text):  # nccl-tests stdout, read as a collectives record
+            return check_record(to_record(parse_nccl_tests(text, str(p)), str(p)), str(p))
+    return check_record(parse_text(text, str(p), as_json=True, finite=False), str(p))

@@ -201,7 +201,8 @@ def _wrap(model: Any, cfg: TrainConfig, ctx: Any) -> Any:
 
 
 def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
-    """A rank's job (the launcher's target): compute-only, distributed steps, comm alone; max over ranks."""
+    """A rank's job (the launcher's target): compute-only, distributed steps, comm alone; max over ranks,
+    and every rank's own step and compute time (``rank_step_s``, ``rank_compute_s``, by rank)."""
     import socket
 
     import torch
@@ -216,9 +217,11 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
     compute_s = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier)
     step_s = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device, dist.barrier)
     comm_s = _comm_only(torch, dist, cfg, ctx.world, ctx.device)
-    t = torch.tensor([step_s, compute_s, comm_s], dtype=torch.float64, device=ctx.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    step_s, compute_s, comm_s = (float(x) for x in t)
+    mine = torch.tensor([step_s, compute_s, comm_s], dtype=torch.float64, device=ctx.device)
+    every = [torch.empty_like(mine) for _ in range(ctx.world)]
+    dist.all_gather(every, mine)  # each rank's own times: the per-rank record a slow GPU shows up in
+    per_rank = [[float(x) for x in t] for t in every]
+    step_s, compute_s, comm_s = (max(r[i] for r in per_rank) for i in range(3))
     hosts: list[Any] = [None] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     exposed = max(0.0, step_s - compute_s)
@@ -227,7 +230,8 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
            "params": n + e, "tokens_per_step": cfg.batch * cfg.seq_len * ctx.world,
            "model_flops_per_step": model_flops_per_step(cfg, ctx.world), "step_time_s": step_s,
            "compute_s": compute_s, "exposed_comm_s": exposed, "comm_s": comm_s,
-           "comm_compute_ratio": exposed / compute_s, "unoverlapped_comm_compute_ratio": comm_s / compute_s}
+           "comm_compute_ratio": exposed / compute_s, "unoverlapped_comm_compute_ratio": comm_s / compute_s,
+           "rank_step_s": [r[0] for r in per_rank], "rank_compute_s": [r[1] for r in per_rank]}
     return {"rows": [row], "hostnames": hosts}
 
 

@@ -60,6 +60,11 @@ def collective(
         report_html.write_collective(html, cluster, preds)
     if as_json:
         objs = [p.to_json() for p in preds]
+        if cluster.degraded:  # each degraded part alone against the healthy cluster (docs/straggler.md)
+            from slowlink.straggler.degraded import collective_degraded_by
+
+            for o, parts in zip(objs, collective_degraded_by(cluster, query), strict=True):
+                o["degraded_by"] = parts
         print_json(objs[0] if size is not None else objs)
         return
     out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"))

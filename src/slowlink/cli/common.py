@@ -22,9 +22,19 @@ PIPE_WIDTH = 200
 
 class PlainWhenPiped(Console):
     """The one console every command prints to: the terminal's width and rich's boxes on a terminal; into a
-    pipe, a file or a CI log, plain text: no colour codes, ASCII table borders, :data:`PIPE_WIDTH` columns."""
+    pipe, a file or a CI log, plain text: no colour codes, ASCII table borders, :data:`PIPE_WIDTH` columns.
+
+    With :attr:`csv` set (the root's ``--csv``), every table goes to stdout as CSV (RFC 4180, a header row;
+    a table with a title is preceded by ``# title``, and tables are separated by a blank line) and everything
+    else (sentences, advice) to stderr, so that stdout is tables only."""
+
+    csv = False
+    tables_printed = 0
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self.csv:
+            self._print_csv(objects)
+            return
         if not self.is_terminal:
             from rich import box
             from rich.table import Table
@@ -33,6 +43,35 @@ class PlainWhenPiped(Console):
                 if isinstance(obj, Table) and obj.box is not None:
                     obj.box = box.ASCII2
         super().print(*objects, **kwargs)
+
+
+    def _print_csv(self, objects: Sequence[Any]) -> None:
+        import csv
+
+        from rich.table import Table
+
+        for obj in objects:
+            if not isinstance(obj, Table):
+                err.print(obj)
+                continue
+            if self.tables_printed:
+                sys.stdout.write("\n")
+            if obj.title:
+                sys.stdout.write(f"# {plain_text(obj.title)}\n")
+            writer = csv.writer(sys.stdout, lineterminator="\n")
+            writer.writerow([plain_text(c.header) for c in obj.columns])
+            for row in zip(*(list(c.cells) for c in obj.columns), strict=True):
+                writer.writerow([plain_text(cell) for cell in row])
+            self.tables_printed += 1
+
+
+def plain_text(cell: Any) -> str:
+    """A table cell (a string with rich markup, a ``Text``, anything else) as its plain characters."""
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
 
 
 _tty = sys.stdout.isatty()
@@ -76,7 +115,15 @@ def rounded(obj: Any, digits: int = JSON_DIGITS) -> Any:
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout, unwrapped, so that other tools can parse it; floats to :data:`JSON_DIGITS` digits."""
+    """JSON on stdout, unwrapped, so that other tools can parse it; floats to :data:`JSON_DIGITS` digits.
+
+    A mapping starts with ``slowlink``: the version that produced it and the spec files it read, as resolved
+    after ``--set`` (:func:`slowlink.fileio.inputs_read`), so that a saved result says what produced it."""
+    if isinstance(obj, dict):
+        from slowlink import __version__
+        from slowlink.fileio import inputs_read
+
+        obj = {"slowlink": {"version": __version__, "inputs": inputs_read()}, **obj}
     print(json.dumps(rounded(obj), indent=2, sort_keys=False, default=float))
 
 

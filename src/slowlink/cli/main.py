@@ -19,6 +19,7 @@ from slowlink import __version__
 
 _VALIDATE = "validate"
 _SETS = "slowlink.sets"  # where LazyGroup keeps the --set arguments between parsing and invoking
+_CSV = "slowlink.csv"  # set when --csv is on the command line
 _VALIDATE_HELP = "Check slowlink's models against published or emulated measurements."
 
 # command -> (the area module that registers it, the summary the root help shows). `validate` gathers
@@ -47,6 +48,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "
+            "capex, power and network share."),
+    "cost": ("slowlink.cli.cost",
+             "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
+    "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
+               "front of cost vs time to train."),
+    "share": ("slowlink.cli.share",
+              "Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."),
+    "degraded": ("slowlink.cli.slow",
+                 "What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."),
+    "jitter": ("slowlink.cli.slow",
+               "Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."),
+    "find-slow": ("slowlink.cli.slow", "Name the slow link or node from per-link bandwidth and latency probes; "
+                  "time a collective before and after."),
+    "read": ("slowlink.cli.observe",
+             "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool counters, "
+             "nvidia-smi CSV."),
+    "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
+               "exit 0 clean, 1 warnings, 3 errors."),
+    "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "
+                 "every scrape) until interrupted."),
+    "inventory": ("slowlink.cli.observe", "This node's versions, NICs, IB ports and GPUs; across nodes, what "
+                  "differs (exit 1 when anything does)."),
     "goodput": ("slowlink.cli.goodput", "Time and GPU-hours to train a token budget: MTTF, checkpoint interval, "
                 "ETTR and the days each loss costs."),
     "drill": ("slowlink.cli.goodput", "Kill, hang or break a rank of a real torchrun job; check it resumes "
@@ -54,7 +78,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
-         "slowlink.cli.storage", "slowlink.cli.goodput")
+         "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow",
+         "slowlink.cli.observe", "slowlink.cli.goodput")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:
@@ -102,16 +127,23 @@ class LazyGroup(TyperGroup):
                 continue
             if arg.startswith("--set="):
                 sets.append(arg.removeprefix("--set="))
+            elif arg == "--csv":
+                ctx.meta[_CSV] = True
             else:
                 rest.append(arg)
             i += 1
         ctx.meta[_SETS] = sets
+        if ctx.meta.get(_CSV) and "--json" in rest:
+            typer.echo("error: --csv and --json: choose one output format", err=True)
+            raise typer.Exit(2)
         return list(super().parse_args(ctx, rest))
 
     def invoke(self, ctx: Any) -> Any:
+        from slowlink.cli.common import out
         from slowlink.errors import SlowlinkError
         from slowlink.fileio import overriding
 
+        out.csv, out.tables_printed = bool(ctx.meta.get(_CSV)), 0
         try:
             scope = overriding(ctx.meta.get(_SETS, []))
             scope.__enter__()
@@ -143,7 +175,8 @@ app = typer.Typer(
     help="Where your multi-node GPU training will wait: plan, simulate and benchmark the cluster.\n\n"
     "Every command that reads a cluster, workload or scenario file takes what-if overrides anywhere on its "
     "command line: --set KIND.key.path=value (KIND: cluster, workload or scenario), e.g. "
-    "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.",
+    "--set cluster.fabric.oversubscription=2 --set workload.parallel.tp=4.\n\n"
+    "--csv anywhere on the command line prints every table as CSV on stdout (the rest goes to stderr).",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     pretty_exceptions_enable=False,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.sim.fidelity import check_fidelity, comm_cost
 from slowlink.spec.cluster import Cluster, load_cluster
@@ -96,10 +96,14 @@ def plan_cmd(
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
-        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()} | goodput_json(g)
-              for key, r, adv, st, g in zip(names, results, advice, stor, gp, strict=True)}
+        from slowlink.straggler.degraded import plan_degraded_by
+
+        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
+              | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
+              | goodput_json(g)  # ETTR and time-to-train with a token budget (docs/goodput.md)
+              for (key, c, *_), r, adv, st, g in zip(fits, results, advice, stor, gp, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
-        print_json(next(iter(js.values())) if len(planned) == 1 else {key: js[key] for key in keys})
+        print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
     out.print(plan_table(names, results, storage_rows(stor), infeasible))
     for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
@@ -112,12 +116,17 @@ def plan_cmd(
 
 
 @clean_errors
-def validate_runs(ctx: typer.Context) -> None:
+def validate_runs(
+    ctx: typer.Context,
+    fail_above: float | None = typer.Option(
+        None, "--fail-above", help="Exit 1 when the mean |error| of the calibration or the held-out set is above "
+        "this many percent (a gate for CI).", min=0.0),
+) -> None:
     """Model every published run: predicted vs measured, the error, the mean and max (calibration and held-out)."""
     if ctx.invoked_subcommand is not None:
         return
     from slowlink.report.plan import error_summary, validate_table
-    from slowlink.workload.validate import cases, heldout_cases
+    from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
 
     cs = cases()
     out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
@@ -125,6 +134,11 @@ def validate_runs(ctx: typer.Context) -> None:
     held = heldout_cases()
     out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured (heldout_runs.yaml)"))
     out.print(error_summary(held, "held-out MFU"))
+    over = [f"{what} {mean_abs_error(c):.1%}" for what, c in (("calibration", cs), ("held-out", held))
+            if fail_above is not None and mean_abs_error(c) * 100 > fail_above]
+    if over:
+        err.print(f"mean |error| above --fail-above ({fail_above:g}%): {', '.join(over)}", soft_wrap=True)
+        raise typer.Exit(1)
 
 
 _NODES = typer.Option("1,2,4,8", "--nodes", help="Node counts, comma separated.")
@@ -151,9 +165,10 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json([{"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
-                     "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
-                     **p.result.to_json()} for p in pts])
+        print_json({"mode": mode, "points": [
+            {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
+             "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
+             **p.result.to_json()} for p in pts]})
         return
     out.print(scale_table(pts, mode))
     out.print(scale_reason(pts), soft_wrap=True)

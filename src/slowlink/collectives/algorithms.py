@@ -50,8 +50,11 @@ def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
 def chain_fill_s(hops: int, size: float, protocol: str, bw: float) -> float:
     """broadcast / reduce along a chain: the last link starts when the first chunk of every channel has
     crossed hops - 1 links: (hops - 1) x min(size, channels x chunk) / bw. (The ring's measured step wait,
-    constants.RING_STEP_WAIT_US, is one NVLink ring's; it is not carried over to chains and trees.)"""
-    loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES[protocol]
+    constants.RING_STEP_WAIT_US, is one NVLink ring's; it is not carried over to chains and trees.) Simple only:
+    LL / LL128 forward line by line (see :func:`tree_fill_fraction`)."""
+    if protocol != "Simple":
+        return 0.0
+    loop_bytes = c.CHANNELS * c.CHAIN_CHUNK_BYTES
     return max(0, hops - 1) * min(size, loop_bytes) / bw
 
 
@@ -67,17 +70,23 @@ def tree_chunk_bytes(size: float, depth: int) -> float:
 
 def tree_fill_s(depth: int, size: float, protocol: str, algbw: float) -> float:
     """A pipelined tree (up then down, 2 x depth hops): the root's last chunk leaves 2 depth - 1 chunk times
-    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw. LL / LL128 use their FIFO step as
-    chunk. (No per-chunk step wait: see chain_fill_s.)"""
+    after the first: (2 depth - 1) x min(size, channels x chunk) / algbw (Simple). (No per-chunk step wait:
+    see chain_fill_s.)"""
     return tree_fill_fraction(depth, size, protocol) * size / algbw
 
 
 def tree_fill_fraction(depth: int, size: float, protocol: str) -> float:
     """The tree's fill as a fraction of its bytes term: (2 depth - 1) x min(size, channels x chunk) / size
-    (shared with the flow model, which times the bytes and adds this on top)."""
-    if size <= 0:
+    (shared with the flow model, which times the bytes and adds this on top).
+
+    Only Simple waits for whole chunks: it forwards a FIFO step once the step's flag is posted. LL and LL128
+    carry a flag in every 16-byte / 128-byte line (NCCL's prims_ll.h / prims_ll128.h), so a rank forwards a
+    line as soon as it has read it, and the pipeline fills in about one hop latency per hop, which the
+    latency term already counts. (Charging LL a 32 KiB step per hop made a forced tree/LL 1 MiB all_reduce
+    on 8 nodes 3 ms, 0.7 GB/s busbw.)"""
+    if size <= 0 or protocol != "Simple":
         return 0.0
-    chunk = tree_chunk_bytes(size, depth) if protocol == "Simple" else c.RING_CHUNK_BYTES[protocol]
+    chunk = tree_chunk_bytes(size, depth)
     return max(0, 2 * depth - 1) * min(size, c.CHANNELS * chunk) / size
 
 
@@ -94,6 +103,7 @@ def ring(links: Links, op: str, size: float, p: str, arch: str) -> Candidate:
     lat = proto.base_lat_s("ring", p) + (steps - inter) * intra + inter * net
     if p == "Simple" and d > 1 and op == "all_reduce":
         lat *= c.RING_SIMPLE_PLATEAU
+    lat += inter * links.degraded.extra_hop_lat_s  # a delayed node's share of each network hop (degraded.py)
     if op in ("all_reduce", "all_gather", "reduce_scatter"):
         # every rank sends size / n per step, all at once: no link waits for another, no fill. The step wait
         # was measured on one NVLink node only (constants.RING_STEP_WAIT_US); across domains it is not
@@ -118,7 +128,7 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
     depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
     intra = proto.hop_lat_s(links.intra_hw, "tree", p)
-    net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale)
+    net = proto.hop_lat_s("net", "tree", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     lat = proto.base_lat_s("tree", p) + 2 * ((links.ranks_per_domain - 1) * intra
                                               + int(math.log2(links.domains)) * net)
     t = lat + size / algbw + tree_fill_s(depth, size, p, algbw)
@@ -200,8 +210,8 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
     net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * (1.0 if links.domains == 2 else c.TREE_ALGBW_RATIO)
     net_s = size / net_bw
     loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
-    lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * proto.hop_lat_s(
-        "net", "nvls_tree", p, links.net_lat_scale)
+    lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * (proto.hop_lat_s(
+        "net", "nvls_tree", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s)
     where = "network" if net_s > bytes_s else "scale-up"
     t = lat + max(bytes_s, net_s) + fill + 2 * levels * loop / net_bw
     return Candidate("nvls_tree", p, t, lat, min(bw, net_bw), where)
@@ -219,7 +229,8 @@ def pat(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | No
     bus, where = bus_link(links)
     bw = proto.ring_bw(bus, p, op, True, True, arch) * c.PAT_BW_FACTOR
     lat = (proto.base_lat_s("pat", p)
-           + math.log2(links.domains) * proto.hop_lat_s("net", "pat", p, links.net_lat_scale) / c.PAT_LOG_LAT_DIVISOR
+           + math.log2(links.domains) * (proto.hop_lat_s("net", "pat", p, links.net_lat_scale) / c.PAT_LOG_LAT_DIVISOR
+                                        + links.degraded.extra_hop_lat_s)
            + links.ranks * c.PAT_LAT_PER_RANK_US * c.US)
     t = lat + size * busbw_factor(op, links.ranks) / bw
     return Candidate("pat", p, t, lat, bw, where)
@@ -237,7 +248,7 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     intra_bw = proto.ring_bw(links.intra_bw_bytes_s, p, op, False, False, arch)
     net_bw = proto.ring_bw(links.net_bw_bytes_s, p, op, True, False, arch)
     hop_i = proto.hop_lat_s(links.intra_hw, "ring", p)
-    hop_n = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+    hop_n = proto.hop_lat_s("net", "ring", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     intra_phases = 2 if op == "all_reduce" else 1
     inter_factor = 2.0 * (d - 1) / d if op == "all_reduce" else (d - 1) / d
     t_intra = intra_phases * ((r - 1) * hop_i + (r - 1) / r * size / intra_bw
@@ -261,7 +272,7 @@ def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
     t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
     t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
     hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
-    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale)
+    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
     bw_term = max(t_in, t_net)
     where = "network" if t_net >= t_in else "scale-up"
     return Candidate("p2p", p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)
@@ -277,7 +288,7 @@ def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) 
         bw, where = links.net_bw_bytes_s / max(1, nics_per_node), "network"
         if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < bw:
             bw, where = links.intra_bw_bytes_s, "scale-up"
-        hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale)
+        hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s
     else:
         bw, where, hop = links.intra_bw_bytes_s, "scale-up", proto.hop_lat_s(links.intra_hw, "ring", p)
     bw = proto.ring_bw(bw, p, "send_recv", links.domains > 1, links.ranks_per_domain < 2, arch)

@@ -22,6 +22,7 @@ import numpy as np
 
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
+from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.shape import fabric_shape, placement_nodes
 
 PATTERNS = ("ring", "tree", "a2a", "p2p")
@@ -40,12 +41,20 @@ class Group:
     groups_per_node: int = 1
     span_nodes: int | None = None
     crossing: tuple[tuple[str, Crossing], ...] | None = field(default=None, compare=False)
+    penalty: tuple[tuple[str, Penalty], ...] = field(default=(), compare=False)  # degraded parts, per pattern
 
     def crossing_for(self, pattern: str) -> Crossing:
         for name, c in self.crossing or ():
             if name == pattern:
                 return c
         return NONE
+
+    def penalty_for(self, pattern: str) -> Penalty:
+        """What the cluster's degraded parts cost this pattern (:mod:`slowlink.topology.degraded`)."""
+        for name, p in self.penalty:
+            if name == pattern:
+                return p
+        return NO_PENALTY
 
 
 def patterns_of(op: str) -> tuple[str, ...]:
@@ -176,6 +185,14 @@ def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
     return p2p_crossing(cluster, p)
 
 
+def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty], ...]:
+    """The degraded parts' :class:`Penalty` of each pattern ``op`` may use (empty on a uniform cluster)."""
+    if not cluster.degraded:
+        return ()
+    out = tuple((pat, group_penalty(cluster, pat, p.ranks, p.nodes, p.domains)) for pat in patterns_of(op))
+    return tuple(x for x in out if x[1])
+
+
 def communicator(cluster: Cluster, op: str, groups: list[list[int]],
                  node_of_block: list[int] | None = None) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
@@ -196,13 +213,14 @@ def communicator(cluster: Cluster, op: str, groups: list[list[int]],
             if span > 1 else 0
         sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
-        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),))
+        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p))
     if span == 1:
-        return Group(len(groups[0]), per_node, 1, 1, ())
+        return Group(len(groups[0]), per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
-    return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross)
+    return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
+                 penalties(cluster, op, p))
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:
@@ -236,6 +254,6 @@ def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
         cross = tuple((pat, pattern_crossing(cluster, pat, placed)) for pat in patterns_of(op)) \
             if len(np.unique(placed.nodes[0])) > 1 else ()
         hit = (cluster, Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
-                              cross))
+                              cross, penalties(cluster, op, placed)))
         _CACHE[key] = hit
     return hit[1]

@@ -106,16 +106,11 @@ PAT_BW_FACTOR = 0.75
 PAT_LAT_PER_RANK_US = 2.8
 PAT_LOG_LAT_DIVISOR = 3.5
 
-# Chunking (NCCL 2.18.5, src/include/collectives.h, devcomm.h, init.cc). Chunk bytes per channel per step:
-# LL128 one FIFO step of 120 x 640 x 8 bytes, 15/16 of it data (one flag word per 128-byte line); LL one step of
-# 8 x 512 lines of 16 bytes, half of it data.
-RING_CHUNK_BYTES: dict[str, float] = {"Simple": 2 * units.MiB, "LL128": 120 * 640 * 8 * 15 / 16,
-                                      "LL": 8 * 512 * 16 / 2}
-# broadcast / reduce run a chain (root -> ... -> last) with one FIFO step per chunk (BROADCAST_CHUNKSTEPS =
-# REDUCE_CHUNKSTEPS = 1): Simple 4 MiB / 8 = 512 KiB. Unlike a ring, a chain's links wait for the first chunk
-# to reach them: that fill is real, (hops - 1) chunk times.
-CHAIN_CHUNK_BYTES: dict[str, float] = {"Simple": 512 * units.KiB, "LL128": RING_CHUNK_BYTES["LL128"],
-                                       "LL": RING_CHUNK_BYTES["LL"]}
+# Chunking (NCCL 2.18.5, src/include/collectives.h, devcomm.h, init.cc). broadcast / reduce run a chain
+# (root -> ... -> last) with one FIFO step per chunk (BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1): Simple
+# 4 MiB / 8 = 512 KiB. Unlike a ring, a chain's links wait for the first chunk to reach them: that fill is
+# real, (hops - 1) chunk times. LL / LL128 forward line by line and fill within the hop latencies.
+CHAIN_CHUNK_BYTES = 512 * units.KiB
 # Tree (Simple): chunk = one FIFO step (512 KiB), halved while the message gives a channel fewer than 8 x depth
 # chunks (down to 128 KiB), 4 x depth (down to 64 KiB), depth (down to 32 KiB) (enqueue.cc calcCollChunking).
 TREE_CHUNK_BYTES = 512 * units.KiB

@@ -17,6 +17,7 @@ from slowlink.collectives.communicator import Group
 from slowlink.collectives.constants import NET_REFERENCE_LAT_US, SCALE_UP_EFFICIENCY
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing
+from slowlink.topology.degraded import NO_PENALTY, Penalty
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,21 @@ class Links:
     tail_penalty: float
     group: Group | None = None
     crossed: Crossing = NONE    # the fabric stage that slows this pattern (for_pattern), NONE if the NICs bind
+    degraded: Penalty = NO_PENALTY  # what the cluster's degraded parts cost this pattern (for_pattern); the
+                                    # algorithms add its extra_hop_lat_s to each network hop
 
     def for_pattern(self, pattern: str) -> Links:
         """These links as a traffic pattern (ring, tree, a2a, p2p) sees them: the network bandwidth divided
-        by how much the fabric stage it crosses the most slows it (1 when the NICs bind)."""
+        by how much the fabric stage it crosses the most slows it (1 when the NICs bind), or by the slowest
+        degraded NIC it crosses when that is slower; a delayed node adds its share to each network hop."""
         if self.group is None or self.domains <= 1:
             return self
-        c = self.group.crossing_for(pattern)
-        if c.stage is None:
+        c, pen = self.group.crossing_for(pattern), self.group.penalty_for(pattern)
+        if c.stage is None and not pen:
             return self
-        return replace(self, net_bw_bytes_s=self.net_bw_bytes_s / c.factor, crossed=c)
+        # A slow NIC and a loaded stage bind one at a time: the slower of the two sets the bandwidth term.
+        return replace(self, net_bw_bytes_s=self.net_bw_bytes_s / max(c.factor, pen.factor), crossed=c,
+                       degraded=pen)
 
 
 def scale_up_bw(cluster: Cluster) -> float:

@@ -127,8 +127,12 @@ def bottleneck_name(cluster: Cluster, links: Links, where: str) -> str:
         return f"scale-up {links.scale_up_name}"
     name = f"NIC {links.net_name}"
     x = links.crossed
+    if links.degraded.factor > max(1.0, x.factor):
+        return f"degraded {links.degraded.part} (on {name})"
     if x.stage is not None:
         name = f"fabric tier {x.stage} ({x.what}, {x.ratio:g}:1) above {name}"
+    if links.degraded:
+        name += f" with degraded {links.degraded.part}"
     return name
 
 
@@ -140,6 +144,12 @@ def _reason(best: algo.Candidate, links: Links, forced: bool = False) -> str:
     if links.domains > 1 and x.stage is not None:
         extra += (f"; the {x.what} (tier {x.stage}, {x.ratio:g}:1) carry its crossing traffic "
                   f"{x.factor:.2f}x slower than its NICs")
+    if links.domains > 1 and links.degraded:
+        pen = links.degraded
+        extra += f"; degraded {pen.part}: network {pen.factor:.2f}x slower" if pen.factor > 1 else \
+            f"; degraded {pen.part}"
+        if pen.extra_hop_lat_s > 0:
+            extra += f", +{pen.extra_hop_lat_s * 1e6:.0f} us per network hop"
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
     pick = "as forced (NCCL_ALGO/NCCL_PROTO)" if forced else "is fastest"

@@ -8,13 +8,15 @@ tree puts ``nodes_per_leaf`` nodes under each leaf (the one sizing rule of
 size a small cluster's leaves) and, per rail, one uplink per leaf to a single spine, shaped to
 ``nodes_per_leaf * nic_rate / oversubscription[0]`` so the leaf uplink is really oversubscribed.
 A link may carry an added one-way delay and a loss fraction, made by netem where the kernel has it and
-by a relay namespace in the middle of the link otherwise (see ``relay.py``).
+by a relay namespace in the middle of the link otherwise (see ``relay.py``). The cluster file's degraded
+NICs and delayed nodes (``degraded:``, docs/straggler.md) are built in: a NIC's link shaped to its rate,
+a node's links delayed.
 """
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slowlink import units
 from slowlink.errors import EmulationError, field_error
@@ -140,9 +142,23 @@ def build_plan(cluster: Cluster, scale: float = DEFAULT_SCALE, nodes: int | None
             links += [Link(rname(f"up{j}", r), switches[j], f"up{r}", switches[-1], f"d{j}r{r}", up, r)
                       for r in range(rails)]
         topo = "fat-tree"
-    links = _impair(links, delay_s or {}, loss or {})
+    links = _impair(_degrade(links, cluster, rails), _with_node_delays(delay_s or {}, cluster, n, rails), loss or {})
     addrs = tuple(SUBNET.format(net=0, host=k + 1) for k in range(n))
     return Plan(rid, node_ns, switches, tuple(links), addrs, rate, scale, topo, rails, per_leaf, seed)
+
+
+def _degrade(links: list[Link], cluster: Cluster, rails: int) -> list[Link]:
+    """The cluster file's degraded NICs (``degraded: [{node, nic, rate}]``) as links shaped to that rate."""
+    rate = {(f"n{k}" if rails == 1 else f"n{k}r{r}"): f for (k, r), f in cluster.degraded.nic_rate.items()}
+    return [replace(x, rate_bytes_s=x.rate_bytes_s * rate.get(x.name, 1.0)) for x in links]
+
+
+def _with_node_delays(delay_s: dict[str, float], cluster: Cluster, n: int, rails: int) -> dict[str, float]:
+    """``delay_s`` plus the cluster file's delayed nodes (``degraded: [{node, delay_ms}]``) on each of their
+    links; a delay given by name wins."""
+    out = {(f"n{k}" if rails == 1 else f"n{k}r{r}"): d for k, d in cluster.degraded.node_delay_s.items()
+           if k < n for r in range(rails)}
+    return out | delay_s
 
 
 def _impair(links: list[Link], delay_s: dict[str, float], loss: dict[str, float]) -> list[Link]:

@@ -54,7 +54,9 @@ def emulated_cluster(cluster: Cluster, plan: Plan) -> Cluster:
     """``cluster`` as the emulation builds it: one GPU per node, NICs at the emulated goodput."""
     delay = max((x.delay_s for x in plan.links), default=0.0)
     transport = replace(cluster.fabric.transport, efficiency=1.0, latency_s=delay)
+    # The plan's link delays (a delayed node's included) are the latency here: not its Penalty on top.
     return replace(cluster, nodes=len(plan.nodes), gpus_per_node=1,
+                   degraded=replace(cluster.degraded, node_delay_s={}),
                    scale_up=replace(cluster.scale_up, domain_gpus=1),
                    compute_nics=NicGroup(plan.rails, plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION),
                    fabric=replace(cluster.fabric, transport=transport, switch_latency_s=0.0, routing="adaptive"))

@@ -7,7 +7,7 @@ from rich.table import Table
 from slowlink.workload.advice import Advice
 from slowlink.workload.scale import ScalePoint
 from slowlink.workload.step import DIM_WORDS, StepResult
-from slowlink.workload.validate import Case
+from slowlink.workload.validate import Case, mean_abs_error
 
 _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s", "{:,.0f}"),
          ("TFLOP/s per GPU (model)", "tflops_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.1%}"),
@@ -101,5 +101,5 @@ def validate_table(cases: list[Case], title: str) -> Table:
 
 
 def error_summary(cases: list[Case], what: str) -> str:
-    errs = [abs(c.error) for c in cases]
-    return f"{what} error: mean {sum(errs) / len(errs):.1%}, max {max(errs):.1%} over {len(cases)} cases"
+    return (f"{what} error: mean {mean_abs_error(cases):.1%}, max {max(abs(c.error) for c in cases):.1%} "
+            f"over {len(cases)} cases")

@@ -5,7 +5,7 @@ The YAML key names are a contract (docs/spec.md documents every one): keys may b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,13 @@ from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
 from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.degraded import (
+    Degraded,
+    DegradedPartSpec,
+    VariabilitySpec,
+    check_degraded,
+    resolve_degraded,
+)
 from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
 
@@ -74,6 +81,10 @@ class FabricSpec(BaseModel):
     dragonfly: DragonflySpec | None = Field(None, description="Dragonfly shape; required for dragonfly.")
     transport_profile: str | None = Field(
         None, description="Catalog transport to use instead of the one picked from transport and speed."
+    )
+    management_ports: int = Field(
+        0, ge=0, description="Fabric-manager appliance ports (InfiniBand UFM) cabled to free leaf ports: "
+        "counted by `slowlink bom`, carrying no training traffic."
     )
 
     @field_validator("oversubscription")
@@ -139,6 +150,11 @@ class ClusterSpec(BaseModel):
     placement: PlacementSpec = Field(default_factory=PlacementSpec, description="Rank placement.")
     catalog: list[str] = Field(default_factory=list, description="Extra catalog files, relative to this file.")
     calibration: str | None = Field(None, description="A calibrated profile from `slowlink calibrate`.")
+    # The straggler model's keys (slowlink.spec.degraded, docs/straggler.md).
+    degraded: list[DegradedPartSpec] = Field(default_factory=list, description="Parts slower than their "
+                                             "datasheet: a NIC or link at a fraction of its rate, a slow GPU, "
+                                             "a node with delayed messages.")
+    variability: VariabilitySpec | None = Field(None, description="Per-rank compute / network time variation.")
     reliability: ReliabilitySpec | None = Field(
         None, description="Failure rates and recovery times (docs/goodput.md); absent: the defaults.")
 
@@ -158,6 +174,7 @@ class ClusterSpec(BaseModel):
         order = self.placement.node_order
         if self.placement.mode == "custom" and (order is None or sorted(order) != list(range(self.nodes))):
             raise ValueError("placement.node_order must list every node index 0..nodes-1 once for mode custom")
+        check_degraded(self.degraded, self.nodes, g, self.nics.compute.per_node)
         return self
 
 
@@ -222,6 +239,7 @@ class Cluster:
     placement: PlacementSpec
     calibration: Path | None
     spec: ClusterSpec
+    degraded: Degraded = field(default_factory=Degraded)  # the parts of ``spec.degraded``, keyed for the models
 
     @property
     def gpus(self) -> int:
@@ -323,6 +341,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         placement=spec.placement,
         calibration=calibration,
         spec=spec,
+        degraded=resolve_degraded(spec.degraded, spec.gpus_per_node),
     )
 
 

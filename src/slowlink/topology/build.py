@@ -10,7 +10,7 @@ from __future__ import annotations
 from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.topology import dragonfly, fattree, storage
+from slowlink.topology import degraded, dragonfly, fattree, storage
 from slowlink.topology.fabric import Topology
 from slowlink.topology.shape import placement_nodes
 
@@ -39,6 +39,7 @@ def build(cluster: Cluster) -> Topology:
                     adaptive=f.routing == "adaptive", ecmp_seed=f.ecmp_seed)
     _scale_up(topo, cluster)
     if cluster.compute_nics.per_node == 0:
+        degraded.apply(topo, cluster)
         return topo
     endpoints = _nics(topo, cluster)
     line = cluster.compute_nics.speed_bytes_s
@@ -56,4 +57,5 @@ def build(cluster: Cluster) -> Topology:
     else:
         fattree.build_fat_tree(topo, cluster, endpoints, caps)
     storage.attach(topo, cluster)
+    degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
     return topo

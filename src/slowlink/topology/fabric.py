@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from slowlink.errors import SpecError
+from slowlink.topology.degraded import affine_nics  # the one rule, shared with the analytical model
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -124,11 +125,7 @@ class Topology:
 
     def affine_nics(self, rank: int) -> list[int]:
         """Local indices of the NICs nearest a rank's GPU (PCIe affinity: NICs split evenly over GPUs)."""
-        nics, g, local = self.nics_per_node, self.gpus_per_node, rank % self.gpus_per_node
-        if nics >= g:
-            per = nics // g
-            return list(range(local * per, local * per + per))
-        return [local * nics // g]
+        return affine_nics(self.nics_per_node, self.gpus_per_node, rank % self.gpus_per_node)
 
     def nic_index(self, rank: int, local_nic: int) -> int:
         return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 
 
@@ -114,6 +115,7 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
     block_up = per_leaf * nics * line / o[0]  # a rail block: nics leaves side by side
     stages = [Stage("leaf", o[0], per_leaf, block_up)]
     if f.tiers < 3:
+        _check_two_tiers(cluster, per_leaf, nics if rails else 1)
         return FabricShape(f.topology, nics, line, ports, per_leaf, ups, leaf_total / ups, stages=tuple(stages))
     o_pod = max(o[1:]) if len(o) > 1 else 1.0
     if f.pod_gpus is not None:
@@ -126,6 +128,18 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
     stages.append(Stage("pod", o_pod, blocks * per_leaf, pod_total))
     return FabricShape(f.topology, nics, line, ports, per_leaf, ups, leaf_total / ups, pod_leaves, cores,
                        pod_total / (ups * cores), stages=tuple(stages))
+
+
+def _check_two_tiers(cluster: Cluster, per_leaf: int, leaves_per_block: int) -> None:
+    """A 2-tier folded Clos (leaf-spine) joins every leaf to every spine with one spine port per leaf, so it
+    has at most ``switch_radix`` leaves (k-port switches: k leaves, k^2/2 hosts at 1:1); more need a third tier."""
+    radix = cluster.fabric.switch_radix
+    leaves = -(-cluster.nodes // per_leaf) * leaves_per_block
+    if leaves > radix:
+        raise SpecError(f"fabric: tiers (2) with switch_radix ({radix}): {cluster.nodes} nodes need {leaves} "
+                        f"leaves ({per_leaf} nodes per leaf{' per rail' if leaves_per_block > 1 else ''}), but a "
+                        f"2-tier fat tree joins at most switch_radix leaves (one spine port each); use tiers: 3 "
+                        f"or a larger switch_radix")
 
 
 def _dragonfly(cluster: Cluster) -> FabricShape:

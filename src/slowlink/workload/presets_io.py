@@ -6,10 +6,9 @@ import functools
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from slowlink.catalog.store import nearest
 from slowlink.errors import SpecError
+from slowlink.fileio import parse_text
 
 
 @functools.cache
@@ -18,7 +17,7 @@ def presets() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for entry in sorted(resources.files("slowlink.workload.presets").iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
-            out.update(yaml.safe_load(entry.read_text(encoding="utf-8")))
+            out.update(parse_text(entry.read_text(encoding="utf-8"), f"preset {entry.name}", as_json=False))
     return out
 
 

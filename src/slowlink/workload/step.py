@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
+from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
@@ -130,13 +131,14 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     price = cost if cost is not None else analytical_cost(cluster)
     first, mid, last = stage_layers(w)
     busiest = max(first, mid, last)
-    lc = layer_compute(w, cluster.gpu)
+    paced, _ = paced_gpu(cluster)  # the slowest GPU paces every synchronised rank (spec `degraded:`)
+    lc = layer_compute(w, paced)
     dims = all_dims(w, cluster, price, lc, busiest, micro)
     tp = dims["tp"]
     tp_exp = max(0.0, tp.total_s - lc.total_s) if w.overlap.tp_comm else tp.exposed_s
     per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
     per_layer = lc.total_s + per_layer_wait
-    logits = logits_compute_s(w, cluster.gpu)
+    logits = logits_compute_s(w, paced)
     pp_mb = dims["pp"].exposed_s
     t_mb = max(first * per_layer, mid * per_layer, last * per_layer + logits) + pp_mb
     compute = micro * max(first * lc.total_s, mid * lc.total_s, last * lc.total_s + logits)

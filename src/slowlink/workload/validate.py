@@ -87,6 +87,11 @@ def heldout_cases() -> list[Case]:
     return out
 
 
+def mean_abs_error(cases: list[Case]) -> float:
+    """Mean |predicted / measured - 1| over ``cases`` (0 for none)."""
+    return sum(abs(c.error) for c in cases) / len(cases) if cases else 0.0
+
+
 def cases() -> list[Case]:
     """Predicted vs measured step time of every Korthikanti (present, full) and Narayanan case."""
     data = published_runs()

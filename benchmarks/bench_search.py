@@ -1,0 +1,50 @@
+"""Wall time of a design search (issue 16): ``examples/search-llama3-70b.yaml`` (51,200 configurations) must
+finish in under 5 minutes on a 2-core machine, on a Dask ``LocalCluster`` of ``--workers`` processes
+(``0``: in this process); cluster start-up is included. Reports configurations per second, the feasible
+count and the cheapest design; exits 1 when the goal is missed or the Dask result differs from the
+in-process one (``--check``). Run as ``python benchmarks/bench_search.py [--workers N] [--check]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from slowlink.report.search import search_json
+from slowlink.search.run import evaluate_space, summarize
+from slowlink.search.space import load_space
+
+SPACE = Path(__file__).resolve().parents[1] / "examples" / "search-llama3-70b.yaml"
+GOAL_S = 300.0
+MIN_CONFIGS = 10_000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="also run in-process and compare the results")
+    args = ap.parse_args()
+    space = load_space(SPACE)
+    t0 = time.perf_counter()
+    result = summarize(space, evaluate_space(space, workers=args.workers))
+    wall = time.perf_counter() - t0
+    js = search_json(result)
+    best = js["best"]
+    print(f"{space.size:,} configurations on {args.workers} Dask worker(s): {wall:.1f} s "
+          f"({space.size / wall:,.0f} configurations/s), {js['feasible']:,} feasible, "
+          f"{len(js['pareto'])} on the Pareto front")
+    print(f"cheapest: {best['design']} tp {best['tp']} pp {best['pp']}: {best['usd_per_million_tokens']:.3f} "
+          "USD/M tokens")
+    ok = space.size >= MIN_CONFIGS and wall < GOAL_S
+    if args.check:
+        t1 = time.perf_counter()
+        same = search_json(summarize(space, evaluate_space(space))) == js
+        print(f"in-process: {time.perf_counter() - t1:.1f} s, identical result: {same}")
+        ok = ok and same
+    print("goal (>= 10,000 configurations in < 300 s):", "met" if ok else "MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""CLI for the cost area: `slowlink bom`, `slowlink cost` and `slowlink search`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+
+from slowlink.cli.common import clean_errors, out, print_json
+
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+_PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), "
+                       "replacing the bundled entries they name.")
+
+
+_CLUSTER = typer.Argument(None, help="Cluster file (omit with --reference).")
+_REFERENCE = typer.Option(False, "--reference", help="Instead of a cluster: the network's share of capex at 1k, 8k "
+                          "and 32k H100s on IB NDR fat tree and RoCE rail-optimized 1:1 and 2:1.")
+
+
+@clean_errors
+def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path | None = _PRICES,
+            reference: bool = _REFERENCE) -> None:
+    """Bill of materials of a cluster's fabric (switches, links, optics, NICs), its capex, power and network share."""
+    from slowlink.cost.model import cluster_cost
+    from slowlink.cost.prices import load_prices
+    from slowlink.errors import SpecError
+    from slowlink.report.cost import bom_table, capex_table, cost_lines, share_json, share_table
+    from slowlink.spec.cluster import load_cluster
+
+    if (cluster is None) == (not reference):
+        raise SpecError("bom: give a CLUSTER.yaml or --reference (not both)")
+    if cluster is None:
+        from slowlink.cost.design import network_share_table
+
+        rows = network_share_table(load_prices(prices))
+        if as_json:
+            print_json(share_json(rows))
+        else:
+            out.print(share_table(rows))
+        return
+    c = load_cluster(cluster)
+    cost = cluster_cost(c, load_prices(prices))
+    if as_json:
+        print_json(cost.to_json())
+        return
+    out.print(bom_table(c.name, cost))
+    out.print(capex_table(cost))
+    for line in cost_lines(cost):
+        out.print(line, soft_wrap=True)
+
+
+_TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5e12): adds its days and cost.")
+
+
+@clean_errors
+def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
+             tokens: float | None = _TOKENS) -> None:
+    """Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."""
+    from slowlink.cost.model import TokenCost, cluster_cost
+    from slowlink.cost.prices import load_prices
+    from slowlink.errors import SpecError
+    from slowlink.report.cost import capex_table, cost_lines, token_lines
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.workload.spec import load_workload
+    from slowlink.workload.step import plan
+
+    if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
+        raise SpecError(f"--tokens ({tokens}) must be a finite number > 0")
+    c, w = load_cluster(cluster), load_workload(workload)
+    book = load_prices(prices)
+    result = plan(w, c)
+    tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s)
+    run = {} if tokens is None else {"tokens": tokens, "days": tc.days(tokens), "run_usd": tc.run_usd(tokens)}
+    if as_json:
+        print_json(tc.to_json() | run | {"bottleneck": result.bottleneck})
+        return
+    out.print(capex_table(tc.cost))
+    lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {result.bottleneck}"]
+    if tokens is not None:
+        lines.append(f"{tokens:.3g} tokens: {run['days']:.1f} days, {run['run_usd']:,.0f} USD (before failures)")
+    for line in lines:
+        out.print(line, soft_wrap=True)
+
+
+_WORKERS = typer.Option(2, "--workers", help="Dask LocalCluster worker processes (0: evaluate in this process).")
+_SCHEDULER = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler instead of a LocalCluster.")
+_OUT = typer.Option(None, "--out", help="Write every configuration to this .csv or .parquet file.")
+_PLOT = typer.Option(None, "--plot", help="Write the Pareto front (run cost vs days) to this .png or .svg file.")
+_RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this folder; a rerun skips the chunks "
+                       "already there.")
+
+
+@clean_errors
+def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
+               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME) -> None:
+    """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
+    from slowlink.cli.common import err
+    from slowlink.errors import InfeasiblePlan, SpecError
+    from slowlink.fileio import check_output
+    from slowlink.report import search as report
+    from slowlink.search.run import chunks, evaluate_space, summarize
+    from slowlink.search.space import load_space
+
+    if workers < 0:
+        raise SpecError(f"--workers ({workers}) must be >= 0")
+    for path, flag, suffixes in ((out_file, "--out", (".csv", ".parquet")), (plot, "--plot", (".png", ".svg"))):
+        if path is not None:
+            check_output(path, flag, suffixes)
+    s = load_space(space)
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task(f"{s.size:,} configurations", total=len(chunks(s)))
+        points = evaluate_space(s, workers, scheduler, lambda n: bar.advance(task, n), resume)
+    result = summarize(s, points)
+    if out_file is not None:
+        report.write_points(result, out_file)
+    if not result.feasible:
+        raise InfeasiblePlan(report.empty_message(result))
+    if plot is not None:
+        report.write_plot(result, plot)
+    if as_json:
+        print_json(report.search_json(result))
+        return
+    out.print(report.front_table(result))
+    for line in report.summary_lines(result):
+        out.print(line, soft_wrap=True)
+
+
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
+    """Add this area's subcommands to the root app."""
+    app.command("bom")(bom_cmd)
+    app.command("cost")(cost_cmd)
+    app.command("search")(search_cmd)

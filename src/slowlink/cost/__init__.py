@@ -1,0 +1,1 @@
+"""Bill of materials, prices and cost per token of a cluster (docs/cost.md)."""

@@ -1,0 +1,91 @@
+"""Cluster designs from a few knobs: the server of a GPU (price book), NICs, transport, topology and ratio,
+on the fewest switch tiers that fit; and the reference network-share table (1k, 8k, 32k GPUs).
+
+A design's fabric uses the price book's switch for its transport family and NIC speed (the largest radix
+priced); tiers are the fewest (1, 2 or 3) whose bill of materials has no note (every logical switch fits
+one box, :mod:`slowlink.cost.bom`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from slowlink.cost.bom import bill_of_materials
+from slowlink.cost.model import ClusterCost, cluster_cost
+from slowlink.cost.prices import PriceBook
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+
+
+@dataclass(frozen=True)
+class Design:
+    """The hardware knobs of one design (what `slowlink search` sweeps)."""
+
+    gpu: str
+    nodes: int
+    nics_per_node: int
+    nic_speed_gbit_s: float
+    transport: str            # infiniband | roce
+    topology: str             # fat-tree | rail-optimized
+    oversubscription: float   # at the leaf
+
+    def label(self) -> str:
+        return (f"{self.nodes}x{self.gpu} {self.nics_per_node}x{self.nic_speed_gbit_s:g}G {self.transport} "
+                f"{self.topology} {self.oversubscription:g}:1")
+
+
+def _radix(d: Design, prices: PriceBook) -> int:
+    family = "infiniband" if d.transport == "infiniband" else "ethernet"
+    radices = [s.radix for s in prices.switches if s.transport == family and s.speed_gbit_s == d.nic_speed_gbit_s]
+    if not radices:
+        raise SpecError(f"prices: switches: no {family} switch at {d.nic_speed_gbit_s:g} Gbit/s is priced")
+    return max(radices)
+
+
+def design_mapping(d: Design, prices: PriceBook, tiers: int) -> dict[str, Any]:
+    """The cluster file of ``d`` with ``tiers`` switch tiers."""
+    server = prices.server(d.gpu)
+    ratio: float | list[float] = d.oversubscription if tiers < 3 else [d.oversubscription, 1, 1]
+    return {"name": d.label(), "nodes": d.nodes, "gpus_per_node": server.gpus, "gpu": d.gpu,
+            "scale_up": {"link": server.scale_up.link, "domain_gpus": server.scale_up.domain_gpus},
+            "nics": {"compute": {"per_node": d.nics_per_node, "speed_gbit_s": d.nic_speed_gbit_s}},
+            "fabric": {"transport": d.transport, "topology": d.topology, "tiers": tiers,
+                       "oversubscription": ratio, "switch_radix": _radix(d, prices)}}
+
+
+def build_design(d: Design, prices: PriceBook) -> Cluster:
+    """``d`` on the fewest tiers whose fabric fits the switches (module docstring); raises when none does."""
+    server = prices.server(d.gpu)
+    if (d.nodes * server.gpus) % server.scale_up.domain_gpus:
+        raise SpecError(f"nodes ({d.nodes}) x {server.gpus} GPUs must fill whole scale-up domains of "
+                        f"{server.scale_up.domain_gpus}")
+    for tiers in (2, 3):
+        cluster = cluster_from_mapping(design_mapping(d, prices, tiers), "design")
+        try:
+            if not bill_of_materials(cluster, server.nodes_per_rack).notes:
+                return cluster
+        except SpecError:
+            if tiers == 3:
+                raise  # 2 tiers may be refused outright (more leaves than the radix: topology/shape.py)
+    raise SpecError(f"{d.label()}: no 3-tier fabric of {_radix(d, prices)}-port switches holds "
+                    f"{d.nodes * d.nics_per_node} NICs")
+
+
+REFERENCE_GPUS = (1024, 8192, 32768)
+REFERENCE_FABRICS = {  # name -> (transport, topology, oversubscription at the leaf)
+    "IB NDR fat tree 1:1": ("infiniband", "fat-tree", 1.0),
+    "RoCE 400G rail-optimized 1:1": ("roce", "rail-optimized", 1.0),
+    "RoCE 400G rail-optimized 2:1": ("roce", "rail-optimized", 2.0),
+}
+
+
+def network_share_table(prices: PriceBook, gpu: str = "h100-sxm") -> list[tuple[str, int, ClusterCost]]:
+    """(fabric, GPUs, cost) for every reference fabric at 1k, 8k and 32k GPUs (8 x 400G NICs per node)."""
+    rows = []
+    per_node = prices.server(gpu).gpus
+    for name, (transport, topology, ratio) in REFERENCE_FABRICS.items():
+        for gpus in REFERENCE_GPUS:
+            d = Design(gpu, gpus // per_node, per_node, 400.0, transport, topology, ratio)
+            rows.append((name, gpus, cluster_cost(build_design(d, prices), prices)))
+    return rows

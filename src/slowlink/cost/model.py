@@ -1,0 +1,148 @@
+"""Capex, power and hourly cost of a cluster, and its cost per token at the step model's throughput.
+
+  capex        = servers + NICs + switches + optics + cables + network spares
+  network      = NICs + switches + optics + cables + spares     (its share: network / capex)
+  IT power     = servers (datasheet, NICs included) + switches + optics
+  $/hour       = capex / (depreciation_years x 8,766 h) + IT kW x PUE x $/kWh
+  $/M tokens   = $/hour / (tokens/s x 3,600 x ETTR) x 1e6
+
+ETTR (effective training time ratio: the share of wall time that makes progress, after failures, restarts
+and checkpoints) is 1 here, "before failures": :func:`usd_per_million_tokens` is the one seam where the
+goodput model multiplies it in. Sources of every price: ``cost/data/prices.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from slowlink import units
+from slowlink.cost.bom import Bom, bill_of_materials
+from slowlink.cost.prices import PriceBook
+from slowlink.spec.cluster import Cluster
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+
+@dataclass(frozen=True)
+class ClusterCost:
+    """What a cluster costs to buy and to run, with its bill of materials."""
+
+    bom: Bom
+    gpus: int
+    capex_usd: dict[str, float]     # servers, nics, switches, optics, cables, spares
+    power_w: dict[str, float]       # servers, switches, optics (IT power)
+    pue: float
+    usd_per_kwh: float
+    depreciation_years: float
+
+    @property
+    def total_capex_usd(self) -> float:
+        return sum(self.capex_usd.values())
+
+    @property
+    def network_capex_usd(self) -> float:
+        return self.total_capex_usd - self.capex_usd["servers"]
+
+    @property
+    def network_share(self) -> float:
+        """Network capex / total capex."""
+        return self.network_capex_usd / self.total_capex_usd
+
+    @property
+    def it_power_w(self) -> float:
+        return sum(self.power_w.values())
+
+    @property
+    def facility_power_w(self) -> float:
+        return self.it_power_w * self.pue
+
+    @property
+    def usd_per_hour(self) -> float:
+        """Capex amortised straight-line plus electricity at the facility's PUE."""
+        capex = self.total_capex_usd / (self.depreciation_years * HOURS_PER_YEAR)
+        return capex + self.facility_power_w / 1e3 * self.usd_per_kwh
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        return self.usd_per_hour / self.gpus
+
+    def to_json(self) -> dict[str, object]:
+        b = self.bom.to_json()
+        return {**b, "power_w": self.it_power_w, "facility_power_w": self.facility_power_w,
+                "power_breakdown_w": self.power_w, "capex_usd": self.total_capex_usd,
+                "capex_breakdown_usd": self.capex_usd, "network_capex_usd": self.network_capex_usd,
+                "network_share": self.network_share, "capex_per_gpu_usd": self.total_capex_usd / self.gpus,
+                "usd_per_hour": self.usd_per_hour, "usd_per_gpu_hour": self.usd_per_gpu_hour}
+
+
+def _family(cluster: Cluster) -> str:
+    """Switch family of a transport: RoCE and plain Ethernet run on Ethernet switches."""
+    return "infiniband" if cluster.fabric.transport.kind == "infiniband" else "ethernet"
+
+
+def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
+    """Price ``cluster``'s servers and its bill of materials (module docstring for the formulas)."""
+    server = prices.server(cluster.gpu.name)
+    bom = bill_of_materials(cluster, server.nodes_per_rack)
+    nodes = cluster.gpus / server.gpus
+    capex = {"servers": nodes * server.price_usd, "nics": 0.0, "switches": 0.0, "optics": 0.0, "cables": 0.0}
+    power = {"servers": nodes * server.power_w, "switches": 0.0, "optics": 0.0}
+    for role, count in bom.nics.items():
+        nic = cluster.compute_nics if role == "compute" else cluster.storage_nics
+        if count and nic is not None:
+            capex["nics"] += count * prices.nic(nic.speed_bytes_s / units.Gbit).price_usd
+    for count, speed in ((bom.fabric_switches, bom.speed_gbit_s), (bom.switches.get("storage", 0),
+                                                                    bom.storage_speed_gbit_s)):
+        if count:
+            sw = prices.switch(_family(cluster), speed, bom.switch_radix)
+            capex["switches"] += count * sw.price_usd
+            power["switches"] += count * sw.power_w
+    for medium, links in bom.cables.items():
+        m = prices.medium(medium)
+        ends = 1 if medium == "dac" else 2
+        capex["optics" if ends == 2 else "cables"] += links * ends * m.price_usd
+        capex["cables"] += links * m.fiber_usd
+        power["optics"] += links * ends * m.power_w
+    spares = prices.facility.network_spares_fraction
+    capex["spares"] = spares * (capex["switches"] + capex["optics"] + capex["cables"])
+    fac = prices.facility
+    return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years)
+
+
+def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float, ettr: float = 1.0) -> float:
+    """Cost of a million trained tokens: ``$/hour / (tokens/s x 3600 x ETTR) x 1e6``.
+
+    ``ettr`` (0, 1] is the goodput seam: 1 = before failures; the failure model's ETTR multiplies in here.
+    """
+    if not 0.0 < ettr <= 1.0 or not math.isfinite(tokens_per_s) or tokens_per_s <= 0:
+        raise ValueError(f"ettr ({ettr}) must be in (0, 1] and tokens_per_s ({tokens_per_s}) > 0")
+    return usd_per_hour / (tokens_per_s * units.HOUR * ettr) * 1e6
+
+
+@dataclass(frozen=True)
+class TokenCost:
+    """A cluster's cost per token for one workload, at the step model's throughput, before failures."""
+
+    cost: ClusterCost
+    tokens_per_s: float
+    step_time_s: float
+    ettr: float = 1.0
+
+    @property
+    def usd_per_million_tokens(self) -> float:
+        return usd_per_million_tokens(self.cost.usd_per_hour, self.tokens_per_s, self.ettr)
+
+    def run_usd(self, tokens: float) -> float:
+        """Cost of training on ``tokens`` tokens."""
+        return self.usd_per_million_tokens * tokens / 1e6
+
+    def days(self, tokens: float) -> float:
+        """Wall time to train on ``tokens`` tokens, days."""
+        return tokens / (self.tokens_per_s * self.ettr) / 86400.0
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.cost.to_json(), "tokens_per_s": self.tokens_per_s, "step_time_s": self.step_time_s,
+                "ettr": self.ettr, "usd_per_million_tokens": self.usd_per_million_tokens,
+                "basis": "step-model throughput, before failures (ETTR 1)" if self.ettr == 1.0 else
+                f"step-model throughput x ETTR {self.ettr:g}"}

@@ -1,0 +1,112 @@
+"""Rendering of a design search: the Pareto front, the cheapest design, what each constraint costs and which
+rule removed how many configurations; as tables, JSON, a CSV/Parquet of every point, and a plot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from slowlink.search.evaluate import Point
+    from slowlink.search.run import SearchResult
+    from slowlink.search.space import Space
+
+
+def point_json(space: Space, p: Point) -> dict[str, Any]:
+    """A point with its design and layout spelled out (NaN fields, unknown for removed points, as None)."""
+    n = len(space.layouts)
+    d = space.hardware[p.index // n]
+    out: dict[str, Any] = {"index": p.index, "design": d.label(), **asdict(d), **space.layout(p.index % n)}
+    for key, value in asdict(p).items():
+        out[key] = None if isinstance(value, float) and math.isnan(value) else value
+    return out
+
+
+def search_json(r: SearchResult) -> dict[str, Any]:
+    """The `slowlink search --json` contract: evaluated, feasible, pareto, best, removed_by_rule (+ more)."""
+    return {"name": r.space.name, "evaluated": len(r.points), "feasible": len(r.feasible),
+            "tokens": r.space.tokens, "pareto": [point_json(r.space, p) for p in r.front],
+            "best": None if r.best is None else point_json(r.space, r.best),
+            "fastest": None if r.fastest is None else point_json(r.space, r.fastest),
+            "removed_by_rule": r.removed_by_rule, "constraint_cost": r.constraint_cost,
+            "basis": "step-model throughput, before failures (ETTR 1)"}
+
+
+def front_table(r: SearchResult) -> Table:
+    """The Pareto front of run cost vs time-to-train, each point with its bottleneck (why it wins)."""
+    table = Table(title=f"{r.space.name}: Pareto front, run cost vs time to train {r.space.tokens:.3g} tokens "
+                        "(before failures)")
+    for col in ("design", "tp/pp/vp/mb/zero", "days", "run MUSD", "USD/M tok", "capex MUSD", "net share",
+                "bottleneck"):
+        table.add_column(col, justify="left" if col in ("design", "bottleneck") else "right")
+    n = len(r.space.layouts)
+    for p in r.front:
+        lay = r.space.layout(p.index % n)
+        mark = " *" if p is r.best else ""
+        table.add_row(r.space.hardware[p.index // n].label() + mark,
+                      f"{lay['tp']}/{lay['pp']}/{lay['vp']}/{lay['micro_batch']}/{lay['zero']}",
+                      f"{p.days:.1f}", f"{p.run_usd / 1e6:.2f}", f"{p.usd_per_million_tokens:.3f}",
+                      f"{p.capex_usd / 1e6:.1f}", f"{p.network_share:.1%}", p.bottleneck)
+    return table
+
+
+def summary_lines(r: SearchResult) -> list[str]:
+    """Counts, the cheapest design, what each constraint costs, and the rules that removed points."""
+    lines = [f"evaluated {len(r.points):,} configurations, {len(r.feasible):,} feasible"]
+    if r.best is not None:
+        p = point_json(r.space, r.best)
+        lines.append(f"cheapest per token (*): {p['design']}, tp {p['tp']} pp {p['pp']} vp {p['vp']}: "
+                     f"{r.best.usd_per_million_tokens:.3f} USD/M tokens, {r.best.days:.1f} days, "
+                     f"{r.best.run_usd / 1e6:.2f} MUSD for the run")
+    if r.fastest is not None:
+        f = point_json(r.space, r.fastest)
+        lines.append(f"fastest within the constraints: {f['design']}, tp {f['tp']} pp {f['pp']}: "
+                     f"{r.fastest.days:.1f} days, {r.fastest.run_usd / 1e6:.2f} MUSD")
+    for name, c in r.constraint_cost.items():
+        without, with_ = c["usd_per_million_tokens_without"], c["usd_per_million_tokens_with"]
+        if without is not None and with_ is not None:
+            lines.append(f"constraint {name}: costs {with_ - without:+.4f} USD/M tokens "
+                         f"({without:.3f} without it)")
+    lines += [f"removed by {rule}: {count:,}" for rule, count in r.removed_by_rule.items()]
+    return lines
+
+
+def empty_message(r: SearchResult) -> str:
+    """Why no design is left: each rule and how many configurations it removed."""
+    rules = ", ".join(f"{rule} removed {count:,}" for rule, count in r.removed_by_rule.items())
+    return f"search {r.space.name}: none of the {len(r.points):,} configurations is feasible: {rules}"
+
+
+def write_points(r: SearchResult, path: Path) -> None:
+    """Every point as CSV or Parquet (by suffix)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([point_json(r.space, p) for p in r.points])
+    if path.suffix.lower() == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def write_plot(r: SearchResult, path: Path) -> None:
+    """Run cost vs time-to-train of every feasible point, the front highlighted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.scatter([p.days for p in r.feasible], [p.run_usd / 1e6 for p in r.feasible], s=6, alpha=0.3,
+               label="feasible designs")
+    ax.plot([p.days for p in r.front], [p.run_usd / 1e6 for p in r.front], "o-", color="C3", label="Pareto front")
+    ax.set_xlabel(f"days to train {r.space.tokens:.3g} tokens (before failures)")
+    ax.set_ylabel("run cost (M USD)")
+    ax.set_title(r.space.name)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,86 @@
+"""Rendering of the shared-cluster simulation: one row per policy, slowdowns by kind, deadlocks named."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from slowlink import units
+from slowlink.errors import SlowlinkError
+
+if TYPE_CHECKING:
+    from slowlink.share.result import ShareResult
+
+
+def _f(value: float, fmt: str = "{:.1f}") -> str:
+    return "-" if math.isnan(value) else fmt.format(value)
+
+
+def policy_table(result: ShareResult) -> Table:
+    """Utilisation, allocation, fragmentation and queueing of every policy."""
+    table = Table(title=f"{result.name}: {result.jobs} jobs on {result.gpus} GPUs")
+    for col in ("policy", "finished", "utilisation", "allocated", "fragmentation", "held idle", "mean queue (s)",
+                "p95 queue (s)", "p95 JCT (s)", "deadlocks"):
+        table.add_column(col, justify="right")
+    for p in result.policies:
+        table.add_row(p.name, f"{p.finished}/{p.jobs}", f"{p.utilisation:.1%}", f"{p.allocated:.1%}",
+                      f"{p.fragmentation:.1%}", f"{p.held_idle:.1%}", _f(p.mean_queue_s), _f(p.p95_queue_s),
+                      _f(p.p95_jct_s), str(len(p.deadlocks)))
+    return table
+
+
+def slowdown_table(result: ShareResult) -> Table:
+    """Run slowdown (sharing) and JCT slowdown (with the wait) of each kind under each policy."""
+    table = Table(title="slowdown by kind: run (finish - start) / alone, JCT (finish - arrival) / alone")
+    table.add_column("policy")
+    for col in ("kind", "finished", "run slowdown", "JCT slowdown", "mean queue (s)"):
+        table.add_column(col, justify="right")
+    for p in result.policies:
+        for k in p.by_kind:
+            table.add_row(p.name, k.kind, f"{k.finished}/{k.jobs}", _f(k.run_slowdown, "{:.2f}x"),
+                          _f(k.jct_slowdown, "{:.2f}x"), _f(k.mean_queue_s))
+    return table
+
+
+def share_tables(result: ShareResult) -> list[Table | str]:
+    """Everything `slowlink share` prints: the policy table, slowdowns, then each deadlock in words."""
+    items: list[Table | str] = [policy_table(result), slowdown_table(result)]
+    for p in result.policies:
+        for d in p.deadlocks:
+            items.append(f"deadlock under {p.name} at t={d.time_s:.1f} s: {d.describe()}")
+    return items
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector backends write
+PLOT_POINTS = 20_000  # most steps drawn per policy; longer timelines are thinned evenly
+
+
+def write_timeline(result: ShareResult, path: Path) -> None:
+    """Allocation, utilisation and waiting jobs over time, one line per policy (needs the 'plot' extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SlowlinkError("--plot needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for p in result.policies:
+        line = p.timeline[:: max(1, len(p.timeline) // PLOT_POINTS)]
+        t = [x[0] / units.HOUR for x in line]
+        (drawn,) = top.step(t, [x[1] for x in line], where="post", label=f"{p.name} allocated")
+        top.step(t, [x[2] for x in line], where="post", linestyle=":", color=drawn.get_color(),
+                 label=f"{p.name} utilisation")
+        bottom.step(t, [x[3] for x in line], where="post", label=p.name)
+    top.set_ylabel("share of GPUs")
+    top.set_ylim(0, 1.05)
+    top.legend(fontsize=7)
+    bottom.set_ylabel("waiting jobs")
+    bottom.set_xlabel("time (h)")
+    top.set_title(f"{result.name}: {result.jobs} jobs on {result.gpus} GPUs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,146 @@
+"""One configuration of a design space, evaluated: the first feasibility rule it breaks, else its cost and
+speed from the cost model (:mod:`slowlink.cost`) and the step model (:func:`slowlink.workload.step.plan`).
+
+Rules, in the order they are checked (the first that fails names the point's ``rule``):
+  priced, fills_scale_up, fabric_fits      the hardware: every part has a price; whole scale-up domains;
+                                           a 2- or 3-tier fabric of the priced switches holds the NICs
+  parallel_divides                         tp x pp x cp divides the GPUs (dp is the quotient)
+  ep_divides_dp, tp_in_scale_up            ep divides dp; tp divides the scale-up domain (TP stays on NVLink)
+  interleave_needs_pp, cp_divides_seq      vp > 1 needs pp > 1; seq_len is a multiple of 2 cp
+  tp_divides_heads, pp_divides_layers,     the step model's own checks (:func:`~slowlink.workload.step.
+  batch_divides, ep_divides_experts,       check_plan`), named from its message
+  precision_supported, memory_fits
+The constraints (budget, power, GPUs, deadline) are applied afterwards (:mod:`slowlink.search.run`), so
+that what each one costs can be measured. Hardware is built and priced once per chunk, and the layouts of
+one design share a memo of collective prices (:func:`memo_cost`): layouts that differ only in micro-batch,
+ZeRO stage, recomputation or interleaving ask the collective model the same questions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from slowlink.cost.design import Design, build_design
+from slowlink.cost.model import ClusterCost, TokenCost, cluster_cost
+from slowlink.errors import SlowlinkError, SpecError
+from slowlink.search.space import Space
+from slowlink.spec.cluster import Cluster
+from slowlink.workload.comm import CommCost, analytical_cost
+from slowlink.workload.step import plan
+
+_PLAN_RULES = (("memory per GPU", "memory_fits"), ("must divide model.heads", "tp_divides_heads"),
+               ("model.layers", "pp_divides_layers"), ("training.global_batch", "batch_divides"),
+               ("model.moe.experts", "ep_divides_experts"), ("is not supported by gpu", "precision_supported"))
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration: its index in the space, its rule ("" when the plan is feasible) and its numbers."""
+
+    index: int
+    rule: str = ""
+    gpus: int = 0
+    tiers: int = 0
+    dp: int = 0
+    capex_usd: float = NAN
+    network_share: float = NAN
+    facility_power_kw: float = NAN
+    usd_per_gpu_hour: float = NAN
+    tokens_per_s: float = NAN
+    usd_per_million_tokens: float = NAN
+    days: float = NAN
+    run_usd: float = NAN
+    bottleneck: str = field(default="", compare=False)
+
+
+def memo_cost(cluster: Cluster) -> CommCost:
+    """The analytical :data:`~slowlink.workload.comm.CommCost` of ``cluster``, memoised on (op, size, groups).
+
+    ``groups`` lists come from :func:`slowlink.workload.comm.groups_of`'s cache (one list per layout), so their
+    identity is the key; the memo keeps each list alive so that an id is never reused while it is cached.
+    """
+    price = analytical_cost(cluster)
+    memo: dict[tuple[str, float, int], tuple[float, list[list[int]]]] = {}
+
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        key = (op, size_bytes, id(groups))
+        hit = memo.get(key)
+        if hit is None or hit[1] is not groups:
+            hit = memo[key] = (price(op, size_bytes, groups), groups)
+        return hit[0]
+
+    return cost
+
+
+def _hardware_rule(exc: SpecError) -> str:
+    text = str(exc)
+    if text.startswith("prices:"):
+        return "priced"
+    if "scale-up domains" in text:
+        return "fills_scale_up"
+    return "fabric_fits"
+
+
+def _layout_rule(space: Space, cluster: Cluster, lay: dict[str, Any]) -> str:
+    """The first cheap divisibility rule ``lay`` breaks on ``cluster`` ("" if none)."""
+    tp, pp, cp = lay["tp"], lay["pp"], lay["cp"]
+    if cluster.gpus % (tp * pp * cp):
+        return "parallel_divides"
+    if (cluster.gpus // (tp * pp * cp)) % lay["ep"]:
+        return "ep_divides_dp"
+    if cluster.scale_up.domain_gpus % tp:
+        return "tp_in_scale_up"
+    if lay["vp"] > 1 and pp == 1:
+        return "interleave_needs_pp"
+    if cp > 1 and space.workload.model.seq_len % (2 * cp):
+        return "cp_divides_seq"
+    return ""
+
+
+def _plan_rule(exc: SlowlinkError) -> str:
+    text = str(exc)
+    return next((rule for needle, rule in _PLAN_RULES if needle in text), "plan_other")
+
+
+def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: CommCost,
+           lay: dict[str, Any]) -> Point:
+    rule = _layout_rule(space, cluster, lay)
+    dp = cluster.gpus // (lay["tp"] * lay["pp"] * lay["cp"])
+    base = Point(index, rule, cluster.gpus, cluster.fabric.tiers, dp)
+    if rule:
+        return base
+    w = space.workload
+    par = {k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp}
+    work = replace(w, parallel=w.parallel.model_copy(update=par),
+                   training=w.training.model_copy(update={"micro_batch": lay["micro_batch"],
+                                                          "recompute": lay["recompute"]}))
+    try:
+        step = plan(work, cluster, comm)
+    except SlowlinkError as exc:
+        return replace(base, rule=_plan_rule(exc))
+    tc = TokenCost(cost, step.tokens_per_s, step.step_time_s)
+    return replace(base, capex_usd=cost.total_capex_usd, network_share=cost.network_share,
+                   facility_power_kw=cost.facility_power_w / 1e3, usd_per_gpu_hour=cost.usd_per_gpu_hour,
+                   tokens_per_s=step.tokens_per_s, usd_per_million_tokens=tc.usd_per_million_tokens,
+                   days=tc.days(space.tokens), run_usd=tc.run_usd(space.tokens), bottleneck=step.bottleneck)
+
+
+def evaluate_hardware(space: Space, hardware: list[int]) -> list[Point]:
+    """Every configuration of the hardware designs ``hardware`` (indices into ``space.hardware``)."""
+    points = []
+    n = len(space.layouts)
+    for h in hardware:
+        design: Design = space.hardware[h]
+        try:
+            cluster = build_design(design, space.prices)
+            cost = cluster_cost(cluster, space.prices)
+        except SpecError as exc:
+            rule = _hardware_rule(exc)
+            points += [Point(h * n + i, rule) for i in range(n)]
+            continue
+        comm = memo_cost(cluster)
+        points += [_point(space, h * n + i, cluster, cost, comm, space.layout(i)) for i in range(n)]
+    return points

@@ -1,0 +1,161 @@
+"""Sweep a design space on Dask, then keep what meets the constraints: the cheapest design per token, the
+Pareto front of training-run cost vs time-to-train, what each constraint costs, and which rule removed what.
+
+Chunks of hardware designs (each with all its parallel layouts) are tasks on a ``dask.distributed`` client:
+a ``LocalCluster`` of ``workers`` processes, or a running scheduler at ``scheduler``; ``workers=0`` runs
+in this process. Points come back sorted by index, so the result does not depend on the workers. With a
+``resume`` folder each finished chunk is kept, and a rerun evaluates only what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from slowlink.errors import SpecError
+from slowlink.search.evaluate import Point, evaluate_hardware
+from slowlink.search.space import Space
+from slowlink.search.store import ChunkStore
+
+CHUNK_CONFIGS = 2000  # configurations per Dask task: seconds of work, so scheduling overhead stays small
+CONSTRAINT_ORDER = ("max_gpus", "budget_usd", "power_kw", "deadline_days")
+
+
+def chunks(space: Space, per_task: int = CHUNK_CONFIGS) -> list[list[int]]:
+    """Hardware indices grouped so that each task evaluates about ``per_task`` configurations."""
+    step = max(1, per_task // max(1, len(space.layouts)))
+    idx = list(range(len(space.hardware)))
+    return [idx[i:i + step] for i in range(0, len(idx), step)]
+
+
+Done = Callable[[list[int], list[Point]], None]  # called with each finished chunk and its points
+
+
+def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None, done: Done) -> list[Point]:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SpecError("--workers / --scheduler need dask.distributed: pip install 'slowlink[sweep]', or run "
+                        "in this process with --workers 0") from None
+    cluster = None if scheduler else LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+    client = Client(scheduler or cluster)  # type: ignore[no-untyped-call]
+    try:
+        shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
+        futures = client.map(evaluate_hardware, [shared] * len(parts), parts, pure=False)
+        part_of = {fut.key: part for fut, part in zip(futures, parts, strict=True)}
+        out: list[Point] = []
+        for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+            points = fut.result()
+            done(part_of[fut.key], points)
+            out += points
+        return out
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+        if cluster is not None:
+            cluster.close()
+
+
+def evaluate_space(space: Space, workers: int = 0, scheduler: str | None = None,
+                   progress: Callable[[int], None] | None = None, resume: Path | None = None) -> list[Point]:
+    """Every configuration of ``space``, sorted by index (module docstring for where it runs).
+
+    ``resume``: a folder that keeps each finished chunk (:class:`~slowlink.search.store.ChunkStore`); chunks
+    already there are read back instead of evaluated.
+    """
+    parts = chunks(space)
+    store = ChunkStore(resume, space, parts) if resume is not None else None
+    out: list[Point] = []
+    todo = []
+    for part in parts:
+        kept = store.load(part) if store is not None else None
+        if kept is None:
+            todo.append(part)
+        else:
+            out += kept
+            if progress is not None:
+                progress(1)
+
+    def done(part: list[int], points: list[Point]) -> None:
+        if store is not None:
+            store.save(part, points)
+        if progress is not None:
+            progress(1)
+
+    if todo and workers <= 0 and scheduler is None:
+        for part in todo:
+            points = evaluate_hardware(space, part)
+            done(part, points)
+            out += points
+    elif todo:
+        out += _on_dask(space, todo, workers, scheduler, done)
+    return sorted(out, key=lambda p: p.index)
+
+
+def broken_constraint(space: Space, p: Point, skip: str = "") -> str:
+    """The first constraint (other than ``skip``) a plan-feasible point breaks ("" if none)."""
+    c = space.constraints
+    values = {"max_gpus": (p.gpus, c.max_gpus), "budget_usd": (p.capex_usd, c.budget_usd),
+              "power_kw": (p.facility_power_kw, c.power_kw), "deadline_days": (p.days, c.deadline_days)}
+    for name in CONSTRAINT_ORDER:
+        value, limit = values[name]
+        if name != skip and limit is not None and value > limit:
+            return name
+    return ""
+
+
+def pareto(points: list[Point]) -> list[Point]:
+    """Points no other beats on both time-to-train and run cost, fastest first (ties: lower index)."""
+    front: list[Point] = []
+    best_cost = math.inf
+    for p in sorted(points, key=lambda q: (q.days, q.run_usd, q.index)):
+        if p.run_usd < best_cost:
+            front.append(p)
+            best_cost = p.run_usd
+    return front
+
+
+def cheapest(points: list[Point]) -> Point | None:
+    return min(points, key=lambda p: (p.usd_per_million_tokens, p.index), default=None)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What `slowlink search` reports (see :func:`summarize`)."""
+
+    space: Space
+    points: list[Point]
+    feasible: list[Point]
+    removed_by_rule: dict[str, int]
+    front: list[Point]
+    best: Point | None
+    fastest: Point | None
+    constraint_cost: dict[str, dict[str, float | None]]
+
+
+def summarize(space: Space, points: list[Point]) -> SearchResult:
+    """Apply the constraints; the front, the cheapest, and per constraint the cheapest $/M tokens without it."""
+    planned = [p for p in points if not p.rule]
+    removed: Counter[str] = Counter(p.rule for p in points if p.rule)
+    feasible = []
+    for p in planned:
+        why = broken_constraint(space, p)
+        if why:
+            removed[why] += 1
+        else:
+            feasible.append(p)
+    best = cheapest(feasible)
+    costs: dict[str, dict[str, float | None]] = {}
+    for name in CONSTRAINT_ORDER:
+        if getattr(space.constraints, name) is None:
+            continue
+        free = cheapest([p for p in planned if not broken_constraint(space, p, skip=name)])
+        costs[name] = {"usd_per_million_tokens_without": None if free is None else free.usd_per_million_tokens,
+                       "usd_per_million_tokens_with": None if best is None else best.usd_per_million_tokens}
+    ordered = dict(sorted(removed.items(), key=lambda kv: (-kv[1], kv[0])))
+    fastest = min(feasible, key=lambda p: (p.days, p.run_usd, p.index), default=None)
+    return SearchResult(space, points, feasible, ordered, pareto(feasible), best, fastest, costs)

@@ -1,0 +1,141 @@
+"""What the cluster's degraded parts cost a training step: the job planned twice (as built and with every
+part at its datasheet rate), the difference per parallel dimension, and each part alone.
+
+Both fidelities price the same parts: the analytical model through each communicator's
+:class:`~slowlink.topology.degraded.Penalty`, the flow simulator on the degraded graph
+(:func:`slowlink.topology.degraded.apply`). ``pays`` is the dimension whose exposed time grew the most (or
+``compute`` when a slow GPU costs more): every rank waits for the slowest at each synchronisation, so one
+part slows the whole job by what it costs the dimension whose collectives cross it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from slowlink.sim.fidelity import CollectiveQuery, check_fidelity, comm_cost, predict_collective
+from slowlink.spec.cluster import Cluster
+from slowlink.spec.degraded import Degraded, resolve_degraded
+from slowlink.topology.build import build
+from slowlink.workload.spec import Workload
+from slowlink.workload.step import StepResult, plan
+
+PAYS_TIE = 0.05  # dimensions whose added exposed time is within 5% of the largest pay together
+
+
+@dataclass(frozen=True)
+class PartCost:
+    """One degraded part alone: the step time with only it, and its slowdown over the healthy step."""
+
+    part: str
+    step_time_s: float
+    slowdown: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "step_time_s": self.step_time_s, "slowdown": self.slowdown}
+
+
+@dataclass(frozen=True)
+class DegradedCost:
+    """The healthy and the degraded step of one job, per dimension, with each part's own cost."""
+
+    cluster: str
+    workload: str
+    fidelity: str
+    healthy: StepResult
+    degraded: StepResult
+    parts: tuple[PartCost, ...]
+    unpriced: tuple[str, ...] = ()  # parts this fidelity does not price (fabric cables: flow only)
+
+    @property
+    def slowdown(self) -> float:
+        """Degraded step / healthy step - 1."""
+        return self.degraded.step_time_s / self.healthy.step_time_s - 1.0
+
+    @property
+    def exposed_delta_s(self) -> dict[str, float]:
+        """Per dimension, how much more of its time is exposed in the degraded step (plus ``compute``)."""
+        out = {k: self.degraded.comm_s[k] - self.healthy.comm_s.get(k, 0.0) for k in self.degraded.comm_s}
+        out["compute"] = self.degraded.compute_s - self.healthy.compute_s
+        return out
+
+    @property
+    def total_delta_s(self) -> dict[str, float]:
+        """Per dimension, how much longer its collectives take in all (exposed or hidden behind compute)."""
+        return {k: self.degraded.comm_total_s[k] - self.healthy.comm_total_s.get(k, 0.0)
+                for k in self.degraded.comm_total_s}
+
+    @property
+    def pays(self) -> str:
+        """The dimension (or compute) whose exposed time grew the most, with any other within
+        ``PAYS_TIE`` of it joined by '+' (e.g. 'dp+ep'); 'none' when nothing grew."""
+        delta = self.exposed_delta_s
+        top = max(delta.values())
+        if top <= 0:
+            return "none"
+        return "+".join(k for k in sorted(delta, key=lambda k: -delta[k]) if delta[k] >= (1 - PAYS_TIE) * top)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "workload": self.workload, "fidelity": self.fidelity,
+                "healthy_step_s": self.healthy.step_time_s, "degraded_step_s": self.degraded.step_time_s,
+                "slowdown": self.slowdown, "pays": self.pays, "exposed_delta_s": self.exposed_delta_s,
+                "total_delta_s": self.total_delta_s, "degraded_by": [p.to_json() for p in self.parts],
+                "unpriced": list(self.unpriced)}
+
+
+def healthy(cluster: Cluster) -> Cluster:
+    """``cluster`` with every part at its datasheet rate."""
+    return replace(cluster, degraded=Degraded())
+
+
+def _step(w: Workload, cluster: Cluster, fidelity: str) -> StepResult:
+    return plan(w, cluster, comm_cost(fidelity, cluster))
+
+
+def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -> DegradedCost:
+    """Plan ``w`` on ``cluster`` as built and healthy at ``fidelity``, and with each degraded part alone
+    (``degraded_by``; one plan per part)."""
+    check_fidelity(fidelity)
+    if cluster.degraded.link_rate:
+        build(cluster)  # a fabric link name the graph does not have is an error at either fidelity
+    base = _step(w, healthy(cluster), fidelity)
+    full = _step(w, cluster, fidelity)
+    parts = []
+    gpn = cluster.gpus_per_node
+    for spec_part, name in zip(cluster.spec.degraded, cluster.degraded.names, strict=True):
+        alone = replace(cluster, degraded=resolve_degraded([spec_part], gpn))
+        t = full.step_time_s if len(cluster.spec.degraded) == 1 else _step(w, alone, fidelity).step_time_s
+        parts.append(PartCost(name, t, t / base.step_time_s - 1.0))
+    unpriced = tuple(f"link {name}" for name in cluster.degraded.link_rate) if fidelity == "analytical" else ()
+    return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
+
+
+def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical",
+                     result: StepResult | None = None) -> dict[str, Any]:
+    """The keys ``plan --json`` adds on a cluster with degraded parts: the healthy step, each part's cost
+    (``degraded_by``) and the dimension that pays; with ``variability:`` (and the plan's ``result``) the
+    expected step under that jitter (``jitter``). None of them on a uniform cluster."""
+    out: dict[str, Any] = {}
+    if cluster.degraded:
+        c = degraded_cost(w, cluster, fidelity)
+        out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
+                "degraded_by": [p.to_json() for p in c.parts]}
+    v = cluster.spec.variability
+    if v is not None and result is not None:
+        from slowlink.straggler.sweep import plan_jitter
+        from slowlink.workload.step import check_plan, fit_dp
+
+        micro = check_plan(fit_dp(w, cluster), cluster)
+        out |= plan_jitter(w, result, micro, v.compute_cv, v.network_cv, v.distribution, cluster.gpus)
+    return out
+
+
+def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[dict[str, Any]]]:
+    """For ``collective --json``: per size, each degraded part alone against the healthy cluster."""
+    base = predict_collective(healthy(cluster), query)
+    gpn = cluster.gpus_per_node
+    per_part = [predict_collective(replace(cluster, degraded=resolve_degraded([p], gpn)), query)
+                for p in cluster.spec.degraded]
+    return [[{"part": name, "time_s": preds[i].time_s, "slowdown": preds[i].time_s / b.time_s - 1.0}
+             for name, preds in zip(cluster.degraded.names, per_part, strict=True)]
+            for i, b in enumerate(base)]

@@ -1,0 +1,152 @@
+"""Naming the slow part from probes: per-link bandwidth and latency between nodes, attributed to one link.
+
+Probes run in rounds that cover every node's link once per direction, as all-pairs bandwidth checks do:
+in round ``s`` node ``k`` streams to ``k + s`` (mod N) while every other node does the same, so each link
+carries exactly one stream out and one in, and a stream's rate is the slower of its two ends. Two shifts
+(1 and 2) give every node four streams with four different partners. Attribution (pure, no probing here):
+
+* bandwidth: a link is a suspect when **every** stream through it ran below ``SLOW_FRACTION`` of the
+  link's expected goodput (a neighbour of a slow link shares only one or two of its four streams with it);
+  its slowdown is the median of its streams over that; streams to or from a node already named by its
+  delay are left out (a TCP stream over a long round trip ramps up slower, and the relay that makes the
+  delay here costs CPU);
+* latency: the TCP connect round trip (SYN, RST) between two nodes crosses both their links twice; with
+  the median round trip as the baseline, a node's one-way excess is half the smallest excess over its
+  partners (one clean partner suffices); a node is a suspect above ``DELAY_FLOOR_S``.
+
+The latency rule assumes a minority of slow nodes (the median round trip is a healthy one), which is the
+case it is for: one bad part among many good ones.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from slowlink.errors import SpecError, field_error
+
+SLOW_FRACTION = 0.8  # a stream below 80% of the median is slow: TCP streams on equal links differ by <10%
+DELAY_FLOOR_S = 1e-3  # one-way excess that names a node: above the relay's 0-0.5 ms batching (docs/emulate.md)
+SHIFTS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A part named by the probes: ``kind`` (link or node), ``id`` (link or node name), the ``evidence`` in
+    words and the ``slowdown`` (rate / expected for a link, one-way delay in seconds for a node)."""
+
+    kind: str
+    id: str
+    evidence: str
+    slowdown: float
+    unit: str = "share"  # what slowdown is: share (of the expected rate), delay_s (one way) or slower (fraction)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "evidence": self.evidence, "slowdown": self.slowdown,
+                "unit": self.unit}
+
+    def words(self) -> str:
+        """The slowdown in words, by its unit."""
+        if self.unit == "delay_s":
+            return f"+{self.slowdown * 1e3:.1f} ms one way"
+        if self.unit == "slower":
+            return f"{self.slowdown:+.0%} slower"
+        return f"{self.slowdown:.0%} of its rate"
+
+
+def probe_pairs(nodes: int, shifts: tuple[int, ...] = SHIFTS) -> list[list[tuple[int, int]]]:
+    """The rounds of (src, dst) pairs: one round per shift, every node sending once and receiving once."""
+    return [[(k, (k + s) % nodes) for k in range(nodes)] for s in shifts if s % nodes > 0]
+
+
+def rtt_pairs(nodes: int, shifts: tuple[int, ...] = SHIFTS) -> list[tuple[int, int]]:
+    """Unordered node pairs of the rounds, each once (a round trip crosses both directions anyway)."""
+    seen: dict[tuple[int, int], None] = {}
+    for rnd in probe_pairs(nodes, shifts):
+        for a, b in rnd:
+            seen.setdefault((min(a, b), max(a, b)), None)
+    return list(seen)
+
+
+def slow_links(streams: list[tuple[int, int, float]], expected_bytes_s: float | None = None,
+               link_name: str = "n{k}", exclude: frozenset[int] = frozenset()) -> list[Suspect]:
+    """Links every one of whose streams (bytes/s) ran below ``SLOW_FRACTION`` of ``expected_bytes_s`` (the
+    link's datasheet goodput; default: the median stream). Streams with an end in ``exclude`` (nodes named
+    by their delay: a TCP stream over a long round trip ramps up slower) are left out; a link needs two."""
+    kept = [(a, b, r) for a, b, r in streams if a not in exclude and b not in exclude]
+    if not kept:
+        return []
+    ref = expected_bytes_s or statistics.median(r for _, _, r in kept)
+    through: dict[int, list[float]] = {}
+    for a, b, r in kept:
+        through.setdefault(a, []).append(r)
+        through.setdefault(b, []).append(r)
+    out = []
+    for k, rates in sorted(through.items()):
+        if len(rates) >= 2 and max(rates) < SLOW_FRACTION * ref:
+            share = statistics.median(rates) / ref
+            out.append(Suspect("link", link_name.format(k=k),
+                               f"all {len(rates)} streams through it at {min(rates) / ref:.0%}-"
+                               f"{max(rates) / ref:.0%} of the expected {ref * 8e-6:.1f} Mbit/s", share))
+    return out
+
+
+def delayed_nodes(rtts: list[tuple[int, int, float]]) -> list[Suspect]:
+    """Nodes whose every round trip exceeds the median by more than twice ``DELAY_FLOOR_S``."""
+    if not rtts:
+        return []
+    base = statistics.median(t for _, _, t in rtts)
+    excess: dict[int, list[float]] = {}
+    for a, b, t in rtts:
+        for k in (a, b):
+            excess.setdefault(k, []).append(t - base)
+    out = []
+    for k, ex in sorted(excess.items()):
+        one_way = min(ex) / 2
+        if one_way > DELAY_FLOOR_S:
+            out.append(Suspect("node", f"n{k}", f"all {len(ex)} round trips through it {min(ex) * 1e3:.1f}-"
+                               f"{max(ex) * 1e3:.1f} ms above the median {base * 1e3:.2f} ms: "
+                               f"+{one_way * 1e3:.1f} ms one way", one_way, "delay_s"))
+    return out
+
+
+RANK_TOLERANCE = 0.10  # the default regression tolerance of `slowlink compare` (bench/compare.py)
+
+
+def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
+               tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
+    """Ranks whose own compute time (``bench train``'s per-rank record) exceeds the median rank's by more
+    than ``tolerance``: a slow GPU; a host all of whose ranks are slow (and not every host) is named as a
+    node instead."""
+    if len(rank_compute_s) < 2:
+        return []
+    mid = statistics.median(rank_compute_s)
+    hosts = hostnames if hostnames and len(hostnames) == len(rank_compute_s) else [""] * len(rank_compute_s)
+    slow = {i for i, t in enumerate(rank_compute_s) if t > mid * (1 + tolerance)}
+    out = []
+    for h in sorted({hosts[i] for i in slow} - {""}):
+        mine = [i for i, x in enumerate(hosts) if x == h]
+        if slow.issuperset(mine) and len(mine) < len(rank_compute_s):
+            lo, hi = (f(rank_compute_s[i] for i in mine) / mid - 1 for f in (min, max))
+            out.append(Suspect("node", h, f"all {len(mine)} of its ranks compute {lo:+.0%} to {hi:+.0%} "
+                               "against the median rank", hi, "slower"))
+            slow -= set(mine)
+    for i in sorted(slow):
+        where = f" on {hosts[i]}" if hosts[i] else ""
+        out.append(Suspect("rank", f"rank {i}", f"compute {rank_compute_s[i] * 1e3:.2f} ms{where} against "
+                           f"the median {mid * 1e3:.2f} ms", rank_compute_s[i] / mid - 1, "slower"))
+    return out
+
+
+def record_suspects(rec: dict[str, Any], source: str = "result") -> list[Suspect]:
+    """The slow ranks and nodes of a ``bench train`` record (its rows' ``rank_compute_s``, its hosts)."""
+    rows = [r for r in rec.get("rows", []) if isinstance(r, dict) and r.get("rank_compute_s")]
+    if rec.get("kind") != "train" or not rows:
+        raise SpecError(field_error(f"{source}: rows.rank_compute_s", None, "is missing: find-slow reads the "
+                                    "per-rank times of a `bench train` result written by this version"))
+    times = rows[-1]["rank_compute_s"]
+    if not all(isinstance(t, (int, float)) and t > 0 for t in times):
+        raise SpecError(field_error(f"{source}: rows.rank_compute_s", times, "must be positive numbers"))
+    hosts = rec.get("env", {}).get("hostnames")
+    return slow_ranks([float(t) for t in times], hosts if isinstance(hosts, list) else None)

@@ -1,0 +1,124 @@
+"""CLI of the cost model: `bom` and `cost` contracts, and every bad input (exit 2, field, value and rule named,
+no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from slowlink.cli.main import app
+
+EX = Path(__file__).parents[2] / "examples"
+SUPERPOD = str(EX / "cost-superpod-1su.yaml")
+REF = str(EX / "ref-64gpu.yaml")
+LLAMA = str(EX / "llama3-8b.yaml")
+runner = CliRunner()
+
+
+def _fails(args: list[str], *needles: str) -> str:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    for n in needles:
+        assert n in res.output, res.output
+    return res.output
+
+
+def _file(tmp_path: Path, src: str, old: str, new: str) -> str:
+    text = Path(src).read_text()
+    assert old in text, old
+    p = tmp_path / Path(src).name
+    p.write_text(text.replace(old, new, 1))
+    return str(p)
+
+
+def test_bom_json_contract_and_superpod_counts() -> None:
+    res = runner.invoke(app, ["bom", SUPERPOD, "--json"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert {"switches", "links", "transceivers", "power_w", "capex_usd", "network_share"} <= set(js)
+    assert js["switches"] == {"leaf": 8, "spine": 4}
+    assert js["links"] == {"node_leaf": 252, "leaf_spine": 256}
+    assert js["transceivers"] == {"400G-SR4": 2 * (252 + 256)}
+    assert 0 < js["network_share"] < 1
+
+
+def test_bom_table_names_the_network_share() -> None:
+    res = runner.invoke(app, ["bom", SUPERPOD])
+    assert res.exit_code == 0, res.output
+    assert "of capex" in res.output and "spine switches" in res.output
+
+
+def test_cost_json_contract() -> None:
+    res = runner.invoke(app, ["cost", REF, LLAMA, "--json"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert js["usd_per_gpu_hour"] > 0 and js["usd_per_million_tokens"] > 0
+    assert "before failures" in js["basis"]
+    # $/M tokens = $/h / (tokens/s x 3600) x 1e6
+    assert abs(js["usd_per_million_tokens"] - js["usd_per_hour"] / (js["tokens_per_s"] * 3600) * 1e6) < 1e-3 * \
+        js["usd_per_million_tokens"]
+
+
+def test_user_quotes_replace_bundled_prices(tmp_path: Path) -> None:
+    quotes = tmp_path / "q.yaml"
+    quotes.write_text("switches:\n  - {name: my-ndr, transport: infiniband, speed_gbit_s: 400, radix: 64,\n"
+                      "     price_usd: 1, power_w: 1, source: my quote}\n")
+    base = json.loads(runner.invoke(app, ["bom", SUPERPOD, "--json"]).output)
+    mine = json.loads(runner.invoke(app, ["bom", SUPERPOD, "--json", "--prices", str(quotes)]).output)
+    assert mine["capex_breakdown_usd"]["switches"] == 12
+    assert mine["capex_usd"] < base["capex_usd"]
+
+
+def test_bad_prices_file(tmp_path: Path) -> None:
+    p = tmp_path / "q.yaml"
+    p.write_text("nics:\n  - {speed_gbit_s: 400, price_usd: -5, source: x}\n")
+    _fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.price_usd (-5)", "greater than 0")
+    p.write_text("nics:\n  - {speed_gbit_s: 400, price_usd: 5}\n")
+    _fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.source: required key is missing")
+    p.write_text("switchez: []\n")
+    _fails(["bom", SUPERPOD, "--prices", str(p)], "switchez: unknown key", "docs/cost.md")
+    _fails(["bom", SUPERPOD, "--prices", str(tmp_path / "none.yaml")], "does not exist")
+
+
+def test_unpriced_parts(tmp_path: Path) -> None:
+    radix = _file(tmp_path, SUPERPOD, "switch_radix: 64", "switch_radix: 48")
+    _fails(["bom", radix], "no infiniband switch of 48 ports at 400 Gbit/s", "--prices")
+    gpu = _file(tmp_path, SUPERPOD, "gpu: h100-sxm", "gpu: mi300x")
+    _fails(["bom", gpu], "servers.mi300x", "no price")
+
+
+def test_management_ports_that_do_not_fit(tmp_path: Path) -> None:
+    full = _file(tmp_path, SUPERPOD, "nodes: 31", "nodes: 32")
+    _fails(["bom", full], "fabric.management_ports (4) must fit the 0 free leaf ports")
+    neg = _file(tmp_path, SUPERPOD, "management_ports: 4", "management_ports: -1")
+    _fails(["bom", neg], "fabric.management_ports (-1)", "greater than or equal to 0")
+
+
+def test_cost_of_an_infeasible_plan(tmp_path: Path) -> None:
+    bad = _file(tmp_path, LLAMA, "tp: 2", "tp: 3")
+    _fails(["cost", REF, bad], "parallel")
+    _fails(["cost", LLAMA, REF], "this looks like a workload file")
+
+
+def test_cost_of_a_token_budget(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["cost", REF, LLAMA, "--json", "--tokens", "1e12"])
+    assert res.exit_code == 0, res.output
+    js = json.loads(res.output)
+    assert abs(js["run_usd"] - js["usd_per_million_tokens"] * 1e6) < 1e-3 * js["run_usd"]
+    assert abs(js["days"] - 1e12 / js["tokens_per_s"] / 86400) < 1e-3 * js["days"]
+    _fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
+    _fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
+
+
+def test_reference_network_share_table() -> None:
+    res = runner.invoke(app, ["bom", "--reference", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {(r["fabric"], r["gpus"]): r for r in json.loads(res.output)}
+    assert len(rows) == 9 and rows[("IB NDR fat tree 1:1", 8192)]["switches"] == {"leaf": 256, "spine": 256,
+                                                                                   "core": 128}
+    assert "network share" in runner.invoke(app, ["bom", "--reference"]).output
+    _fails(["bom"], "give a CLUSTER.yaml or --reference")
+    _fails(["bom", SUPERPOD, "--reference"], "not both")

@@ -1,0 +1,73 @@
+"""Output formats every command shares: ``--csv`` (tables as CSV on stdout, the rest on stderr) and JSON that
+names the slowlink version and the spec files it read, as resolved after ``--set``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from slowlink import __version__
+from slowlink.cli.main import app
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REF, W8 = str(EXAMPLES / "ref-64gpu.yaml"), str(EXAMPLES / "llama3-8b.yaml")
+
+
+def _csv_tables(text: str) -> list[list[list[str]]]:
+    """stdout of --csv split into tables (blank-line separated), '# title' lines dropped."""
+    blocks = [b for b in text.strip().split("\n\n") if b.strip()]
+    return [list(csv.reader(io.StringIO("\n".join(ln for ln in b.splitlines() if not ln.startswith("# ")))))
+            for b in blocks]
+
+
+def test_csv_plan_prints_the_table_and_nothing_else_on_stdout() -> None:
+    res = runner.invoke(app, ["plan", REF, W8, "--csv"])
+    assert res.exit_code == 0, res.output
+    (table,) = _csv_tables(res.stdout)
+    assert table[0] == ["", "ref-64gpu"]
+    rows = {r[0]: r[1] for r in table[1:]}
+    assert float(rows["step time (s)"]) > 0
+    assert rows["MFU"].endswith("%")
+    assert "bottleneck" not in res.stdout.lower()  # the sentences go to stderr
+    assert res.stderr.strip()
+
+
+def test_csv_anywhere_on_the_line_and_a_sweep_has_one_row_per_size() -> None:
+    res = runner.invoke(app, ["--csv", "collective", REF, "--op", "all_reduce", "--sweep", "1MiB:64MiB:4"])
+    assert res.exit_code == 0, res.output
+    (table,) = _csv_tables(res.stdout)
+    header, *rows = table
+    assert header[:3] == ["size", "count", "type"] and "busbw (GB/s)" in header
+    assert [int(r[0]) for r in rows] == [2**20, 2**22, 2**24, 2**26]
+    busbw = [float(r[header.index("busbw (GB/s)")]) for r in rows]
+    assert busbw == sorted(busbw)  # bigger messages amortise latency
+
+
+def test_csv_and_json_together_are_refused() -> None:
+    res = runner.invoke(app, ["plan", REF, W8, "--csv", "--json"])
+    assert res.exit_code == 2
+    assert "--csv and --json" in res.output and "Traceback" not in res.output
+
+
+def test_json_names_the_version_and_the_resolved_inputs() -> None:
+    res = runner.invoke(app, ["plan", REF, W8, "--json", "--set", "workload.parallel.tp=4",
+                              "--set", "workload.parallel.dp=auto"])
+    assert res.exit_code == 0, res.output
+    meta = json.loads(res.stdout)["slowlink"]
+    assert meta["version"] == __version__
+    by_kind = {i["kind"]: i for i in meta["inputs"]}
+    assert by_kind["cluster"]["file"] == REF and by_kind["cluster"]["set"] == []
+    assert by_kind["workload"]["set"] == ["workload.parallel.tp=4", "workload.parallel.dp=auto"]
+    assert by_kind["workload"]["spec"]["parallel"]["tp"] == 4
+
+
+def test_inputs_do_not_leak_from_one_command_to_the_next() -> None:
+    runner.invoke(app, ["plan", REF, W8, "--json"])
+    res = runner.invoke(app, ["collective", REF, "--op", "all_reduce", "--size", "1GiB", "--json"])
+    assert res.exit_code == 0, res.output
+    assert [i["kind"] for i in json.loads(res.stdout)["slowlink"]["inputs"]] == ["cluster"]
