@@ -73,11 +73,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "every scrape) until interrupted."),
     "inventory": ("slowlink.cli.observe", "This node's versions, NICs, IB ports and GPUs; across nodes, what "
                   "differs (exit 1 when anything does)."),
+    "goodput": ("slowlink.cli.goodput", "Time and GPU-hours to train a token budget: MTTF, checkpoint interval, "
+                "ETTR and the days each loss costs."),
+    "drill": ("slowlink.cli.goodput", "Kill, hang or break a rank of a real torchrun job; check it resumes "
+              "bit-identical, losing no committed step."),
 }
 AREAS = ("slowlink.cli.collective", "slowlink.cli.plan", "slowlink.cli.simulate", "slowlink.cli.bench",
          "slowlink.cli.baseline", "slowlink.cli.emulate", "slowlink.cli.catalog", "slowlink.cli.init",
          "slowlink.cli.storage", "slowlink.cli.cost", "slowlink.cli.share", "slowlink.cli.slow",
-         "slowlink.cli.observe")
+         "slowlink.cli.observe", "slowlink.cli.goodput")
 
 
 def full_app(areas: tuple[str, ...] = AREAS) -> typer.Typer:

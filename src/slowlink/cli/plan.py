@@ -58,7 +58,9 @@ def plan_cmd(
     html: Path | None = _HTML,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
+    from slowlink.reliability.goodput import plan_goodput
     from slowlink.report import html as report_html
+    from slowlink.report.goodput import goodput_json, goodput_sentence
     from slowlink.report.plan import bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
     from slowlink.storage.plan import plan_storage
@@ -89,6 +91,8 @@ def plan_cmd(
     advice = [advise(w, c, r, k) for _, c, r, k in fits]
     # The storage model (issue 14): data stall and checkpoint overhead beside communication.
     stor = [plan_storage(w, c, r) for _, c, r, _ in fits]
+    # The reliability model (issue 15): ETTR and time-to-train when the workload names a token budget.
+    gp = [plan_goodput(w, c, r, st.data_stall_s or 0.0) for (_, c, r, _), st in zip(fits, stor, strict=True)]
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
@@ -96,7 +100,8 @@ def plan_cmd(
 
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
               | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
-              for (key, c, *_), r, adv, st in zip(fits, results, advice, stor, strict=True)}
+              | goodput_json(g)  # ETTR and time-to-train with a token budget (docs/goodput.md)
+              for (key, c, *_), r, adv, st, g in zip(fits, results, advice, stor, gp, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
@@ -105,6 +110,9 @@ def plan_cmd(
         out.print(line, soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
+    for key, g in zip(names, gp, strict=True):
+        if g is not None:
+            out.print(f"[bold]{key}[/]: {goodput_sentence(g)}", soft_wrap=True)
 
 
 @clean_errors

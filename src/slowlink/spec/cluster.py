@@ -22,6 +22,7 @@ from slowlink.spec.degraded import (
     check_degraded,
     resolve_degraded,
 )
+from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
 
 # Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
@@ -154,6 +155,8 @@ class ClusterSpec(BaseModel):
                                              "datasheet: a NIC or link at a fraction of its rate, a slow GPU, "
                                              "a node with delayed messages.")
     variability: VariabilitySpec | None = Field(None, description="Per-rank compute / network time variation.")
+    reliability: ReliabilitySpec | None = Field(
+        None, description="Failure rates and recovery times (docs/goodput.md); absent: the defaults.")
 
     @model_validator(mode="after")
     def _domain(self) -> ClusterSpec:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from slowlink.errors import SpecError
 from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
 
 if TYPE_CHECKING:
@@ -60,6 +61,13 @@ class TrainingSpec(BaseModel):
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
+    tokens: float | int | str | None = Field(
+        None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
+
+    @field_validator("tokens")
+    @classmethod
+    def _tokens_count(cls, v: float | int | str | None) -> float | None:
+        return None if v is None else parse_count(v)
 
 
 # parallel.dp written as `auto`: resolved against a cluster by workload.step.fit_dp before any planning.

@@ -1,0 +1,120 @@
+"""CLI for the reliability area: `slowlink goodput` and `slowlink validate goodput`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.errors import SpecError
+
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+_TOKENS = typer.Option(None, "--tokens", help="Token budget, e.g. 15T or 15e12 (default: training.tokens).")
+_STEPS = typer.Option(None, "--steps", help="Training steps instead of a token budget.")
+_NO_MEM = typer.Option(False, "--no-memory-check", help="Plan even when the memory model says it does not fit "
+                       "(a published run that did fit).")
+
+
+@clean_errors
+def goodput_cmd(cluster: Path, workload: Path, tokens: str | None = _TOKENS, steps: int | None = _STEPS,
+                no_memory_check: bool = _NO_MEM, as_json: bool = _JSON) -> None:
+    """Time and GPU-hours to train a token budget: MTTF, checkpoint interval, ETTR and the days each loss costs."""
+    from slowlink.reliability.goodput import goodput
+    from slowlink.report.goodput import losses_table, summary_table, sweep_table
+    from slowlink.spec.cluster import load_cluster
+    from slowlink.spec.reliability import parse_count
+    from slowlink.storage.plan import plan_storage
+    from slowlink.workload.spec import load_workload
+    from slowlink.workload.step import plan
+
+    if tokens is not None and steps is not None:
+        raise SpecError(f"--tokens ({tokens!r}) and --steps ({steps}): give one of them")
+    if steps is not None and steps < 1:
+        raise SpecError(f"--steps ({steps}) must be >= 1")
+    try:
+        n_tokens = None if tokens is None else parse_count(tokens)
+    except ValueError as exc:
+        raise SpecError(f"--tokens ({tokens!r}) {exc}") from None
+    w, c = load_workload(workload), load_cluster(cluster)
+    step = plan(w, c, check_memory=not no_memory_check)
+    stall = plan_storage(w, c, step).data_stall_s or 0.0
+    g = goodput(w, c, step, n_tokens, steps, stall)
+    if as_json:
+        print_json(g.to_json())
+        return
+    out.print(summary_table(w.name, g))
+    out.print(losses_table(g))
+    out.print(sweep_table(g))
+
+
+@clean_errors
+def validate_goodput(as_json: bool = _JSON) -> None:
+    """Compare the reliability model with published MTTF and ETTR figures, each with its source."""
+    from slowlink.reliability.validate import cases
+    from slowlink.report.goodput import error_summary, validation_table
+
+    cs = cases()
+    scored = [abs(c.error) for c in cs if c.scored]
+    if as_json:
+        print_json({"cases": [c.to_json() for c in cs], "mean_abs_error": sum(scored) / len(scored),
+                    "max_abs_error": max(scored)})
+        return
+    out.print(validation_table(cs))
+    out.print(error_summary(cs))
+
+
+_EMULATED = typer.Option(None, "--emulated", help="Drill on the emulated cluster of this cluster file, one rank "
+                         "per node namespace (root); enables cut-link.")
+
+
+@clean_errors
+def drill_cmd(
+    nproc: int = typer.Option(2, "--nproc", help="Local ranks (gloo on CPU)."),
+    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, or cut-link "
+                              "(--emulated)."),
+    fault_step: int = typer.Option(5, "--fault-step", help="Steps completed when the fault strikes."),
+    fault_rank: int = typer.Option(1, "--fault-rank", help="The rank that fails (kill-node: its node)."),
+    fault_phase: str = typer.Option("step", "--fault-phase", help="step, or save: strike as a checkpoint "
+                                    "begins (a torn checkpoint)."),
+    steps: int = typer.Option(8, "--steps", help="Training steps of the job."),
+    checkpoint_every: int = typer.Option(3, "--checkpoint-every", help="Steps between checkpoints."),
+    max_restarts: int = typer.Option(2, "--max-restarts", help="torchrun's elastic restarts."),
+    every_attempt: bool = typer.Option(False, "--every-attempt", help="Strike on every attempt (cannot recover)."),
+    pg_timeout: float = typer.Option(10.0, "--pg-timeout", help="Process group timeout, s (detects a hang)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock limit of each run, s."),
+    shutdown_timeout: int = typer.Option(30, "--shutdown-timeout", help="torchrun's grace between SIGTERM and "
+                                         "SIGKILL of the ranks on a restart, s (its default: 30)."),
+    emulated: Path | None = _EMULATED,
+    nodes: int | None = typer.Option(None, "--nodes", help="--emulated: nodes to emulate (default: the file's)."),
+    as_json: bool = _JSON,
+) -> None:
+    """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
+    from slowlink.reliability.drill import DrillConfig, run_drill
+    from slowlink.report.goodput import drill_lines, drill_table
+
+    cfg = DrillConfig(nproc, steps, checkpoint_every, fault, fault_step, fault_rank, fault_phase, None,
+                      max_restarts, every_attempt, pg_timeout, timeout, 0, shutdown_timeout)
+    if emulated is not None:
+        from slowlink.reliability.drill_emulate import run_emulated_drill
+
+        r = run_emulated_drill(cfg, emulated, nodes)
+    elif nodes is not None:
+        raise SpecError(f"--nodes ({nodes}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
+    else:
+        r = run_drill(cfg)
+    if as_json:
+        print_json(r.to_json())
+    else:
+        out.print(drill_table(r))
+        for line in drill_lines(r):
+            out.print(line, soft_wrap=True)
+    if not r.ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer, validate_app: typer.Typer) -> None:
+    """Add this area's subcommands to the root app and to `slowlink validate`."""
+    app.command("goodput")(goodput_cmd)
+    app.command("drill")(drill_cmd)
+    validate_app.command("goodput")(validate_goodput)

@@ -1,0 +1,331 @@
+"""``slowlink drill``: a real fault drill on this machine. A small training job (the ``bench train`` model,
+gloo on CPU) runs under torchrun with elastic restarts (``--max-restarts``) and torch.distributed.checkpoint
+every K steps; a fault is injected on the first attempt; the elastic agent restarts the gang, which resumes
+from the newest committed checkpoint (:mod:`~slowlink.reliability.drill_worker`). The same job without the
+fault is the reference: the drill passes only when the job recovered, its final model and optimizer state
+are bit-identical to the reference's, and no committed step was lost.
+
+Faults: ``kill-rank`` (SIGKILL one rank), ``kill-node`` (SIGKILL every rank of the victim's node; locally a
+node is ``ranks_per_node`` consecutive ranks), ``hang`` (SIGSTOP one rank: the others wait for the process
+group timeout), ``exception`` (a rank raises). ``fault_phase: save`` strikes as the checkpoint at the fault
+step begins, so that checkpoint is torn and must never be loaded.
+
+Measured, from the ranks' event times (wall clock): detect = first error seen by any rank - fault;
+restart = the new attempt's process group ready - detection; restore = checkpoint loaded - group ready;
+recompute = the fault step reached again - restore. Predicted, by the recovery model
+(:class:`~slowlink.reliability.recovery.RecoveryCost`) fed with the reference run's own measurements:
+detect = the process group timeout for a hang or a cut link, else 0 (a dead peer closes its sockets); restart = the
+reference's launch-to-group-ready (plus, for a hang, torchrun's ``--shutdown-timeout``: a stopped rank
+ignores the agent's SIGTERM and goes only at the SIGKILL that follows); restore = the reference's checkpoint
+save time; recompute = the uncommitted steps x the reference's step time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from slowlink.errors import BenchError, SpecError
+from slowlink.reliability.recovery import RecoveryCost
+
+FAULTS = ("kill-rank", "kill-node", "hang", "exception")
+PHASES = ("step", "save")
+SMALL_MODEL = {"layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 256, "seq_len": 32, "batch": 2}
+
+
+@dataclass(frozen=True)
+class DrillConfig:
+    """The drill's job and fault; :meth:`check` names any bad value."""
+
+    nproc: int = 2
+    steps: int = 8
+    checkpoint_every: int = 3
+    fault: str = "kill-rank"
+    fault_step: int = 5
+    fault_rank: int = 1
+    fault_phase: str = "step"
+    ranks_per_node: int | None = None  # kill-node: ranks on one (local) node; default nproc // 2
+    max_restarts: int = 2
+    every_attempt: bool = False  # strike on every attempt: a job that can never recover
+    pg_timeout_s: float = 10.0
+    timeout_s: float = 300.0
+    seed: int = 0
+    shutdown_timeout_s: int = 30  # torchrun --shutdown-timeout: SIGTERM's grace before SIGKILL (its default)
+
+    def check(self) -> None:
+        def bad(flag: str, value: object, rule: str) -> SpecError:
+            return SpecError(f"--{flag} ({value!r}) {rule}")
+
+        if self.fault not in (*FAULTS, "cut-link"):
+            raise bad("fault", self.fault, f"must be one of {', '.join(FAULTS)}, cut-link (--emulated)")
+        if self.fault == "cut-link" and self.ranks_per_node != 1:
+            raise bad("fault", self.fault, "needs --emulated CLUSTER.yaml: there is no link to cut between local ranks")
+        if self.fault_phase not in PHASES:
+            raise bad("fault-phase", self.fault_phase, f"must be one of {', '.join(PHASES)}")
+        for name in ("nproc", "steps", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise bad(name.replace("_", "-"), getattr(self, name), "must be >= 1")
+        if self.nproc < 2:
+            raise bad("nproc", self.nproc, "must be >= 2: a fault drill needs a peer to notice the fault")
+        if not 0 <= self.fault_rank < self.nproc:
+            raise bad("fault-rank", self.fault_rank, f"must be a rank of the job, 0..{self.nproc - 1}")
+        if not 0 < self.fault_step < self.steps:
+            raise bad("fault-step", self.fault_step, f"must be between 1 and --steps - 1 ({self.steps - 1})")
+        if self.fault_phase == "save" and self.fault_step % self.checkpoint_every:
+            raise bad("fault-step", self.fault_step, f"must be a checkpoint step (a multiple of --checkpoint-every "
+                      f"{self.checkpoint_every}) with --fault-phase save")
+        if self.max_restarts < 0:
+            raise bad("max-restarts", self.max_restarts, "must be >= 0")
+        if self.pg_timeout_s <= 0 or self.timeout_s <= 0:
+            raise bad("timeout", min(self.pg_timeout_s, self.timeout_s), "must be > 0 seconds")
+        if self.shutdown_timeout_s < 0:
+            raise bad("shutdown-timeout", self.shutdown_timeout_s, "must be >= 0 seconds")
+
+    def victims(self) -> list[int]:
+        if self.fault != "kill-node":
+            return [self.fault_rank]
+        per = self.ranks_per_node or max(1, self.nproc // 2)
+        first = self.fault_rank // per * per
+        return list(range(first, min(first + per, self.nproc)))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One torchrun job: its exit code, the ranks' events, the final state file, its log and timings."""
+
+    rc: int
+    events: list[dict[str, Any]]
+    final: Path
+    log: str
+    launched_at: float
+    leftover_pids: list[int] = field(default_factory=list)
+
+    def of(self, ev: str, attempt: int | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["ev"] == ev and (attempt is None or e["attempt"] == attempt)]
+
+
+def _torchrun(cfg: DrillConfig, port: int, config_path: Path) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(cfg.nproc),
+            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
+            "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"drill-{uuid.uuid4().hex[:8]}",
+            "-m", "slowlink.reliability.drill_worker", str(config_path)]
+
+
+def _reap(proc: subprocess.Popen[bytes], pids: list[int]) -> list[int]:
+    """SIGKILL the job's own process group (torchrun was started in a new session) and any recorded rank
+    still alive, by id; the ranks that had to be killed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:  # a recycled id owned by someone else: not ours
+            continue
+        left.append(pid)
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[str, ...] = FAULTS) -> Path:
+    """Write the ranks' configuration into a new directory ``out``; the fault only when ``faulty`` and the
+    ranks strike it themselves (``in_rank_faults``)."""
+    out.mkdir(parents=True)
+    fault = cfg.fault if faulty and cfg.fault in in_rank_faults else "none"
+    conf = {"steps": cfg.steps, "checkpoint_every": cfg.checkpoint_every, "fault": fault,
+            "fault_step": cfg.fault_step, "fault_phase": cfg.fault_phase, "victims": cfg.victims(),
+            "every_attempt": cfg.every_attempt, "pg_timeout_s": cfg.pg_timeout_s, "seed": cfg.seed,
+            "model": SMALL_MODEL, "out": str(out), "checkpoint_dir": str(out / "ckpt")}
+    path = out / "config.json"
+    path.write_text(json.dumps(conf))
+    return path
+
+
+def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
+    """Run the job once under torchrun in ``work/tag`` and collect what its ranks wrote."""
+    from slowlink.bench.launch import free_port
+
+    out = work / tag
+    path = job_config(cfg, out, faulty)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    log = out / "torchrun.log"
+    t0 = time.time()
+    with log.open("wb") as f:
+        proc = subprocess.Popen(_torchrun(cfg, free_port(), path), stdout=f, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=cfg.timeout_s)
+        except subprocess.TimeoutExpired:
+            rc = -1
+        events = _events(out)
+        left = _reap(proc, sorted({e["pid"] for e in events if e["ev"] == "start"}))
+    text = log.read_text(errors="replace")
+    if rc == -1:
+        text += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
+    return Launch(rc, events, out / "final.pt", text, t0, left)
+
+
+def _events(out: Path) -> list[dict[str, Any]]:
+    events = []
+    for p in out.glob("events-r*.jsonl"):
+        events += [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return sorted(events, key=lambda e: e["t"])
+
+
+def states_equal(a: Path, b: Path) -> bool:
+    """Every tensor of two final states bit-identical (same names, dtypes, shapes and bytes)."""
+    import torch
+
+    if not (a.exists() and b.exists()):
+        return False
+    x, y = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
+    return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) and x[k].dtype == y[k].dtype for k in x)
+
+
+@dataclass(frozen=True)
+class DrillResult:
+    """What the drill measured and what the recovery model predicted (``to_json`` keys are a contract)."""
+
+    fault: str
+    recovered: bool
+    state_equal: bool
+    committed_steps_lost: int
+    uncommitted_steps_lost: int
+    restarts: int
+    measured: dict[str, float | None]
+    predicted: RecoveryCost
+    predicted_recompute_s: float
+    reason: str
+    leftover_pids: list[int]
+
+    @property
+    def ok(self) -> bool:
+        return self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
+
+    @property
+    def predicted_recovery_s(self) -> float:
+        return self.predicted.total_s + self.predicted_recompute_s
+
+    @property
+    def measured_recovery_s(self) -> float | None:
+        vals = [self.measured[k] for k in ("detect_s", "restart_s", "restore_s", "recompute_s")]
+        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+
+    def to_json(self) -> dict[str, object]:
+        p = self.predicted
+        return {"fault": self.fault, "recovered": self.recovered, "state_equal": self.state_equal,
+                "committed_steps_lost": self.committed_steps_lost,
+                "uncommitted_steps_lost": self.uncommitted_steps_lost, "restarts": self.restarts,
+                **self.measured, "recovery_s": self.measured_recovery_s,
+                "predicted_recovery_s": self.predicted_recovery_s,
+                "predicted": {"detect_s": p.detect_s, "restart_s": p.restart_s, "restore_s": p.restore_s,
+                              "recompute_s": self.predicted_recompute_s},
+                "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids}
+
+
+def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:
+    ts = [e["t"] for e in events if e["t"] >= t_min]
+    return min(ts) if ts else None
+
+
+def measure(run: Launch, steps_at_fault: int) -> dict[str, float | None]:
+    """detect, restart, restore and recompute seconds from the events (module docstring)."""
+    t_fault = _first(run.of("fault", 0))
+    last = max((e["attempt"] for e in run.events), default=0)
+    out: dict[str, float | None] = {"detect_s": None, "restart_s": None, "restore_s": None, "recompute_s": None}
+    if t_fault is None or last == 0:
+        return out
+    t_detect = _first(run.of("error", 0), t_fault)
+    ready = max((e["t"] for e in run.of("pg_ready", last)), default=None)
+    restored = max((e["t"] for e in run.of("restored", last)), default=None)
+    again = _first([e for e in run.of("step", last) if e["step"] >= steps_at_fault and e["rank"] == 0])
+    out["detect_s"] = None if t_detect is None else t_detect - t_fault
+    if ready is not None:
+        out["restart_s"] = ready - (t_detect if t_detect is not None else t_fault)
+    if ready is not None and restored is not None:
+        out["restore_s"] = restored - ready
+    if restored is not None and again is not None:
+        out["recompute_s"] = max(0.0, again - restored)
+    return out
+
+
+def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCost, float]:
+    """The recovery model on this machine: its phases from the reference run (module docstring)."""
+    ready = max((e["t"] for e in ref.of("pg_ready", 0)), default=ref.launched_at)
+    saves = [e["save_s"] for e in ref.of("commit", 0)]
+    steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
+    step_s = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 1 else 0.0
+    detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
+    # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
+    stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
+    rec = RecoveryCost(detect, stop + ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)
+    return rec, uncommitted * step_s
+
+
+def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int) -> str:
+    if ref.rc != 0:
+        return f"the reference run (no fault) failed with exit code {ref.rc}: {_tail(ref.log)}"
+    if run.rc != 0:
+        return (f"the job did not recover: torchrun exited {run.rc} after {_attempts(run)} attempt(s) "
+                f"(--max-restarts); {_tail(run.log)}")
+    if not equal:
+        return "the final state differs from the uninterrupted reference run"
+    if committed_lost:
+        return f"{committed_lost} committed step(s) were lost: the job resumed before its last checkpoint"
+    if run.leftover_pids or ref.leftover_pids:
+        return f"ranks were left running and had to be killed: {run.leftover_pids + ref.leftover_pids}"
+    return "recovered: bit-identical to the uninterrupted run, no committed step lost"
+
+
+def _attempts(run: Launch) -> int:
+    return 1 + max((e["attempt"] for e in run.events), default=0)
+
+
+def _tail(log: str, lines: int = 3) -> str:
+    keep = [ln.strip() for ln in log.splitlines() if ln.strip() and "Warning" not in ln]
+    return " | ".join(keep[-lines:]) or "no output"
+
+
+def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
+    """The reference run, the faulted run, and their comparison (module docstring)."""
+    cfg.check()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise BenchError("slowlink drill needs torch: pip install 'slowlink[bench]'") from None
+    with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
+        work = Path(tmp)
+        ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
+        run = launch(cfg, work, "drill", faulty=True)
+        return summarize(cfg, ref, run)
+
+
+def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
+    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction."""
+    faults = run.of("fault", 0)
+    t_fault = _first(faults) or float("inf")
+    commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
+    last_commit = max(commits0, default=0)
+    at_fault = faults[0]["step"] if faults else 0  # steps completed when the fault struck
+    restored = [e["step"] for e in run.of("restored") if e["attempt"] > 0 and e["rank"] == 0]
+    committed_lost = max(0, last_commit - min(restored)) if restored else 0
+    recovered = run.rc == 0 and bool(run.of("done"))
+    equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
+    rec, recompute = predict(cfg, ref, at_fault - last_commit)
+    return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
+                       measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
+                       run.leftover_pids + ref.leftover_pids)

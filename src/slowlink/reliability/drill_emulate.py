@@ -1,0 +1,173 @@
+"""``slowlink drill --emulated CLUSTER.yaml``: the fault drill on the emulated cluster, one rank per node
+namespace (``slowlink.emulate``, root), each node running its own torchrun agent (``--nnodes N``, c10d
+rendezvous hosted by node 0's agent). The fault on a node, from the drill itself: ``cut-link`` takes the
+node's link down while every rank waits at the fault step, and brings it back once a survivor has seen the
+fault. ``kill-node`` with a replacement agent (what a scheduler would do with a hot spare) is coded but
+refused: the replacement deadlocked in the next c10d rendezvous round in every try here.
+``kill-rank``, ``hang`` and ``exception`` strike inside the rank as in a local drill. Node 0 hosts the
+rendezvous store, a single point of failure of torchrun's c10d backend, so the victim must be another node.
+Namespaces are named ``sl-<run>-...`` with a run id starting ``gp`` and are removed when the drill ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from slowlink.errors import SpecError
+from slowlink.reliability.drill import (
+    DrillConfig,
+    DrillResult,
+    Launch,
+    _events,
+    job_config,
+    summarize,
+)
+
+NODE_FAULTS = ("kill-node", "cut-link")
+REPAIR_AFTER_S = 2.0  # cut-link: the link comes back this long after a survivor saw the fault
+
+
+def _agent(plan: Any, k: int, cfg: DrillConfig, rdzv: str, rid: str, conf: Path, log: Path
+           ) -> subprocess.Popen[bytes]:
+    """One node's torchrun agent, started in the node's namespace (its own session, to be killed whole)."""
+    from slowlink.emulate.net import node_env
+
+    env = {**node_env(plan, k), "OMP_NUM_THREADS": "1", "SLOWLINK_DRILL_MASTER_ADDR": plan.addresses[0]}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "torch.distributed.run",
+           "--nnodes", str(len(plan.nodes)), "--nproc-per-node", "1",
+           "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
+           "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv,
+           # node 0 hosts the store: torchrun would only guess so from the host name, not a namespace's address
+           "--rdzv-conf", f"is_host={'true' if k == 0 else 'false'},join_timeout={int(cfg.timeout_s)}",
+           "--rdzv-id", rid, "-m", "slowlink.reliability.drill_worker", str(conf)]
+    with log.open("ab") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _fire(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
+          rdzv: str, rid: str) -> None:
+    """Strike the node fault while every rank waits at the fault step, then let them go."""
+    from slowlink.emulate.net import kill_node, set_link
+
+    del rdzv, rid
+    v = cfg.fault_rank
+    rec = {"ev": "fault", "t": time.time(), "rank": v, "attempt": 0, "step": cfg.fault_step, "kind": cfg.fault}
+    with (out / "events-rdrill.jsonl").open("a") as f:
+        f.write(json.dumps(rec) + "\n")
+    if cfg.fault == "kill-node":
+        kill_node(plan, v)
+        agents[v].wait()
+    else:
+        set_link(plan, f"n{v}", "down")
+    (out / "go").write_text("go\n")
+
+
+def _repair(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
+            rdzv: str, rid: str) -> None:
+    """Once a survivor has seen the fault: bring the cut link back, or start a replacement agent on the
+    killed node (a hot spare taking its place)."""
+    from slowlink.emulate.net import set_link
+
+    v = cfg.fault_rank
+    if cfg.fault == "kill-node":
+        agents[v] = _agent(plan, v, cfg, rdzv, rid, conf, out / f"torchrun-n{v}-replacement.log")
+    else:
+        set_link(plan, f"n{v}", "up")
+
+
+def _wait(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
+          rdzv: str, rid: str, faulty: bool) -> int:
+    """Poll the job: fire a node fault at the pause, repair it once a survivor saw it; the exit code."""
+    fired = repaired = not (faulty and cfg.fault in NODE_FAULTS)
+    end = time.time() + cfg.timeout_s
+    t_fault = 0.0
+    while time.time() < end:
+        if all(p.poll() is not None for p in agents.values()):
+            return max((abs(p.returncode) for p in agents.values()), default=0)
+        evs = _events(out)
+        if not fired and len({e["rank"] for e in evs if e["ev"] == "paused"}) == len(plan.nodes):
+            _fire(plan, cfg, out, agents, conf, rdzv, rid)
+            fired, t_fault = True, time.time()
+        if fired and not repaired and any(e["ev"] == "error" and e["t"] >= t_fault for e in evs):
+            time.sleep(REPAIR_AFTER_S)
+            _repair(plan, cfg, out, agents, conf, rdzv, rid)
+            repaired = True
+        time.sleep(0.1)
+    return -1
+
+
+def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
+    """Run the job once, one torchrun agent per node namespace, and collect what its ranks wrote."""
+    out = work / tag
+    conf = job_config(cfg, out, faulty, in_rank_faults=("kill-rank", "hang", "exception"))
+    if faulty and cfg.fault in NODE_FAULTS:
+        data = json.loads(conf.read_text())
+        conf.write_text(json.dumps({**data, "pause_step": cfg.fault_step}))
+    rdzv, rid = f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}", f"drill-{uuid.uuid4().hex[:8]}"
+    t0 = time.time()
+    agents = {k: _agent(plan, k, cfg, rdzv, rid, conf, out / f"torchrun-n{k}.log") for k in range(len(plan.nodes))}
+    try:
+        rc = _wait(plan, cfg, out, agents, conf, rdzv, rid, faulty)
+    finally:
+        for p in agents.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    events = _events(out)
+    log = "\n".join(f.read_text(errors="replace") for f in sorted(out.glob("torchrun-*.log")))
+    if rc == -1:
+        log += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
+    return Launch(rc, events, out / "final.pt", log, t0)
+
+
+def check_emulated(cfg: DrillConfig, nodes: int) -> DrillConfig:
+    """The drill on ``nodes`` nodes, one rank each; node faults need a victim other than node 0."""
+    cfg = replace(cfg, nproc=nodes, ranks_per_node=1)
+    cfg.check()
+    if cfg.fault == "kill-node":
+        raise SpecError("--fault (kill-node) is not drilled on the emulated cluster: a replacement torchrun agent "
+                        "for a SIGKILLed node deadlocked in the next c10d rendezvous round (both agents waited 60 s "
+                        "on the round's store keys); use --fault cut-link, or kill-node locally")
+    if cfg.fault in NODE_FAULTS and cfg.fault_rank == 0:
+        raise SpecError(f"--fault-rank (0): node 0 hosts torchrun's rendezvous store; a {cfg.fault} drill needs "
+                        "another node")
+    if cfg.fault in NODE_FAULTS and cfg.fault_phase != "step":
+        raise SpecError(f"--fault-phase ({cfg.fault_phase!r}): a {cfg.fault} drill strikes between steps")
+    return cfg
+
+
+def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
+                       workdir: Path | None = None) -> DrillResult:
+    """Bring up the emulated cluster (run id ``gp...``), run the reference and the faulted job on it, take it
+    down, and compare (:func:`slowlink.reliability.drill.summarize`)."""
+    from slowlink.emulate.net import check_root, down, up
+    from slowlink.emulate.plan import build_plan
+    from slowlink.spec.cluster import load_cluster
+
+    check_root()
+    cluster = load_cluster(cluster_path)
+    n = nodes or cluster.nodes
+    cfg = check_emulated(cfg, n)
+    plan = build_plan(cluster, nodes=n, run_id=f"gp{secrets.token_hex(3)}")
+    with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
+        work = Path(tmp)
+        up(plan)
+        try:
+            ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", faulty=False)
+            run = launch_emulated(plan, cfg, work, "drill", faulty=True)
+        finally:
+            down(plan.run_id)
+        return summarize(cfg, ref, run)

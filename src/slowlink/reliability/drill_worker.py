@@ -1,0 +1,206 @@
+"""One rank of ``slowlink drill``'s training job, started by torchrun (``python -m torch.distributed.run ...
+-m slowlink.reliability.drill_worker CONFIG.json``), restarted by torchrun's elastic agent after a fault.
+
+Each attempt joins a fresh gloo process group through a per-attempt ``PrefixStore`` (re-initialising with
+plain ``env://`` after a restart fails with "Gloo connectFullMesh failed": ../shared/FIELD_NOTES.md), restores
+the newest *committed* checkpoint (torch.distributed.checkpoint; a directory without its ``COMMITTED`` marker,
+written by rank 0 after ``dcp.save`` returned, is torn and never loaded), and trains the ``bench train`` model
+to the last step. Bit-identical resumption needs every input of a step to be a function of the step alone:
+data from a generator seeded by (seed, step, rank), one intra-op thread, and gradients averaged by one
+all_reduce of a flat buffer in parameter order (DDP would rebuild its buckets after the first step of each
+attempt, changing the reduction order across a restart). Events (start, pg_ready, restored, step, commit,
+fault, error, done) go to one JSON-lines file per rank for the drill to time.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_START = time.time()  # process start, before torch is imported: the restart's share of the recovery
+
+import datetime  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+COMMITTED = "COMMITTED"
+
+
+class Events:
+    """Append-only JSON lines of one rank (written before any fault, so a SIGKILL loses none)."""
+
+    def __init__(self, out: Path, rank: int, attempt: int) -> None:
+        self.path, self.rank, self.attempt = out / f"events-r{rank}.jsonl", rank, attempt
+
+    def log(self, ev: str, t: float | None = None, **kw: Any) -> None:
+        rec = {"ev": ev, "t": time.time() if t is None else t, "rank": self.rank, "attempt": self.attempt, **kw}
+        with self.path.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+
+def latest_committed(root: Path) -> tuple[int, Path | None]:
+    """(step, directory) of the newest checkpoint whose COMMITTED marker exists; (0, None) if none."""
+    done = [(int(d.name.split("_")[1]), d) for d in root.glob("step_*") if (d / COMMITTED).exists()]
+    return max(done, default=(0, None))
+
+
+def commit(directory: Path) -> None:
+    """Write the marker atomically (temporary file, fsync, rename): a checkpoint is committed or it is not."""
+    tmp = directory / (COMMITTED + ".tmp")
+    with tmp.open("w") as f:
+        f.write("ok\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.rename(directory / COMMITTED)
+
+
+def inject(cfg: dict[str, Any], ev: Events, step: int, phase: str) -> None:
+    """The configured fault, on its victims, at its step and phase, on the first attempt (or every one)."""
+    if cfg["fault"] == "none" or step != cfg["fault_step"] or phase != cfg["fault_phase"]:
+        return
+    if ev.rank not in cfg["victims"] or (ev.attempt > 0 and not cfg["every_attempt"]):
+        return
+    ev.log("fault", kind=cfg["fault"], step=step)
+    if cfg["fault"] in ("kill-rank", "kill-node"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif cfg["fault"] == "hang":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    else:
+        raise RuntimeError(f"drill: injected exception at step {step}")
+
+
+def pause(out: Path, ev: Events, step: int, limit_s: float) -> None:
+    """Wait (at most ``limit_s``) for the drill's ``go`` file: a fault from outside the ranks (a killed node,
+    a cut link) then strikes at an exact step."""
+    ev.log("paused", step=step)
+    end = time.time() + limit_s
+    while not (out / "go").exists() and time.time() < end:
+        time.sleep(0.05)
+
+
+def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
+    """Join this attempt's gloo group; the attempt's number, which every rank agrees on.
+
+    A rank's own TORCHELASTIC_RESTART_COUNT is not enough: a replacement node's agent starts at 0 while the
+    survivors count 1. Every rank of every attempt adds 1 to a counter in torchrun's store, so
+    ``(count - 1) // world`` numbers the attempts alike on every node (the larger of the two is used).
+    """
+    import torch.distributed as dist
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    env = os.environ
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    # On the emulated cluster torchrun names the store's host by the shared host name (localhost in every
+    # namespace); the drill passes node 0's address instead.
+    host = env.get("SLOWLINK_DRILL_MASTER_ADDR", env["MASTER_ADDR"])
+    base = TCPStore(host, int(env["MASTER_PORT"]), world, is_master=rank == 0 and not agent,
+                         timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    attempt = max(attempt, (base.add("slowlink-drill/joined", 1) - 1) // world)
+    dist.init_process_group("gloo", store=PrefixStore(f"attempt{attempt}", base), rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    return attempt
+
+
+def _state(model: Any, opt: Any) -> dict[str, Any]:
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    msd, osd = get_state_dict(model, opt)
+    return {"model": msd, "optim": osd}
+
+
+def average_gradients(params: list[Any], world: int) -> None:
+    """One all_reduce of every gradient, flattened in parameter order, divided by the world: the same
+    summation order in every attempt (module docstring)."""
+    import torch
+    import torch.distributed as dist
+
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)
+    flat /= world
+    offset = 0
+    for p in params:
+        p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
+        offset += p.numel()
+
+
+def train(cfg: dict[str, Any], ev: Events, world: int) -> None:
+    """Restore, then train to ``steps`` with a checkpoint every ``checkpoint_every`` steps."""
+    import torch
+    from torch.distributed.checkpoint.state_dict import set_state_dict
+    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+    from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
+
+    from slowlink.bench.train import TrainConfig, build_model
+
+    tc = TrainConfig(**cfg["model"])
+    model = build_model(tc)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    root = Path(cfg["checkpoint_dir"])
+    start, latest = latest_committed(root)
+    if latest is not None:
+        state = _state(model, opt)
+        dcp_load(state, checkpoint_id=str(latest))
+        set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    ev.log("restored", step=start)
+    params = list(model.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for step in range(start, cfg["steps"]):
+        inject(cfg, ev, step, "step")
+        if cfg.get("pause_step") == step and ev.attempt == 0:
+            pause(Path(cfg["out"]), ev, step, 6 * cfg["pg_timeout_s"])
+        gen = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + step * 1009 + ev.rank)
+        tokens = torch.randint(0, tc.vocab, (tc.batch, tc.seq_len + 1), generator=gen)
+        opt.zero_grad(set_to_none=False)
+        loss_fn(model(tokens[:, :-1]).reshape(-1, tc.vocab), tokens[:, 1:].reshape(-1)).backward()
+        average_gradients(params, world)
+        opt.step()
+        ev.log("step", step=step + 1)
+        if (step + 1) % cfg["checkpoint_every"] == 0 and step + 1 < cfg["steps"]:
+            inject(cfg, ev, step + 1, "save")
+            t0 = time.time()
+            directory = root / f"step_{step + 1:08d}"
+            dcp_save(_state(model, opt), checkpoint_id=str(directory))
+            if ev.rank == 0:
+                commit(directory)
+                ev.log("commit", step=step + 1, save_s=time.time() - t0)
+    if ev.rank == 0:
+        save_final(model, opt, Path(cfg["out"]) / "final.pt")
+
+
+def save_final(model: Any, opt: Any, path: Path) -> None:
+    """Every tensor of the model and the optimizer state, by name, for the bit-for-bit comparison."""
+    import torch
+
+    final = {f"model.{k}": v for k, v in model.state_dict().items()}
+    for i, state in opt.state_dict()["state"].items():
+        final |= {f"optim.{i}.{k}": v for k, v in state.items()}
+    torch.save(final, path)
+
+
+def main() -> None:
+    cfg = json.loads(Path(sys.argv[1]).read_text())
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    ev = Events(Path(cfg["out"]), rank, attempt)
+    ev.log("start", t=T_START, pid=os.getpid())
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        ev.attempt = _group(cfg, rank, world, attempt)
+        ev.log("pg_ready", agent_store=os.environ.get("TORCHELASTIC_USE_AGENT_STORE", ""))
+        train(cfg, ev, world)
+        dist.destroy_process_group()
+    except Exception as exc:
+        ev.log("error", error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+        raise
+    ev.log("done")
+
+
+if __name__ == "__main__":
+    main()

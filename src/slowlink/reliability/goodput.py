@@ -1,0 +1,217 @@
+"""Goodput and time-to-train: the step model's step time, the storage model's checkpoint and restore, and
+the failure model's MTTF joined into the effective training time ratio and the days and GPU-hours to train
+a token budget.
+
+  steps      = ceil(tokens / (global_batch x seq_len))          (or given)
+  step       = the step model's step time + the storage model's data stall per step
+  useful     = steps x step
+  wall       = useful / ETTR                                      (ETTR: slowlink.reliability.ettr)
+  GPU-hours  = wall x job GPUs / 3600
+The losses are the expected seconds of each cause over the run (they sum to ``wall - useful``), beside the
+parts of the step itself (pipeline bubble, exposed communication, data stall) x steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from slowlink import units
+from slowlink.errors import SlowlinkError, SpecError
+from slowlink.reliability.ettr import (
+    EttrInputs,
+    SegmentTimes,
+    best_interval_s,
+    daly_interval_s,
+    ettr_closed_form,
+    ettr_monte_carlo,
+    segment_times,
+    young_interval_s,
+)
+from slowlink.reliability.failures import FailureModel, failure_model
+from slowlink.reliability.recovery import CheckpointTimes, RecoveryCost, checkpoint_times
+from slowlink.spec.cluster import Cluster
+from slowlink.workload.spec import Workload
+from slowlink.workload.step import fit_dp
+
+if TYPE_CHECKING:
+    from slowlink.workload.step import StepResult
+
+DAY_S = 24 * units.HOUR
+SWEEP_GPUS = (8, 64, 512, 2048, 8192, 16384, 32768, 131072)  # job sizes of the MTTF/ETTR sweep
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    gpus: int
+    mttf_h: float
+    best_interval_s: float
+    ettr: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"gpus": self.gpus, "mttf_h": self.mttf_h, "best_checkpoint_interval_s": self.best_interval_s,
+                "ettr": self.ettr}
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The reliability model of one workload on one cluster (``to_json`` keys are a contract)."""
+
+    gpus: int
+    mttf_h: float
+    step_s: float
+    steps: int
+    tokens: float
+    interval_s: float
+    interval_source: str
+    young_s: float
+    daly_s: float
+    exact_best_s: float
+    ettr: float
+    ettr_mc: float
+    ettr_at_best: float
+    recovery: RecoveryCost
+    checkpoint: CheckpointTimes
+    seg: SegmentTimes
+    planned_per_h: float
+    step_parts_s: dict[str, float]
+    shares: dict[str, float]
+    sweep: list[SizePoint] = field(default_factory=list)
+
+    @property
+    def segments(self) -> float:
+        return self.steps * self.step_s / self.seg.useful_s
+
+    @property
+    def wall_s(self) -> float:
+        return self.steps * self.step_s / self.ettr
+
+    @property
+    def expected_failures(self) -> float:
+        return self.segments * self.seg.failures
+
+    @property
+    def expected_planned(self) -> float:
+        return self.segments * self.seg.planned
+
+    def losses_days(self) -> dict[str, float]:
+        """Expected days each cause costs over the run: failures (lost work and recovery phases), checkpoints,
+        planned interruptions, and the step's own data stall, bubble and exposed communication."""
+        n, seg, rec = self.segments, self.seg, self.recovery
+        per_fail = seg.failures * n / DAY_S
+        return {
+            "failures_lost_work": seg.lost_work_s * n / DAY_S,
+            "failures_detect": rec.detect_s * per_fail, "failures_restart": rec.restart_s * per_fail,
+            "failures_restore": rec.restore_s * per_fail, "failures_commit_lag": rec.commit_lag_s * per_fail,
+            "checkpoints": seg.checkpoint_s * n / DAY_S, "planned_interruptions": seg.planned_s * n / DAY_S,
+            **{k: v * self.steps / DAY_S for k, v in self.step_parts_s.items()},
+        }
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "gpus": self.gpus, "mttf_h": self.mttf_h, "ettr": self.ettr, "ettr_monte_carlo": self.ettr_mc,
+            "best_checkpoint_interval_s": self.daly_s, "checkpoint_interval_s": self.interval_s,
+            "checkpoint_interval_source": self.interval_source, "young_interval_s": self.young_s,
+            "exact_best_interval_s": self.exact_best_s, "ettr_at_best_interval": self.ettr_at_best,
+            "expected_interruptions": self.expected_failures + self.expected_planned,
+            "expected_failures": self.expected_failures, "expected_planned": self.expected_planned,
+            "tokens": self.tokens, "steps": self.steps, "step_time_s": self.step_s,
+            "time_to_train_days": self.wall_s / DAY_S, "useful_days": self.steps * self.step_s / DAY_S,
+            "gpu_hours": self.wall_s * self.gpus / units.HOUR, "losses": self.losses_days(),
+            "recovery": self.recovery.to_json(),
+            "checkpoint": {"blocking_s": self.checkpoint.blocking_s, "drain_s": self.checkpoint.drain_s,
+                           "restore_s": self.checkpoint.restore_s, "mode": self.checkpoint.mode,
+                           "source": self.checkpoint.source, "stop_s": self.seg.checkpoint_s},
+            "failure_shares": self.shares, "sweep": [p.to_json() for p in self.sweep],
+        }
+
+
+def job_gpus(w: Workload) -> int:
+    """GPUs the job runs on: ``tp x pp x dp x cp`` (dp resolved)."""
+    p = w.parallel
+    return p.tp * p.pp * p.dp * p.cp
+
+
+def budget_steps(w: Workload, tokens: float | None, steps: int | None) -> tuple[int, float]:
+    """(steps, tokens) of the run: ``--steps``, else ``ceil(tokens / (global_batch x seq_len))`` from
+    ``--tokens`` or the workload's ``training.tokens``."""
+    per_step = w.training.global_batch * w.model.seq_len
+    if steps is not None:
+        return steps, float(steps * per_step)
+    t = tokens if tokens is not None else w.training.tokens
+    if t is None:
+        raise SpecError("training.tokens (None): give the run's token budget in the workload (e.g. tokens: 15T), "
+                        "or --tokens / --steps")
+    return math.ceil(float(t) / per_step), float(t)
+
+
+def inputs(fm: FailureModel, gpus: int, gpn: int, tau_s: float, ck: CheckpointTimes, rec: RecoveryCost
+           ) -> EttrInputs:
+    """The ETTR inputs at interval ``tau_s``: planned interruptions cost a checkpoint, a restart, a restore."""
+    return EttrInputs(tau_s, ck.stop_s(tau_s), fm.job_rate_per_h(gpus, gpn) / units.HOUR, rec.total_s,
+                      fm.planned_rate_per_h(gpus, gpn) / units.HOUR, rec.restart_s + rec.restore_s + ck.blocking_s)
+
+
+def size_sweep(fm: FailureModel, gpn: int, ck: CheckpointTimes, restart_s: float, step_s: float
+               ) -> list[SizePoint]:
+    """MTTF and ETTR at the Daly interval for each job size of :data:`SWEEP_GPUS` (same checkpoint costs)."""
+    out = []
+    for g in (g for g in SWEEP_GPUS if g % gpn == 0):
+        rec = RecoveryCost(fm.detect_s(g, gpn), restart_s, ck.restore_s, ck.commit_lag_s)
+        mttf_s = fm.mttf_h(g, gpn) * units.HOUR
+        tau = max(step_s, daly_interval_s(max(ck.blocking_s, 1e-9), mttf_s))
+        out.append(SizePoint(g, mttf_s / units.HOUR, tau, ettr_closed_form(inputs(fm, g, gpn, tau, ck, rec))))
+    return out
+
+
+def interval_choice(cluster: Cluster, w: Workload, step_s: float, daly_s: float) -> tuple[float, str]:
+    """Seconds between checkpoints: the cluster's reliability override, else the workload's checkpoint
+    interval, else the Daly optimum (never below one step)."""
+    from slowlink.storage.checkpoint import interval_s
+
+    rel = cluster.spec.reliability
+    if rel is not None and rel.checkpoint_interval_s is not None:
+        return max(step_s, rel.checkpoint_interval_s), "reliability.checkpoint_interval_s"
+    ws = interval_s(w.checkpoint, step_s)
+    if ws:
+        return max(step_s, ws), "workload checkpoint interval"
+    return max(step_s, daly_s), "Daly (2006) optimum"
+
+
+def goodput(w: Workload, cluster: Cluster, step: StepResult, tokens: float | None = None,
+            steps: int | None = None, data_stall_s: float = 0.0) -> Goodput:
+    """The reliability model of ``w`` on ``cluster`` at the step model's step time (module docstring)."""
+    w = fit_dp(w, cluster)
+    n_steps, n_tokens = budget_steps(w, tokens, steps)
+    gpus, gpn = job_gpus(w), cluster.gpus_per_node
+    fm = failure_model(cluster.spec.reliability, gpn)
+    step_s = step.step_time_s + data_stall_s
+    ck = checkpoint_times(w, cluster, step.step_time_s)
+    rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s, ck.restore_s, ck.commit_lag_s)
+    mttf_s = fm.mttf_h(gpus, gpn) * units.HOUR
+    delta = max(ck.blocking_s, 1e-9)
+    young, daly = young_interval_s(delta, mttf_s), daly_interval_s(delta, mttf_s)
+    tau, why = interval_choice(cluster, w, step_s, daly)
+    p = inputs(fm, gpus, gpn, tau, ck, rec)
+    seed = cluster.spec.reliability.seed if cluster.spec.reliability else 0
+    exact = best_interval_s(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec), step_s)
+    parts = {"data_stall": data_stall_s, "bubble": step.bubble_s, "exposed_communication": step.exposed_comm_s}
+    return Goodput(gpus, mttf_s / units.HOUR, step_s, n_steps, n_tokens, tau, why, young, max(step_s, daly), exact,
+                   ettr_closed_form(p), ettr_monte_carlo(p, np.random.default_rng(seed)),
+                   ettr_closed_form(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec)), rec, ck, segment_times(p),
+                   fm.planned_rate_per_h(gpus, gpn), parts, fm.shares(gpus, gpn),
+                   size_sweep(fm, gpn, ck, fm.restart_s, step_s))
+
+
+def plan_goodput(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> Goodput | str | None:
+    """For ``slowlink plan``: None when the workload names no token budget, else its goodput, or why it cannot
+    be computed (e.g. a cluster without storage)."""
+    if w.training.tokens is None:
+        return None
+    try:
+        return goodput(w, cluster, step, data_stall_s=data_stall_s)
+    except SlowlinkError as exc:
+        return str(exc)

@@ -1,0 +1,66 @@
+"""The reliability side of the specs: the cluster's optional ``reliability:`` section (failure rates and
+recovery times that override the defaults of ``reliability/data/failures.yaml``) and the token-budget parser
+used by the workload's ``training.tokens``. YAML key names are a contract: added, never renamed
+(docs/goodput.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Unknown keys are errors; numbers are numbers (strict) and finite.
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+# Suffixes of a count of tokens or steps: thousand, million, billion (B or G), trillion.
+_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)\s*$")
+
+
+def parse_count(value: str | float | int) -> float:
+    """A count written as a number or with a suffix: ``15e12``, ``15T``, ``2.5B``, ``300M`` -> float.
+
+    Raises ValueError (pydantic turns it into ``field (value): rule``) when it is not a positive count.
+    """
+    if isinstance(value, bool):
+        raise ValueError("must be a number, e.g. 15e12 or 15T")
+    if isinstance(value, int | float):
+        n = float(value)
+    else:
+        m = _COUNT.match(value.upper())
+        if m is None:
+            raise ValueError("must be a number with an optional K, M, B or T suffix, e.g. 15T or 15e12")
+        n = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
+    if not n > 0 or n == float("inf"):
+        raise ValueError("must be > 0")
+    return n
+
+
+class ReliabilitySpec(BaseModel):
+    """Failure rates and recovery times of a cluster; every key is optional, the defaults are Llama 3's mix
+    and the recovery times of ``reliability/data/failures.yaml`` (each with its source)."""
+
+    model_config = _STRICT
+    failures_per_1000_node_days: float | None = Field(
+        None, gt=0, description="Unexpected job interruptions per 1000 node-days; replaces the default mix's "
+        "total (Llama 3: 419 in 54 days on 2,048 nodes = 3.79), keeping its shares for the breakdown.")
+    planned_per_1000_node_days: float | None = Field(
+        None, ge=0, description="Planned interruptions (maintenance) per 1000 node-days; default Llama 3's 47 "
+        "in 54 days on 2,048 nodes (0.42). Each costs a restart and a restore, no lost work.")
+    restart_overhead_s: float | None = Field(
+        None, ge=0, description="Seconds from a detected failure to training processes ready to restore: "
+        "re-scheduling the gang, process start, communicator init (default 300, an assumption).")
+    crash_detect_s: float | None = Field(None, ge=0, description="Seconds to notice a crashed rank (default 30).")
+    hang_timeout_s: float | None = Field(
+        None, ge=0, description="Seconds a hang waits for the collective timeout (default 600, PyTorch NCCL).")
+    checkpoint_interval_s: float | None = Field(
+        None, gt=0, description="Seconds of training between checkpoints; default: the workload's checkpoint "
+        "interval, else the Daly (2006) optimum.")
+    checkpoint_s: float | None = Field(
+        None, ge=0, description="Override: seconds training stops for one checkpoint (default: the storage "
+        "model's write time, or the async blocking part).")
+    restore_s: float | None = Field(
+        None, ge=0, description="Override: seconds to restore the checkpoint on restart (default: the storage "
+        "model's restore storm).")
+    seed: int = Field(0, description="Seed of the Monte Carlo ETTR.")

@@ -1,0 +1,101 @@
+"""The fault drill: its option checks, the committed-checkpoint rule (a torn checkpoint is never loaded), the
+timings read from the ranks' events, and two real torchrun drills (slow): one that recovers bit-identical, one
+that cannot recover and must fail with its reason, leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from slowlink.cli.main import app
+from slowlink.errors import SpecError
+from slowlink.reliability.drill import DrillConfig, Launch, measure, run_drill
+from slowlink.reliability.drill_worker import commit, latest_committed
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"fault": "melt"}, "--fault ('melt') must be one of"),
+    ({"fault_phase": "later"}, "--fault-phase ('later')"),
+    ({"nproc": 1}, "--nproc (1) must be >= 2"),
+    ({"fault_rank": 2}, "--fault-rank (2) must be a rank of the job, 0..1"),
+    ({"fault_step": 8}, "--fault-step (8) must be between 1 and --steps - 1 (7)"),
+    ({"fault_phase": "save", "fault_step": 5}, "--fault-step (5) must be a checkpoint step"),
+    ({"max_restarts": -1}, "--max-restarts (-1) must be >= 0"),
+    ({"checkpoint_every": 0}, "--checkpoint-every (0) must be >= 1"),
+    ({"pg_timeout_s": 0}, "--timeout (0) must be > 0 seconds"),
+])
+def test_config_refuses_bad_values(kw: dict[str, object], needle: str) -> None:
+    with pytest.raises(SpecError) as info:
+        DrillConfig(**kw).check()  # type: ignore[arg-type]
+    assert needle in str(info.value)
+
+
+def test_kill_node_victims_are_the_ranks_of_one_node() -> None:
+    assert DrillConfig(nproc=4, fault="kill-node", fault_rank=3).victims() == [2, 3]
+    assert DrillConfig(nproc=4, fault="kill-node", fault_rank=1, ranks_per_node=4).victims() == [0, 1, 2, 3]
+    assert DrillConfig(nproc=4, fault="hang", fault_rank=3).victims() == [3]
+
+
+def test_only_committed_checkpoints_are_loaded(tmp_path: Path) -> None:
+    assert latest_committed(tmp_path) == (0, None)
+    for step in (3, 6, 9):
+        (tmp_path / f"step_{step:08d}").mkdir()
+    commit(tmp_path / "step_00000003")
+    commit(tmp_path / "step_00000006")  # step 9 was torn: written in part, never committed
+    assert latest_committed(tmp_path) == (6, tmp_path / "step_00000006")
+    assert not (tmp_path / "step_00000006" / "COMMITTED.tmp").exists()
+
+
+def test_measure_reads_the_phases_from_events() -> None:
+    ev = [{"ev": "fault", "t": 10.0, "attempt": 0, "rank": 1},
+          {"ev": "error", "t": 10.5, "attempt": 0, "rank": 0},
+          {"ev": "pg_ready", "t": 14.0, "attempt": 1, "rank": 0},
+          {"ev": "pg_ready", "t": 14.5, "attempt": 1, "rank": 1},
+          {"ev": "restored", "t": 15.0, "attempt": 1, "rank": 0},
+          {"ev": "restored", "t": 15.5, "attempt": 1, "rank": 1},
+          {"ev": "step", "t": 16.0, "attempt": 1, "rank": 0, "step": 4},
+          {"ev": "step", "t": 17.5, "attempt": 1, "rank": 0, "step": 5}]
+    m = measure(Launch(0, ev, Path("x"), "", 0.0), steps_at_fault=5)
+    assert m == {"detect_s": 0.5, "restart_s": 4.0, "restore_s": 1.0, "recompute_s": 2.0}
+    assert measure(Launch(1, ev[:2], Path("x"), "", 0.0), 5)["restart_s"] is None  # never restarted
+
+
+def _ours_running(tmp_path: Path) -> list[str]:
+    left = []
+    for p in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmd = p.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(tmp_path) in cmd:
+            left.append(cmd)
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_killed_rank_recovers_bit_identical() -> None:
+    pytest.importorskip("torch")
+    res = CliRunner().invoke(app, ["drill", "--steps", "6", "--checkpoint-every", "2", "--fault-step", "3",
+                                   "--max-restarts", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["ok"] and r["recovered"] and r["state_equal"], r["reason"]
+    assert r["committed_steps_lost"] == 0 and r["uncommitted_steps_lost"] == 1 and r["restarts"] == 1
+    assert all(r[k] is not None for k in ("restart_s", "restore_s", "recompute_s", "predicted_recovery_s"))
+    assert not _ours_running(Path(tempfile.gettempdir()) / "slowlink-drill-")
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_drill_that_cannot_recover_fails_with_its_reason(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=4, checkpoint_every=2, fault_step=1, max_restarts=1, every_attempt=True,
+                              fault="exception"), tmp_path)
+    assert not r.ok and not r.recovered and not r.state_equal
+    assert "did not recover" in r.reason and "2 attempt(s)" in r.reason
+    assert not r.leftover_pids and not _ours_running(tmp_path)

@@ -1,0 +1,84 @@
+"""Goodput joined from the step, storage and failure models: the Llama 3 405B example and the 64-GPU
+reference cluster, the losses adding up, the interval choice, and the storage-less cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slowlink.errors import SpecError
+from slowlink.reliability.goodput import DAY_S, Goodput, goodput
+from slowlink.reliability.validate import cases
+from slowlink.spec.cluster import load_cluster
+from slowlink.workload.spec import load_workload
+from slowlink.workload.step import plan
+
+EX = Path(__file__).parents[2] / "examples"
+
+
+def _run(cluster: str, workload: str, tokens: float | None = None) -> Goodput:
+    c, w = load_cluster(EX / cluster), load_workload(EX / workload)
+    return goodput(w, c, plan(w, c, check_memory=False), tokens)
+
+
+def test_llama3_405b_on_16k_h100() -> None:
+    g = _run("goodput-llama3-405b-16k-h100.yaml", "goodput-llama3-405b-15t.yaml")
+    js = g.to_json()
+    assert set(js) >= {"mttf_h", "ettr", "ettr_monte_carlo", "best_checkpoint_interval_s", "expected_interruptions",
+                       "time_to_train_days", "gpu_hours", "losses"}
+    assert js["mttf_h"] == pytest.approx(54 * 24 / 419)
+    assert 0.9 < js["ettr"] < 1.0 and abs(js["ettr"] - js["ettr_monte_carlo"]) < 0.02
+    assert js["steps"] == -(-15e12 // (2048 * 8192))
+    useful = js["steps"] * js["step_time_s"] / DAY_S
+    # The failure and checkpoint losses are exactly the gap between the wall clock and the useful time.
+    reliability = sum(v for k, v in js["losses"].items()
+                      if k.startswith("failures") or k in ("checkpoints", "planned_interruptions"))
+    assert js["time_to_train_days"] == pytest.approx(useful + reliability)
+    assert js["gpu_hours"] == pytest.approx(js["time_to_train_days"] * 24 * 16384)
+    sweep = js["sweep"]
+    assert [p["mttf_h"] for p in sweep] == sorted((p["mttf_h"] for p in sweep), reverse=True)
+    assert [p["ettr"] for p in sweep] == sorted((p["ettr"] for p in sweep), reverse=True)
+
+
+def test_reference_cluster_uses_the_workloads_interval() -> None:
+    g = _run("ref-64gpu.yaml", "llama3-8b-storage.yaml", tokens=1e12)
+    js = g.to_json()
+    assert js["gpus"] == 64 and js["checkpoint_interval_source"] == "workload checkpoint interval"
+    assert js["checkpoint_interval_s"] == pytest.approx(100 * js["step_time_s"])
+    assert js["checkpoint"]["mode"] == "async" and js["recovery"]["commit_lag_s"] > 0
+    assert js["ettr"] > 0.99 and js["ettr_at_best_interval"] >= js["ettr"]
+
+
+def test_overrides_replace_the_storage_model(tmp_path: Path) -> None:
+    text = (EX / "ref-64gpu.yaml").read_text()
+    bare = text[: text.index("\nstorage:")] + "\n"
+    p = tmp_path / "c.yaml"
+    p.write_text(bare)
+    w = load_workload(EX / "llama3-70b.yaml")
+    c = load_cluster(p)
+    with pytest.raises(SpecError, match="storage"):
+        goodput(w, c, plan(w, c), steps=1000)
+    p.write_text(bare + "reliability: {checkpoint_s: 20, restore_s: 60, checkpoint_interval_s: 1800, "
+                 "restart_overhead_s: 120}\n")
+    c = load_cluster(p)
+    js = goodput(w, c, plan(w, c), steps=1000).to_json()
+    assert js["checkpoint"]["source"] == "reliability overrides" and js["checkpoint_interval_s"] == 1800
+    assert js["recovery"]["restore_s"] == 60 and js["recovery"]["restart_s"] == 120
+
+
+def test_a_token_budget_is_needed() -> None:
+    c, w = load_cluster(EX / "ref-64gpu.yaml"), load_workload(EX / "llama3-8b-storage.yaml")
+    with pytest.raises(SpecError, match=r"training.tokens \(None\)"):
+        goodput(w, c, plan(w, c))
+
+
+def test_validation_cases_have_sources_and_the_calibration_is_exact() -> None:
+    cs = cases()
+    assert all(c.source for c in cs) and any(c.second_hand for c in cs)
+    calib = next(c for c in cs if c.id == "llama3-405b-16k")
+    assert not calib.scored and calib.error == pytest.approx(0, abs=1e-3)
+    own = next(c for c in cs if c.id == "meta-rsc1-16k-own-rate")
+    assert own.error == pytest.approx(0, abs=0.01)  # MTTF = 1 / (nodes x rate), the paper's own projection
+    ettr = next(c for c in cs if "ettr" in c.id)
+    assert ettr.predicted > ettr.published  # Llama 3: "more than 90%"
