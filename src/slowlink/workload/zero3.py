@@ -10,14 +10,19 @@ Two implementations, chosen by ``parallel.zero3_impl``:
     - every tensor of at least ``stage3_param_persistence_threshold`` (1e5) elements is gathered on its
       own, when its sub-module (each ``nn.Linear``) runs; smaller ones (biases, norms) stay whole;
     - each gather is preceded by ``torch.cuda.synchronize()`` and every sub-module fetch synchronizes the
-      device again, so nothing overlaps (DeepSpeed PR #1188, June 2021: "the async version is not async at
-      all"; issue #1174: a 5B model's ZeRO-3 forward took 480 ms against 60 ms under ZeRO-2 on one node);
+      device again, so nothing overlaps (DeepSpeed PR #1188, opened June 2021, merged 2021-10-31 as c0eeb69d:
+      "the async version is not async at all"; issue #1174: a 5B model's ZeRO-3 forward took 480 ms against
+      60 ms under ZeRO-2 on one node). Assumed: the trace-based prefetch (``prefetch_next_sub_modules``) is
+      off; when the first step's sub-module trace holds it gathers the next sub-module while the current one
+      computes, which would make this model faster still (DeepSpeed PR #873, March 2021: the prefetcher "was
+      essentially disabled if the sub-module access pattern changed after the first iteration");
     - the gather and the gradient reduce-scatter use the list form of ``torch.distributed``: PyTorch's
       ProcessGroupNCCL (1.8) copies each of the n ranks' slices out of (all_gather) or into (reduce_scatter)
       a flat buffer, one ``copy_`` per rank, serially on the communicator's stream;
     - a tensor gathered for the recomputed forward stays for its backward only if the parameters used in
       between (``get_reuse_distance_in_numel``) are fewer than ``stage3_max_reuse_distance`` (1e9);
-    - gradients are reduce-scattered per tensor (``_reduce_scatter_gradients``), in the parameters' dtype,
+    - gradients are reduce-scattered per tensor (``_reduce_scatter_gradients``; ``reduce_scatter_coalesced``
+      came with PR #1453, 2022-01-20), in the parameters' dtype (fp16; ``allreduce_always_fp32`` off),
       on the same process group (one NCCL stream), and waited for by the next fetch's synchronize;
     - DeepSpeed's own Python builds the per-rank lists, one eager tensor call per rank and list entry, on the
       host while the device waits (the gather loop runs after the synchronize): ``_allgather_param`` one
