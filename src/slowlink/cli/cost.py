@@ -88,18 +88,21 @@ _WORKERS = typer.Option(2, "--workers", help="Dask LocalCluster worker processes
 _SCHEDULER = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler instead of a LocalCluster.")
 _OUT = typer.Option(None, "--out", help="Write every configuration to this .csv or .parquet file.")
 _PLOT = typer.Option(None, "--plot", help="Write the Pareto front (run cost vs days) to this .png or .svg file.")
+_HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
 _RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this folder; a rerun skips the chunks "
                        "already there.")
 
 
 @clean_errors
 def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
-               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME) -> None:
+               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME,
+               html: Path | None = _HTML) -> None:
     """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
     from slowlink.cli.common import err
     from slowlink.errors import InfeasiblePlan, SpecError
     from slowlink.fileio import check_output
     from slowlink.report import search as report
+    from slowlink.report.html import check_html_path
     from slowlink.search.run import chunks, evaluate_space, summarize
     from slowlink.search.space import load_space
 
@@ -108,6 +111,7 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
     for path, flag, suffixes in ((out_file, "--out", (".csv", ".parquet")), (plot, "--plot", (".png", ".svg"))):
         if path is not None:
             check_output(path, flag, suffixes)
+    check_html_path(html)
     s = load_space(space)
     from rich.progress import Progress
 
@@ -121,6 +125,10 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
         raise InfeasiblePlan(report.empty_message(result))
     if plot is not None:
         report.write_plot(result, plot)
+    if html is not None:
+        from slowlink.report.html_search import write_search
+
+        write_search(html, result)
     if as_json:
         print_json(report.search_json(result))
         return

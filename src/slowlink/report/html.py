@@ -69,17 +69,21 @@ def check_html_path(path: Path | None) -> None:
 
 
 @contextmanager
-def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1) -> Iterator[tuple[Any, Any]]:
-    """A matplotlib figure (Agg, no display) whose SVG ids are salted per figure, so they stay unique."""
+def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1, nrows: int = 1,
+            **subplots: Any) -> Iterator[tuple[Any, Any]]:
+    """A matplotlib figure (Agg, no display) whose SVG ids are salted per figure, so they stay unique.
+
+    Yields the figure and its axes row by row; ``subplots`` goes to ``plt.subplots`` (``sharex``...).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 10}):
-        fig, axes = plt.subplots(1, ncols, figsize=(width_in, height_in), squeeze=False)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width_in, height_in), squeeze=False, **subplots)
         try:
-            yield fig, list(axes[0])
+            yield fig, list(axes.flat)
         finally:
             plt.close(fig)
 
