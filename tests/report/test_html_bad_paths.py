@@ -24,6 +24,7 @@ runner = CliRunner()
     ["search", str(ROOT / "tests" / "data" / "html-search-tiny.yaml"), "--workers", "0"],
     ["cost", str(EX / "ref-64gpu.yaml"), str(EX / "llama3-8b.yaml")],
     ["bom", str(EX / "cost-superpod-1su.yaml")],
+    ["share", str(EX / "share-deadlock.yaml")],
 ])
 def test_bad_output_path_is_exit_2_before_any_work(tmp_path: Path, command: list[str], target: str,
                                                    message: str) -> None:

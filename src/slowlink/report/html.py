@@ -34,7 +34,7 @@ DIMS = ("tp", "cp", "ep", "pp", "dp")
 SEGMENTS = (("compute", "#4c72b0"), ("pipeline bubble", "#b0b0b0"), ("optimizer", "#8c6d31"),
             ("TP exposed", "#dd8452"), ("CP exposed", "#937860"), ("EP exposed", "#da8bc3"),
             ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
-_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( / [0-9][0-9.,]*)?$")
+_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( ?/ ?[0-9][0-9.,]*)?$")  # 1.5 s, 12%, 0.3 / 0.9, 8/10
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
 color:#222;padding:0 1rem;line-height:1.45}
