@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from slowlink.cli.main import app
+from slowlink.report.search import _label_groups
+from slowlink.search.evaluate import Point
 
 pytest.importorskip("matplotlib")
 SPACE = str(Path(__file__).resolve().parents[1] / "data" / "html-search-tiny.yaml")
@@ -59,3 +61,10 @@ def test_browser_renders_the_search_page(tmp_path: Path, browse: Callable[..., s
     browse(out, f"--screenshot={png}", "--window-size=1200,900")
     assert png.stat().st_size > 10_000
     assert colours(png) > 50  # the plot, the table and the highlight box, not a blank page
+
+
+def test_near_identical_front_points_share_one_label() -> None:
+    pts = [Point(i, days=d, run_usd=c) for i, (d, c) in enumerate([(3.70, 6.0e5), (3.72, 5.95e5), (3.8, 5.7e5),
+                                                                     (8.0, 5.2e5), (8.05, 5.19e5), (8.1, 5.18e5)])]
+    groups = [(first, last) for first, last, _ in _label_groups(pts)]
+    assert groups == [(1, 2), (3, 3), (4, 6)]  # within 1.5% of a run's first point on both axes
