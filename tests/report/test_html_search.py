@@ -68,3 +68,16 @@ def test_near_identical_front_points_share_one_label() -> None:
                                                                      (8.0, 5.2e5), (8.05, 5.19e5), (8.1, 5.18e5)])]
     groups = [(first, last) for first, last, _ in _label_groups(pts)]
     assert groups == [(1, 2), (3, 3), (4, 6)]  # within 1.5% of a run's first point on both axes
+
+
+def test_an_empty_search_still_writes_the_rules_table(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(Path(SPACE).read_text().replace("deadline_days: 15", "budget_usd: 1000").replace(
+        "../../examples/", str(Path(SPACE).parents[2] / "examples") + "/"))
+    out = tmp_path / "empty.html"
+    res = runner.invoke(app, ["search", str(space), "--workers", "0", "--html", str(out)])
+    assert res.exit_code == 2 and "none of the 48 configurations is feasible" in res.output
+    assert parse_page(out).figures == {}  # no front to draw, but the page says why
+    text = out.read_text()
+    assert "no feasible design" in text and "budget_usd removed 40, memory_fits removed 8" in text
+    assert "<td class=\"w\">budget_usd</td><td>40</td>" in text and "<td>0</td><td>0.0%</td>" in text

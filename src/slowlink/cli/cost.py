@@ -135,14 +135,14 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
     result = summarize(s, points)
     if out_file is not None:
         report.write_points(result, out_file)
+    if html is not None:  # written even when nothing is feasible: its table says which rule removed what
+        from slowlink.report.html_search import write_search
+
+        write_search(html, result)
     if not result.feasible:
         raise InfeasiblePlan(report.empty_message(result))
     if plot is not None:
         report.write_plot(result, plot)
-    if html is not None:
-        from slowlink.report.html_search import write_search
-
-        write_search(html, result)
     if as_json:
         print_json(report.search_json(result))
         return

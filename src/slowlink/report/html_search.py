@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slowlink.report.html import _figure, _figure_block, _page, _svg, _table, _write, workload_rows
-from slowlink.report.search import draw_front, point_json, summary_lines
+from slowlink.report.search import draw_front, empty_message, point_json, summary_lines
 from slowlink.search.space import PARALLEL_KEYS
 
 if TYPE_CHECKING:
@@ -79,6 +79,11 @@ def search_page(r: SearchResult) -> str:
     head = [x for x in lines if x.startswith(("cheapest", "fastest"))]
     rest = [x for x in lines if x.startswith("constraint ")]
     items = "".join(f"<li>{html.escape(x)}</li>" for x in rest)
+    if not r.feasible:
+        return _page(f"slowlink search: {r.space.name}", f'<h2>Result</h2><div class="bottleneck"><b>no feasible '
+                     f'design</b><span class="sentence">{html.escape(empty_message(r))}</span></div>'
+                     f"<h2>Feasibility</h2>{_table(('rule', 'configurations removed', 'share'), rule_rows(r))}"
+                     f"{search_inputs(r)}")
     fig = _figure_block(front_svg(r), f"Run cost against days to train {r.space.tokens:.3g} tokens, before "
                         "failures: every feasible design in grey, the Pareto front numbered and coloured by its "
                         "bottleneck, the cheapest per token (star) and the fastest (diamond) ringed.", "front")
