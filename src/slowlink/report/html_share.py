@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 SHARES = (("utilisation", "#4c72b0"), ("allocated", "#55a868"), ("fragmentation", "#dd8452"),
           ("held_idle", "#c44e52"))  # PolicyResult fields, shares of the cluster's GPUs
+HTML_POINTS = 4000  # steps per policy in the page's timeline: a 10^5-job run stays a page of a few MB at most
 QUEUES = (("mean_queue_s", "mean queue", "#8172b3"), ("p95_queue_s", "p95 queue", "#937860"))
 
 
@@ -75,7 +76,7 @@ def timeline_svg(result: ShareResult) -> str:
     """:func:`~slowlink.report.share.draw_timeline` as inline SVG, its legend beside the plot."""
     salt = "share-timeline"
     with _figure(salt, 11, 5.5, nrows=2, sharex=True) as (fig, (top, bottom)):
-        draw_timeline(top, bottom, result)
+        draw_timeline(top, bottom, result, HTML_POINTS)
         top.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         bottom.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         for ax in (top, bottom):

@@ -72,10 +72,11 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector back
 PLOT_POINTS = 20_000  # most steps drawn per policy; longer timelines are thinned evenly
 
 
-def draw_timeline(top: Any, bottom: Any, result: ShareResult) -> None:
-    """Allocated share and utilisation (top) and waiting jobs (bottom) over time, one colour per policy."""
+def draw_timeline(top: Any, bottom: Any, result: ShareResult, points: int = PLOT_POINTS) -> None:
+    """Allocated share and utilisation (top) and waiting jobs (bottom) over time, one colour per policy, each
+    thinned evenly to about ``points`` steps."""
     for p in result.policies:
-        line = p.timeline[:: max(1, len(p.timeline) // PLOT_POINTS)]
+        line = p.timeline[:: max(1, len(p.timeline) // points)]
         t = [x[0] / units.HOUR for x in line]
         (drawn,) = top.step(t, [x[1] for x in line], where="post", label=f"{p.name} allocated")
         top.step(t, [x[2] for x in line], where="post", linestyle=":", color=drawn.get_color(),
