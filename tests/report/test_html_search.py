@@ -72,7 +72,7 @@ def test_near_identical_front_points_share_one_label() -> None:
 
 def test_an_empty_search_still_writes_the_rules_table(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     space = tmp_path / "space.yaml"
-    space.write_text(Path(SPACE).read_text().replace("deadline_days: 15", "budget_usd: 1000").replace(
+    space.write_text(Path(SPACE).read_text().replace("deadline_days: 25", "budget_usd: 1000").replace(
         "../../examples/", str(Path(SPACE).parents[2] / "examples") + "/"))
     out = tmp_path / "empty.html"
     res = runner.invoke(app, ["search", str(space), "--workers", "0", "--html", str(out)])
