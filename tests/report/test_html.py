@@ -2,18 +2,16 @@
 
 The page tests parse the HTML with the standard library; the ``browser`` tests load it in headless
 Chromium (Debian's ``chromium`` package, installed by ``.ci/run``), read the rendered DOM and check that a
-screenshot is not blank.
+screenshot is not blank (fixtures ``parse_page``, ``browse``, ``colours`` in conftest.py).
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -31,67 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
 DEMO = [str(EX / f) for f in ("ref-64gpu.yaml", "ref-64gpu-roce.yaml", "ref-64gpu-25gbe.yaml")]
 WORKLOAD = str(EX / "llama3-8b.yaml")
-VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "source", "wbr"}
 runner = CliRunner()
-
-
-class _Page(HTMLParser):
-    """Checks that tags nest and close, and collects figures, their SVGs and external references."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-        self.figures: dict[str, int] = {}  # figure id -> <svg> elements inside
-        self.external: list[str] = []
-        self.text: list[str] = []
-        self.ids: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if a.get("id"):
-            self.ids.append(str(a["id"]))
-        for key in ("src", "href", "xlink:href"):
-            if (a.get(key) or "").startswith(("http:", "https:", "//")):
-                self.external.append(f"{tag} {key}={a[key]}")
-        if tag in ("script", "link", "img", "iframe"):
-            self.external.append(tag)
-        if tag == "figure":
-            self.figures[a.get("id") or "?"] = 0
-        if tag == "svg" and "figure" in self.stack:
-            fid = list(self.figures)[-1]
-            self.figures[fid] += 1
-        if tag not in VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in VOID:  # a self-closing SVG element: open and close it at once
-            self.handle_starttag(tag, attrs)
-            self.stack.pop()
-
-    def handle_endtag(self, tag: str) -> None:
-        if not self.stack or self.stack[-1] != tag:
-            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else None}>")
-            return
-        self.stack.pop()
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-def parse(path: Path) -> _Page:
-    """Parse a written page and assert it is well-formed, self-contained HTML."""
-    text = path.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>")
-    page = _Page()
-    page.feed(text)
-    page.close()
-    assert not page.errors, page.errors[:5]
-    assert page.stack == [], f"unclosed: {page.stack}"
-    assert not page.external, f"the page fetches {page.external}"
-    assert not re.search(r"url\((?!#)", text), "a url() that is not a reference inside the page"
-    assert len(page.ids) == len(set(page.ids)), "duplicate ids (two figures' clip paths would clash)"
-    return page
 
 
 def _plan(tmp_path: Path, *files: str) -> tuple[Path, list[dict[str, object]]]:
@@ -102,9 +40,10 @@ def _plan(tmp_path: Path, *files: str) -> tuple[Path, list[dict[str, object]]]:
     return out, list(data["clusters"].values()) if len(files) > 1 else [data]
 
 
-def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path: Path) -> None:
+def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path: Path,
+                                                                       parse_page: Callable[..., Any]) -> None:
     out, results = _plan(tmp_path, *DEMO)
-    page = parse(out)
+    page = parse_page(out)
     assert page.figures == {"breakdown": 1}
     text = out.read_text()
     for r in results:
@@ -116,18 +55,18 @@ def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path:
     assert "h100-sxm" in text and "tp 2, pp 1, dp 32" in text  # the inputs
 
 
-def test_single_cluster_plan_page(tmp_path: Path) -> None:
+def test_single_cluster_plan_page(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     out = tmp_path / "one.HTM"
     res = runner.invoke(app, ["plan", DEMO[0], WORKLOAD, "--html", str(out)])
     assert res.exit_code == 0, res.output
-    assert parse(out).figures == {"breakdown": 1}
+    assert parse_page(out).figures == {"breakdown": 1}
 
 
-def test_scale_page_has_curves_and_the_reason(tmp_path: Path) -> None:
+def test_scale_page_has_curves_and_the_reason(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     out = tmp_path / "scale.html"
     res = runner.invoke(app, ["scale", DEMO[0], WORKLOAD, "--nodes", "1,2,4,8,16", "--html", str(out)])
     assert res.exit_code == 0, res.output
-    page = parse(out)
+    page = parse_page(out)
     assert page.figures == {"scaling": 1, "breakdown": 1}
     pts = scale(load_workload(WORKLOAD), load_cluster(DEMO[0]), [1, 2, 4, 8, 16])
     text = out.read_text()
@@ -135,18 +74,18 @@ def test_scale_page_has_curves_and_the_reason(tmp_path: Path) -> None:
     assert "scaling efficiency" in text and "comm / compute" in text
 
 
-def test_collective_sweep_page_draws_busbw_per_size(tmp_path: Path) -> None:
+def test_collective_sweep_page_draws_busbw_per_size(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     out = tmp_path / "c.html"
     res = runner.invoke(app, ["collective", DEMO[0], "--sweep", "1KiB:1GiB:4", "--html", str(out)])
     assert res.exit_code == 0, res.output
-    page = parse(out)
+    page = parse_page(out)
     assert page.figures == {"busbw": 1}
     text = out.read_text()
     assert "busbw (GB/s)" in text and "ring" in text and "at 1GiB:" in text
     assert text.count("<tr>") == 1 + 11 + 1 + 4  # sweep header + 11 sizes, inputs header + 4 cluster rows
 
 
-def test_collective_compare_overlays_the_measured_record(tmp_path: Path) -> None:
+def test_collective_compare_overlays_the_measured_record(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     rows = [{"op": "all_reduce", "size_bytes": 2**k, "ranks": 2, "redop": "sum", "time_s": 2e-3 + 2**k / 0.8e9,
              "busbw_gbyte_s": 2**k / (2e-3 + 2**k / 0.8e9) / 1e9, "algbw_gbyte_s": 0.0, "count": 2**k // 4,
              "type": "float", "root": -1, "wrong": 0, "in_place": None} for k in range(20, 25)]
@@ -158,25 +97,25 @@ def test_collective_compare_overlays_the_measured_record(tmp_path: Path) -> None
     res = runner.invoke(app, ["collective", str(tmp_path / "bench-localhost.yaml"), "--compare", str(rec),
                               "--html", str(out)])
     assert res.exit_code == 0, res.output
-    assert parse(out).figures == {"busbw": 1}
+    assert parse_page(out).figures == {"busbw": 1}
     text = out.read_text()
     assert ">measured<" in text and ">model<" in text and "time error mean" in text
 
 
-def test_simulate_page_has_slowdowns_and_heatmap(tmp_path: Path) -> None:
+def test_simulate_page_has_slowdowns_and_heatmap(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     out = tmp_path / "sim.html"
     res = runner.invoke(app, ["simulate", str(EX / "scenario-two-jobs.yaml"), "--html", str(out)])
     assert res.exit_code == 0, res.output
-    assert parse(out).figures == {"slowdown": 1, "heatmap": 1}
+    assert parse_page(out).figures == {"slowdown": 1, "heatmap": 1}
     text = out.read_text()
     assert "1.61x" in text and "busiest link" in text and "log scale" in text
 
 
-def test_names_are_escaped(tmp_path: Path) -> None:
+def test_names_are_escaped(tmp_path: Path, parse_page: Callable[..., Any]) -> None:
     cluster = tmp_path / "c.yaml"
     cluster.write_text(Path(DEMO[0]).read_text().replace("name: ref-64gpu", "name: '<i>x</i> & y'"))
     out, _ = _plan(tmp_path, str(cluster), DEMO[1])
-    parse(out)
+    parse_page(out)
     text = out.read_text()
     assert "<i>x</i>" not in text and "&lt;i&gt;x&lt;/i&gt; &amp; y" in text
 
@@ -212,34 +151,10 @@ def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
 
 # ---- in a real browser ---------------------------------------------------------------------------------
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("headless Chromium not installed (apt-get install chromium; .ci/run installs it)")
-
-
-def _browse(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", *args, page.resolve().as_uri()]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return res
-
-
-def _colours(png: Path) -> int:
-    import matplotlib.image
-    import numpy as np
-
-    img = matplotlib.image.imread(str(png))
-    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
-    return len(np.unique(img.reshape(-1, img.shape[2]), axis=0))
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("kind", ["plan", "scale"])
-def test_browser_renders_the_page(tmp_path: Path, kind: str) -> None:
-    _chromium()
+def test_browser_renders_the_page(tmp_path: Path, kind: str, browse: Callable[..., str],
+                                  colours: Callable[..., int]) -> None:
     if kind == "plan":
         out, results = _plan(tmp_path, *DEMO)
         figures, sentence = ["breakdown"], str(results[2]["bottleneck"])
@@ -248,12 +163,12 @@ def test_browser_renders_the_page(tmp_path: Path, kind: str) -> None:
         res = runner.invoke(app, ["scale", DEMO[0], WORKLOAD, "--nodes", "1,2,4,8", "--html", str(out)])
         assert res.exit_code == 0, res.output
         figures, sentence = ["scaling", "breakdown"], "efficiency"
-    dom = _browse(out, tmp_path, "--dump-dom").stdout
+    dom = browse(out, "--dump-dom")
     for fid in figures:
         start = dom.index(f'id="{fid}"')
         assert "<svg" in dom[start:dom.index("</figure>", start)]
     assert html.escape(sentence) in dom and 'class="bottleneck"' in dom
     png = tmp_path / "shot.png"
-    _browse(out, tmp_path, f"--screenshot={png}", "--window-size=1200,900")
+    browse(out, f"--screenshot={png}", "--window-size=1200,900")
     assert png.stat().st_size > 10_000
-    assert _colours(png) > 50  # text, bars and the highlight box, not a blank page
+    assert colours(png) > 50  # text, bars and the highlight box, not a blank page

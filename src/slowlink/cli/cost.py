@@ -12,6 +12,7 @@ from slowlink.cli.common import clean_errors, out, print_json
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), "
                        "replacing the bundled entries they name.")
+_HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
 
 
 _CLUSTER = typer.Argument(None, help="Cluster file (omit with --reference).")
@@ -21,16 +22,20 @@ _REFERENCE = typer.Option(False, "--reference", help="Instead of a cluster: the 
 
 @clean_errors
 def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path | None = _PRICES,
-            reference: bool = _REFERENCE) -> None:
+            reference: bool = _REFERENCE, html: Path | None = _HTML) -> None:
     """Bill of materials of a cluster's fabric (switches, links, optics, NICs), its capex, power and network share."""
     from slowlink.cost.model import cluster_cost
     from slowlink.cost.prices import load_prices
     from slowlink.errors import SpecError
     from slowlink.report.cost import bom_table, capex_table, cost_lines, share_json, share_table
+    from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
 
     if (cluster is None) == (not reference):
         raise SpecError("bom: give a CLUSTER.yaml or --reference (not both)")
+    if reference and html is not None:
+        raise SpecError("bom: --html draws one cluster's bill of materials: give a CLUSTER.yaml, not --reference")
+    check_html_path(html)
     if cluster is None:
         from slowlink.cost.design import network_share_table
 
@@ -42,6 +47,10 @@ def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path
         return
     c = load_cluster(cluster)
     cost = cluster_cost(c, load_prices(prices))
+    if html is not None:
+        from slowlink.report.html_cost import write_cost
+
+        write_cost(html, c, cost)
     if as_json:
         print_json(cost.to_json())
         return
@@ -56,23 +65,29 @@ _TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5
 
 @clean_errors
 def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
-             tokens: float | None = _TOKENS) -> None:
+             tokens: float | None = _TOKENS, html: Path | None = _HTML) -> None:
     """Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."""
     from slowlink.cost.model import TokenCost, cluster_cost
     from slowlink.cost.prices import load_prices
     from slowlink.errors import SpecError
     from slowlink.report.cost import capex_table, cost_lines, token_lines
+    from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
     from slowlink.workload.spec import load_workload
     from slowlink.workload.step import plan
 
     if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
         raise SpecError(f"--tokens ({tokens}) must be a finite number > 0")
+    check_html_path(html)
     c, w = load_cluster(cluster), load_workload(workload)
     book = load_prices(prices)
     result = plan(w, c)
     tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s)
     run = {} if tokens is None else {"tokens": tokens, "days": tc.days(tokens), "run_usd": tc.run_usd(tokens)}
+    if html is not None:
+        from slowlink.report.html_cost import RunCost, write_cost
+
+        write_cost(html, c, tc.cost, RunCost(w, tc, result.bottleneck, tokens))
     if as_json:
         print_json(tc.to_json() | run | {"bottleneck": result.bottleneck})
         return
@@ -94,12 +109,14 @@ _RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this 
 
 @clean_errors
 def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
-               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME) -> None:
+               out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME,
+               html: Path | None = _HTML) -> None:
     """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
     from slowlink.cli.common import err
     from slowlink.errors import InfeasiblePlan, SpecError
     from slowlink.fileio import check_output
     from slowlink.report import search as report
+    from slowlink.report.html import check_html_path
     from slowlink.search.run import chunks, evaluate_space, summarize
     from slowlink.search.space import load_space
 
@@ -108,6 +125,7 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
     for path, flag, suffixes in ((out_file, "--out", (".csv", ".parquet")), (plot, "--plot", (".png", ".svg"))):
         if path is not None:
             check_output(path, flag, suffixes)
+    check_html_path(html)
     s = load_space(space)
     from rich.progress import Progress
 
@@ -117,6 +135,10 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
     result = summarize(s, points)
     if out_file is not None:
         report.write_points(result, out_file)
+    if html is not None:  # written even when nothing is feasible: its table says which rule removed what
+        from slowlink.report.html_search import write_search
+
+        write_search(html, result)
     if not result.feasible:
         raise InfeasiblePlan(report.empty_message(result))
     if plot is not None:

@@ -29,18 +29,26 @@ def share_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write allocation, utilisation and waiting jobs over time (.png, .svg or .pdf).")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Also write a self-contained HTML report with figures to this file.")] = None,
 ) -> None:
     """Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."""
+    from slowlink.report.html import check_html_path
     from slowlink.report.share import share_tables, write_timeline
     from slowlink.share.sim import simulate_share
     from slowlink.share.spec import load_share
 
     if plot is not None:
         check_plot(plot)
+    check_html_path(html)
     spec, jobs, shape = load_share(scenario)
-    result = simulate_share(spec, jobs, shape, timeline=plot is not None)
+    result = simulate_share(spec, jobs, shape, timeline=plot is not None or html is not None)
     if plot is not None:
         write_timeline(result, plot)
+    if html is not None:
+        from slowlink.report.html_share import write_share
+
+        write_share(html, result, spec, jobs)
     if as_json:
         print_json(result.to_json())
         return

@@ -14,7 +14,7 @@ goodput model multiplies it in. Sources of every price: ``cost/data/prices.yaml`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slowlink import units
 from slowlink.cost.bom import Bom, bill_of_materials
@@ -35,6 +35,7 @@ class ClusterCost:
     pue: float
     usd_per_kwh: float
     depreciation_years: float
+    switch_usd: dict[str, float] = field(default_factory=dict)  # capex["switches"] by tier (leaf, spine, ...)
 
     @property
     def total_capex_usd(self) -> float:
@@ -92,12 +93,14 @@ def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
         nic = cluster.compute_nics if role == "compute" else cluster.storage_nics
         if count and nic is not None:
             capex["nics"] += count * prices.nic(nic.speed_bytes_s / units.Gbit).price_usd
-    for count, speed in ((bom.fabric_switches, bom.speed_gbit_s), (bom.switches.get("storage", 0),
-                                                                    bom.storage_speed_gbit_s)):
+    switch_usd: dict[str, float] = {}
+    for tier, count in bom.switches.items():  # a separate storage fabric's switches run at its own line rate
         if count:
-            sw = prices.switch(_family(cluster), speed, bom.switch_radix)
-            capex["switches"] += count * sw.price_usd
+            sw = prices.switch(_family(cluster), bom.storage_speed_gbit_s if tier == "storage" else
+                               bom.speed_gbit_s, bom.switch_radix)
+            switch_usd[tier] = count * sw.price_usd
             power["switches"] += count * sw.power_w
+    capex["switches"] = sum(switch_usd.values())
     for medium, links in bom.cables.items():
         m = prices.medium(medium)
         ends = 1 if medium == "dac" else 2
@@ -107,7 +110,8 @@ def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
     spares = prices.facility.network_spares_fraction
     capex["spares"] = spares * (capex["switches"] + capex["optics"] + capex["cables"])
     fac = prices.facility
-    return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years)
+    return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
+                       switch_usd)
 
 
 def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float, ettr: float = 1.0) -> float:

@@ -10,22 +10,29 @@ if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
 
 
+def bom_rows(cost: ClusterCost) -> list[tuple[str, str, str]]:
+    """(item, count, detail) of the bill of materials: switches and links per tier, optics, NICs."""
+    b = cost.bom
+    rows = [(f"{tier} switches", f"{n:,}", "") for tier, n in b.switches.items()]
+    rows += [(f"{tier} links", f"{n:,}", b.media[tier]) for tier, n in b.links.items()]
+    rows += [("transceivers", f"{n:,}", kind) for kind, n in b.transceivers.items()]
+    return rows + [(f"{role} NICs", f"{n:,}", "") for role, n in b.nics.items()]
+
+
+def bom_title(name: str, cost: ClusterCost) -> str:
+    b = cost.bom
+    return (f"bill of materials: {name} ({cost.gpus} GPUs, {b.topology}, {b.switch_radix}-port switches at "
+            f"{b.speed_gbit_s:g} Gb/s)")
+
+
 def bom_table(name: str, cost: ClusterCost) -> Table:
     """Switches, links, optics and NICs, with what they cost."""
-    b = cost.bom
-    table = Table(title=f"bill of materials: {name} ({cost.gpus} GPUs, {b.topology}, {b.switch_radix}-port "
-                        f"switches at {b.speed_gbit_s:g} Gb/s)")
+    table = Table(title=bom_title(name, cost))
     table.add_column("item")
     table.add_column("count", justify="right")
     table.add_column("detail")
-    for tier, n in b.switches.items():
-        table.add_row(f"{tier} switches", f"{n:,}", "")
-    for tier, n in b.links.items():
-        table.add_row(f"{tier} links", f"{n:,}", b.media[tier])
-    for kind, n in b.transceivers.items():
-        table.add_row("transceivers", f"{n:,}", kind)
-    for role, n in b.nics.items():
-        table.add_row(f"{role} NICs", f"{n:,}", "")
+    for row in bom_rows(cost):
+        table.add_row(*row)
     return table
 
 
@@ -48,16 +55,23 @@ def share_json(rows: list[tuple[str, int, ClusterCost]]) -> list[dict[str, objec
              "capex_usd": c.total_capex_usd, "network_share": c.network_share} for name, gpus, c in rows]
 
 
+def capex_rows(cost: ClusterCost) -> list[tuple[str, str, str, str]]:
+    """(part, USD, share, IT kW) of every capex part, then the total."""
+    total = cost.total_capex_usd
+    rows = []
+    for part, usd in cost.capex_usd.items():
+        kw = cost.power_w.get(part)
+        rows.append((part, f"{usd:,.0f}", f"{usd / total:.1%}", "-" if kw is None else f"{kw / 1e3:,.1f}"))
+    return [*rows, ("total", f"{total:,.0f}", "100%", f"{cost.it_power_w / 1e3:,.1f}")]
+
+
 def capex_table(cost: ClusterCost) -> Table:
     """Capex by part, its share, and the power each part draws."""
     table = Table(title="capex and power")
     for col in ("part", "USD", "share", "IT power (kW)"):
         table.add_column(col, justify="right")
-    total = cost.total_capex_usd
-    for part, usd in cost.capex_usd.items():
-        kw = cost.power_w.get(part)
-        table.add_row(part, f"{usd:,.0f}", f"{usd / total:.1%}", "-" if kw is None else f"{kw / 1e3:,.1f}")
-    table.add_row("total", f"{total:,.0f}", "100%", f"{cost.it_power_w / 1e3:,.1f}")
+    for row in capex_rows(cost):
+        table.add_row(*row)
     return table
 
 

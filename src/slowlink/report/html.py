@@ -34,7 +34,7 @@ DIMS = ("tp", "cp", "ep", "pp", "dp")
 SEGMENTS = (("compute", "#4c72b0"), ("pipeline bubble", "#b0b0b0"), ("optimizer", "#8c6d31"),
             ("TP exposed", "#dd8452"), ("CP exposed", "#937860"), ("EP exposed", "#da8bc3"),
             ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
-_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( / [0-9][0-9.,]*)?$")
+_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( ?/ ?[0-9][0-9.,]*)?$")  # 1.5 s, 12%, 0.3 / 0.9, 8/10
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
 color:#222;padding:0 1rem;line-height:1.45}
@@ -69,17 +69,21 @@ def check_html_path(path: Path | None) -> None:
 
 
 @contextmanager
-def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1) -> Iterator[tuple[Any, Any]]:
-    """A matplotlib figure (Agg, no display) whose SVG ids are salted per figure, so they stay unique."""
+def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1, nrows: int = 1,
+            **subplots: Any) -> Iterator[tuple[Any, Any]]:
+    """A matplotlib figure (Agg, no display) whose SVG ids are salted per figure, so they stay unique.
+
+    Yields the figure and its axes row by row; ``subplots`` goes to ``plt.subplots`` (``sharex``...).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 10}):
-        fig, axes = plt.subplots(1, ncols, figsize=(width_in, height_in), squeeze=False)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width_in, height_in), squeeze=False, **subplots)
         try:
-            yield fig, list(axes[0])
+            yield fig, list(axes.flat)
         finally:
             plt.close(fig)
 

@@ -92,21 +92,68 @@ def write_points(r: SearchResult, path: Path) -> None:
         frame.to_csv(path, index=False)
 
 
+def bottleneck_kind(p: Point) -> str:
+    """The bottleneck sentence's head (``TP activation collectives over scale-up nvlink4``, ``pipeline bubble``)."""
+    return p.bottleneck.split(":", 1)[0] or "unknown"
+
+
+def _label_groups(front: list[Point], rel: float = 0.015) -> list[tuple[int, int, Point]]:
+    """Runs of front points (numbered from 1) that sit within ``rel`` of the run's first point on both axes,
+    so that near-identical designs (InfiniBand vs RoCE of one size) share one label, ``3-4``."""
+    groups: list[tuple[int, int, Point]] = []
+    for i, p in enumerate(front, 1):
+        if groups:
+            first, _, q = groups[-1]
+            if abs(p.days - q.days) <= rel * q.days and abs(p.run_usd - q.run_usd) <= rel * q.run_usd:
+                groups[-1] = (first, i, q)
+                continue
+        groups.append((i, i, p))
+    return groups
+
+
+def draw_front(ax: Any, r: SearchResult) -> None:
+    """Run cost vs days on ``ax``: every feasible point in grey, the front numbered (1 = fastest) and coloured
+    by its bottleneck, the cheapest per token and the fastest design ringed. Log days when they span > 10x."""
+    ax.scatter([p.days for p in r.feasible], [p.run_usd / 1e6 for p in r.feasible], s=8, color="#bbbbbb",
+               alpha=0.5, label="feasible designs", zorder=1)
+    ax.plot([p.days for p in r.front], [p.run_usd / 1e6 for p in r.front], "-", color="#888888", lw=1, zorder=2)
+    kinds = list(dict.fromkeys(bottleneck_kind(p) for p in r.front))
+    for k, kind in enumerate(kinds):
+        pts = [p for p in r.front if bottleneck_kind(p) == kind]
+        ax.scatter([p.days for p in pts], [p.run_usd / 1e6 for p in pts], s=40, color=f"C{k % 10}", zorder=3,
+                   label=f"front, bottleneck: {kind}")
+    for first, last, p in _label_groups(r.front):
+        ax.annotate(str(first) if first == last else f"{first}-{last}", (p.days, p.run_usd / 1e6),
+                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+    for q, name, marker in ((r.best, "cheapest per token", "*"), (r.fastest, "fastest", "D")):
+        if q is not None:
+            ax.scatter([q.days], [q.run_usd / 1e6], s=260 if marker == "*" else 130, marker=marker,
+                       facecolors="none", edgecolors="black", linewidths=1.4, zorder=4, label=name)
+    days = [p.days for p in r.feasible]
+    if days and max(days) > 10 * min(days):
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # 4, 10, 20 rather than 4x10^0
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
+    ax.set_xlabel(f"days to train {r.space.tokens:.3g} tokens (before failures)")
+    ax.set_ylabel("run cost (M USD)")
+    ax.grid(alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
 def write_plot(r: SearchResult, path: Path) -> None:
-    """Run cost vs time-to-train of every feasible point, the front highlighted."""
+    """The front (:func:`draw_front`) as a .png or .svg file."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.scatter([p.days for p in r.feasible], [p.run_usd / 1e6 for p in r.feasible], s=6, alpha=0.3,
-               label="feasible designs")
-    ax.plot([p.days for p in r.front], [p.run_usd / 1e6 for p in r.front], "o-", color="C3", label="Pareto front")
-    ax.set_xlabel(f"days to train {r.space.tokens:.3g} tokens (before failures)")
-    ax.set_ylabel("run cost (M USD)")
+    fig, ax = plt.subplots(figsize=(9, 5))
+    draw_front(ax, r)
     ax.set_title(r.space.name)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
