@@ -56,10 +56,11 @@ def test_cost_json_contract() -> None:
     assert res.exit_code == 0, res.output
     js = json.loads(res.output)
     assert js["usd_per_gpu_hour"] > 0 and js["usd_per_million_tokens"] > 0
-    assert "before failures" in js["basis"]
-    # $/M tokens = $/h / (tokens/s x 3600) x 1e6
-    assert abs(js["usd_per_million_tokens"] - js["usd_per_hour"] / (js["tokens_per_s"] * 3600) * 1e6) < 1e-3 * \
-        js["usd_per_million_tokens"]
+    # the failure model's ETTR multiplies in (64 GPUs: MTTF of weeks, so a fraction of a percent)
+    assert 0.99 < js["ettr"] < 1 and f"x ETTR {js['ettr']:g}" in js["basis"] and "MTTF" in js["ettr_basis"]
+    # $/M tokens = $/h / (tokens/s x ETTR x 3600) x 1e6
+    assert abs(js["usd_per_million_tokens"] - js["usd_per_hour"] / (js["tokens_per_s"] * js["ettr"] * 3600) * 1e6) \
+        < 1e-3 * js["usd_per_million_tokens"]
 
 
 def test_user_quotes_replace_bundled_prices(tmp_path: Path) -> None:
@@ -108,7 +109,7 @@ def test_cost_of_a_token_budget(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     js = json.loads(res.output)
     assert abs(js["run_usd"] - js["usd_per_million_tokens"] * 1e6) < 1e-3 * js["run_usd"]
-    assert abs(js["days"] - 1e12 / js["tokens_per_s"] / 86400) < 1e-3 * js["days"]
+    assert abs(js["days"] - 1e12 / (js["tokens_per_s"] * js["ettr"]) / 86400) < 1e-3 * js["days"]
     _fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
     _fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
 

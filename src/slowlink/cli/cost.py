@@ -66,10 +66,12 @@ _TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5
 @clean_errors
 def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
              tokens: float | None = _TOKENS, html: Path | None = _HTML) -> None:
-    """Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."""
+    """Cost per GPU-hour and per million tokens of a workload on a cluster (step model x ETTR from the failure
+    model)."""
     from slowlink.cost.model import TokenCost, cluster_cost
     from slowlink.cost.prices import load_prices
     from slowlink.errors import SpecError
+    from slowlink.reliability.goodput import run_ettr
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
@@ -82,19 +84,21 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     c, w = load_cluster(cluster), load_workload(workload)
     book = load_prices(prices)
     result = plan(w, c)
-    tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s)
+    ettr, basis = run_ettr(w, c, result)
+    tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s, ettr)
     run = {} if tokens is None else {"tokens": tokens, "days": tc.days(tokens), "run_usd": tc.run_usd(tokens)}
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost
 
         write_cost(html, c, tc.cost, RunCost(w, tc, result.bottleneck, tokens))
     if as_json:
-        print_json(tc.to_json() | run | {"bottleneck": result.bottleneck})
+        print_json(tc.to_json() | run | {"bottleneck": result.bottleneck, "ettr_basis": basis})
         return
     out.print(capex_table(tc.cost))
     lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {result.bottleneck}"]
     if tokens is not None:
-        lines.append(f"{tokens:.3g} tokens: {run['days']:.1f} days, {run['run_usd']:,.0f} USD (before failures)")
+        lines.append(f"{tokens:.3g} tokens: {run['days']:.1f} days, {run['run_usd']:,.0f} USD")
+    lines.append(f"throughput: step model {basis}")
     for line in lines:
         out.print(line, soft_wrap=True)
 

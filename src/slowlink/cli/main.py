@@ -52,8 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "index, verified and resumable."),
     "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "
             "capex, power and network share."),
-    "cost": ("slowlink.cli.cost",
-             "Cost per GPU-hour and per million tokens of a workload on a cluster (step model, before failures)."),
+    "cost": ("slowlink.cli.cost", "Cost per GPU-hour and per million tokens of a workload on a cluster "
+             "(step model x ETTR from the failure model)."),
     "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
                "front of cost vs time to train."),
     "share": ("slowlink.cli.share",

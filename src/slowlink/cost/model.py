@@ -126,7 +126,7 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float, ettr: float
 
 @dataclass(frozen=True)
 class TokenCost:
-    """A cluster's cost per token for one workload, at the step model's throughput, before failures."""
+    """A cluster's cost per token for one workload, at the step model's throughput x ``ettr`` (1: before failures)."""
 
     cost: ClusterCost
     tokens_per_s: float

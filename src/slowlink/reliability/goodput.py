@@ -215,3 +215,14 @@ def plan_goodput(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: 
         return goodput(w, cluster, step, data_stall_s=data_stall_s)
     except SlowlinkError as exc:
         return str(exc)
+
+
+def run_ettr(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> tuple[float, str]:
+    """(ETTR, how it was priced) of ``w`` on ``cluster`` at the checkpoint interval :func:`goodput` picks, for
+    cost per token; ``(1.0, "before failures (why)")`` when failures cannot be priced (e.g. no storage)."""
+    try:
+        g = goodput(w, cluster, step, steps=1, data_stall_s=data_stall_s)
+    except SlowlinkError as exc:
+        return 1.0, f"before failures ({exc})"
+    return g.ettr, (f"x ETTR {g.ettr:.4f} (MTTF {g.mttf_h:.3g} h at {g.gpus} GPUs, a checkpoint every "
+                    f"{g.interval_s:.0f} s)")

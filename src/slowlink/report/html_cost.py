@@ -96,10 +96,11 @@ def headline_rows(cost: ClusterCost, run: RunCost | None) -> list[tuple[str, str
     if run is not None:
         tc = run.token
         rows += [("tokens/s (step model)", f"{tc.tokens_per_s:,.0f}"), ("step time", f"{tc.step_time_s:.3f} s"),
+                 ("ETTR (failures, checkpoints)", "1 (before failures)" if tc.ettr == 1.0 else f"{tc.ettr:.4f}"),
                  ("USD per million tokens", f"{tc.usd_per_million_tokens:.4f}")]
         if run.tokens is not None:
             rows += [(f"{run.tokens:.3g} tokens", f"{tc.days(run.tokens):.1f} days, {tc.run_usd(run.tokens):,.0f} "
-                      "USD (before failures)")]
+                      "USD")]
     return rows
 
 
