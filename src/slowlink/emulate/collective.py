@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from datetime import timedelta
+from typing import Any
 
 START_MARGIN_S = 0.05
 
@@ -30,6 +31,20 @@ def cpu_ticks() -> tuple[int, int]:
     with open("/proc/stat") as f:
         fields = [int(v) for v in f.readline().split()[1:]]
     return sum(fields), fields[3] + fields[4]
+
+
+def one_iteration(dist: Any, torch: Any, op: str, x: Any, y: Any) -> float:
+    """Start ``op`` at the ranks' agreed instant (module docstring) and return this rank's time from it."""
+    go = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
+    dist.all_reduce(go, op=dist.ReduceOp.MAX)
+    t0 = float(go.item())
+    while (wait := t0 - time.monotonic()) > 0:
+        time.sleep(wait)
+    if op == "all_reduce":
+        dist.all_reduce(x)
+    else:
+        dist.all_to_all_single(y, x)
+    return time.monotonic() - t0
 
 
 def main(argv: list[str]) -> None:
@@ -48,16 +63,7 @@ def main(argv: list[str]) -> None:
     for i in range(iters + 1):  # the first iteration is a warm-up (connections, allocation)
         if i == 1:
             cpu0, ticks0, wall0 = time.process_time(), cpu_ticks(), time.monotonic()
-        go = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
-        dist.all_reduce(go, op=dist.ReduceOp.MAX)
-        t0 = float(go.item())
-        while (wait := t0 - time.monotonic()) > 0:
-            time.sleep(wait)
-        if op == "all_reduce":
-            dist.all_reduce(x)
-        else:
-            dist.all_to_all_single(y, x)
-        times.append(time.monotonic() - t0)
+        times.append(one_iteration(dist, torch, op, x, y))
     cpu = (time.process_time() - cpu0) / max(1e-9, time.monotonic() - wall0)
     total, idle = (b - a for a, b in zip(ticks0, cpu_ticks(), strict=True))
     mine = torch.tensor([*times[1:], cpu], dtype=torch.float64)

@@ -19,27 +19,15 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from slowlink.emulate.collective import START_MARGIN_S
+from slowlink.emulate.collective import one_iteration
 
 WAIT_S = 300.0  # the longest a rank waits for GO_FILE before giving up
 
 
 def timed(dist: Any, torch: Any, op: str, x: Any, y: Any, iters: int) -> list[float]:
     """One warm-up, then ``iters`` iterations each started at an agreed instant; this rank's times."""
-    times = []
-    for i in range(iters + 1):
-        go = torch.tensor([time.monotonic() + START_MARGIN_S], dtype=torch.float64)
-        dist.all_reduce(go, op=dist.ReduceOp.MAX)
-        t0 = float(go.item())
-        while (wait := t0 - time.monotonic()) > 0:
-            time.sleep(wait)
-        if op == "all_reduce":
-            dist.all_reduce(x)
-        else:
-            dist.all_to_all_single(y, x)
-        if i:
-            times.append(time.monotonic() - t0)
-    return times
+    times = [one_iteration(dist, torch, op, x, y) for _ in range(iters + 1)]
+    return times[1:]
 
 
 def report(dist: Any, torch: Any, times: list[float], path: str) -> None:
