@@ -291,8 +291,8 @@ def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
             if len(np.unique(placed.nodes[0])) > 1 else ()
         if op == "send_recv":  # groups_per_node pairs side by side, from consecutive GPUs of one node
             k = max(1, min(group.groups_per_node, gpn))
-            shared = place(cluster, [[j, pair[0][1] + j] for j in range(k)], ring_order=False) \
-                if pair[0][1] == gpn else placed
+            spans = cluster.nodes > 1 and group.ranks > group.ranks_per_node  # priced across nodes
+            shared = place(cluster, [[j, gpn + j] for j in range(k)], ring_order=False) if spans else placed
         else:
             shared = placed
         hit = (cluster, Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
