@@ -16,8 +16,10 @@ import pytest
 from slowlink import units
 from slowlink.collectives import predict
 from slowlink.sim.collectives import simulate_collective
+from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
+from slowlink.workload.comm import analytical_cost
 
 # name -> (nodes, gpus per node, NICs per node, fabric keys, placement)
 CASES: dict[str, tuple[int, int, int, dict[str, Any], dict[str, Any] | None]] = {
@@ -38,6 +40,7 @@ CASES: dict[str, tuple[int, int, int, dict[str, Any], dict[str, Any] | None]] = 
     "dragonfly": (16, 1, 1, {"topology": "dragonfly", "switch_radix": 8, "dragonfly": {"groups": 4}}, None),
     "dragonfly h2 HGX": (32, 8, 2, {"topology": "dragonfly", "switch_radix": 8,
                                     "dragonfly": {"groups": 4, "global_links_per_switch": 2}}, None),
+    "fat2 2 NICs per GPU 2:1": (8, 2, 4, {"switch_radix": 12, "oversubscription": 2}, None),
 }
 SIZE = 8 * units.GiB
 
@@ -110,3 +113,57 @@ def test_ecmp_collisions_are_the_flow_models_alone(make_cluster: Callable[..., C
     assert 1.4 < t["ecmp"] / t["adaptive"] < 1.9
     assert 1.0 <= t["dmodk"] / t["adaptive"] < 1.2
     assert ana["ecmp"] == ana["dmodk"] == ana["adaptive"]
+
+
+# A GPU sends only by its own (affine) NICs, as NCCL does (topology.degraded.affine_nics: search.cc relaxes a
+# ring's NIC distance past PXN only without a solution; p2p channels go to ncclTopoGetLocalNet's local NICs),
+# so a communicator of one rank per node on nodes of several NICs gets its GPU's NIC(s), not the node's.
+SPARSE = ["fat2 2:1 HGX", "fat3 [1,1,7] HGX", "rail 2 NICs 2:1", "rail 4 NICs 2:1", "rail 8 NICs",
+          "dragonfly h2 HGX", "fat2 2 NICs per GPU 2:1"]
+
+
+def _sparse(c: Cluster, op: str, groups: list[list[int]]) -> tuple[float, float]:
+    return analytical_cost(c)(op, units.GiB, groups), flow_cost(c)(op, units.GiB, groups)
+
+
+@pytest.mark.parametrize("name", SPARSE)
+@pytest.mark.parametrize("op", ["all_to_all", "all_reduce", "all_gather"])
+def test_one_rank_per_node_uses_its_gpus_nics(make_cluster: Callable[..., Cluster], name: str, op: str) -> None:
+    c = _cluster(make_cluster, name)
+    gpn = c.gpus_per_node
+    for local in {0, gpn - 1}:
+        ana, flow = _sparse(c, op, [[k * gpn + local for k in range(c.nodes)]])
+        assert abs(ana - flow) / flow < 0.10, (local, ana, flow)
+
+
+@pytest.mark.parametrize("name", SPARSE)
+def test_point_to_point_uses_the_source_gpus_nics(make_cluster: Callable[..., Cluster], name: str) -> None:
+    c = _cluster(make_cluster, name)
+    gpn = c.gpus_per_node
+    ana, flow = _sparse(c, "send_recv", [[gpn - 1, (c.nodes - 1) * gpn + gpn - 1]])
+    assert abs(ana - flow) / flow < 0.10, (ana, flow)
+
+
+@pytest.mark.parametrize("name", ["fat2 2:1 HGX", "rail 2 NICs 2:1", "rail 8 NICs", "fat2 2 NICs per GPU 2:1"])
+def test_all_to_all_over_two_rails_per_node(make_cluster: Callable[..., Cluster], name: str) -> None:
+    """Two members per node, on the first and last GPU: PXN sends each pair by the destination's rail,
+    so the group uses both GPUs' NICs; the analytical model prices the same two."""
+    c = _cluster(make_cluster, name)
+    gpn = c.gpus_per_node
+    ana, flow = _sparse(c, "all_to_all", [[k * gpn + g for k in range(c.nodes) for g in (0, gpn - 1)]])
+    assert abs(ana - flow) / flow < 0.10, (ana, flow)
+
+
+def test_a_lone_rank_per_node_is_not_priced_on_every_nic(make_cluster: Callable[..., Cluster]) -> None:
+    """16 nodes x 8 GPUs x 8 NICs, non-blocking: one rank per node reaches its GPU's 1 NIC in both models,
+    alone or beside seven such groups (one per GPU): S (n - 1) / n over one NIC, not over eight."""
+    c = make_cluster(nodes=16, gpn=8, nics=8, switch_radix=32, routing="adaptive")
+    lone = [[k * 8 for k in range(c.nodes)]]
+    eight = [[k * 8 + g for k in range(c.nodes)] for g in range(8)]
+    a_lone, f_lone = _sparse(c, "all_to_all", lone)
+    a_eight, f_eight = _sparse(c, "all_to_all", eight)
+    one_nic = units.GiB * 15 / 16 / (c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency)
+    assert a_lone == pytest.approx(one_nic, rel=0.05)
+    assert a_eight == pytest.approx(a_lone, rel=0.01)
+    assert f_lone == pytest.approx(a_lone, rel=0.10)
+    assert f_eight == pytest.approx(a_lone, rel=0.10)

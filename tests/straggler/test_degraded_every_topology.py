@@ -1,9 +1,9 @@
 """Shared invariant over every topology variant: a NIC at half rate slows a communicator that crosses it
 by 1x to 2x in both models, and by the same factor wherever the two models agree on the healthy time.
 
-(They do not everywhere: an all_to_all of one rank per node on two-NIC nodes is priced on both NICs by the
-analytical model and on the destination GPU's rail only by the flow model, 2x apart before any part is
-degraded; a slow NIC then binds in one and hides behind a fabric stage in the other.)"""
+The communicator is one rank per node on nodes of 2 NICs: both models send a GPU's traffic by its own NIC
+only (NCCL's local NICs, :func:`slowlink.topology.degraded.affine_nics`), so they agree on the healthy time
+except where the flow model alone sees something (:data:`DIFFER`, each with its reason)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,16 @@ from slowlink.workload.comm import analytical_cost
 
 SIZE = 256 * 2**20
 
+# (topology, op) -> why the flow model is slower there (the analytical model spreads traffic evenly).
+DIFFER = {
+    ("fat2-4to1-ecmp", "all_to_all"): "ECMP hash collisions on the 4:1 leaf uplinks",
+    ("rail3", "all_to_all"): "static routing collisions in the rail planes' pod tier",
+    ("dragonfly-ecmp", "all_reduce"): "ECMP hash collisions on the global links",
+    ("fragmented", "all_reduce"): "D-mod-K on a fragmented ring is not a shift permutation: collisions",
+    ("nvl-spanning-nodes", "all_reduce"): "a ring leaves a 2-node NVLink domain by one node's NIC in the "
+                                          "flow model, by both nodes' analytically",
+}
+
 
 @pytest.mark.parametrize("op", ["all_reduce", "all_to_all"])
 def test_half_rate_nic_in_both_models(topology: str, topology_cluster: Callable[[str], Cluster], op: str) -> None:
@@ -37,7 +47,9 @@ def test_half_rate_nic_in_both_models(topology: str, topology_cluster: Callable[
         f = cost_of(slow)(op, SIZE, group) / healthy_s[-1]
         assert 1.0 <= f <= 2.0 + 1e-9, (cost_of.__name__, f)
         factors.append(f)
-    if healthy_s[1] == pytest.approx(healthy_s[0], rel=0.1):
+    agree = healthy_s[1] == pytest.approx(healthy_s[0], rel=0.1)
+    assert agree != ((topology, op) in DIFFER), (healthy_s, DIFFER.get((topology, op), "should agree"))
+    if agree:
         assert factors[1] == pytest.approx(factors[0], rel=0.1), factors
     last = gpn - 1  # the last local GPU sits on another rail (when there are two): it never touches the slow NIC
     other = [[r * gpn + last for r in range(base.nodes)]] if nic not in topo.affine_nics(last) else None

@@ -55,15 +55,15 @@ def test_tree_edges_cross_more_than_a_ring(make_cluster: Callable[..., Cluster])
 
 
 def test_concurrent_groups_add_up_on_a_shared_uplink(make_cluster: Callable[..., Cluster]) -> None:
-    # 2 GPUs per node, 2 NICs: one ring alone gets both NICs, two rings (one per local GPU) one each; either
-    # way the leaf's 1 line of uplink carries what crosses: each ring runs at 1 / 1.88 of its NIC share.
+    # 2 GPUs per node, 2 NICs: a ring sends only by its GPU's NIC (NCCL's local NICs), alone or not. Alone,
+    # its 0.94 line fits the leaf's 1 line of uplink; two rings (one per local GPU) put 1.88 lines on it.
     c = make_cluster(nodes=8, gpn=2, nics=2, switch_radix=5, oversubscription=4)
     one = communicator(c, "all_reduce", [[2 * k for k in range(8)]])
     both = communicator(c, "all_reduce", [[2 * k for k in range(8)], [2 * k + 1 for k in range(8)]])
     assert (one.groups_per_node, both.groups_per_node) == (1, 2)
-    f = 2 * c.fabric.transport.efficiency
-    assert both.crossing_for("ring").factor == pytest.approx(f)
-    assert one.crossing_for("ring").factor == pytest.approx(f)
+    assert (one.nic_share, both.nic_share) == (1.0, 1.0)
+    assert both.crossing_for("ring").factor == pytest.approx(2 * c.fabric.transport.efficiency)
+    assert one.crossing_for("ring").stage is None
 
 
 def test_dragonfly_pair_links_bound_a_ring_between_groups(make_cluster: Callable[..., Cluster]) -> None:

@@ -279,13 +279,15 @@ def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
 
 
 def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) -> Candidate:
-    """nccl-tests sendrecv: each rank sends S to the next; across domains through one NIC of its node.
+    """nccl-tests sendrecv: each rank sends S to the next; across domains through its GPU's NICs.
 
-    bw = min(scale-up, network / NICs per node) under the protocol's ring factor; lat = base + one hop;
-    time = lat + size / bw: one link, nothing to fill.
+    bw = min(scale-up, network) under the protocol's ring factor, the network being the NICs affine to the
+    source GPU, shared with the pairs using them (the placed group's ``nic_share``; a Group not placed:
+    one NIC of its node, network / NICs per node); lat = base + one hop; time = lat + size / bw.
     """
     if links.domains > 1:
-        bw, where = links.net_bw_bytes_s / max(1, nics_per_node), "network"
+        placed = links.group is not None and links.group.nic_share is not None
+        bw, where = links.net_bw_bytes_s / (1 if placed else max(1, nics_per_node)), "network"
         if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < bw:
             bw, where = links.intra_bw_bytes_s, "scale-up"
         hop = proto.hop_lat_s("net", "ring", p, links.net_lat_scale) + links.degraded.extra_hop_lat_s

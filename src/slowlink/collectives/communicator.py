@@ -22,7 +22,7 @@ import numpy as np
 
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
+from slowlink.topology.degraded import NO_PENALTY, Penalty, group_nics, group_penalty, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
 
 PATTERNS = ("ring", "tree", "a2a", "p2p")
@@ -42,6 +42,9 @@ class Group:
     span_nodes: int | None = None
     crossing: tuple[tuple[str, Crossing], ...] | None = field(default=None, compare=False)
     penalty: tuple[tuple[str, Penalty], ...] = field(default=(), compare=False)  # degraded parts, per pattern
+    nic_share: float | None = field(default=None, compare=False)  # NICs' worth of a node's bandwidth it gets
+    # (topology.degraded.nic_share: the NICs its GPUs reach, shared with the groups using them); None: a
+    # hand-made Group not yet placed, priced at all NICs / groups_per_node
 
     def crossing_for(self, pattern: str) -> Crossing:
         for name, c in self.crossing or ():
@@ -133,17 +136,12 @@ def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | 
     return Placed(ranks, nodes, domains)
 
 
-def _nic_node_bytes_s(cluster: Cluster) -> float:
-    return max(1, cluster.compute_nics.per_node) * cluster.compute_nics.speed_bytes_s * \
-        cluster.fabric.transport.efficiency
-
-
 def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Every ring edge between scale-up domains carries one unit from the sender's node to the receiver's."""
     nxt = np.roll(np.arange(p.ranks.shape[1]), -1)
     leave = p.domains != p.domains[:, nxt]
     src, dst = p.nodes[leave], p.nodes[:, nxt][leave]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src, dst, np.ones(len(src)))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.ones(len(src)))
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -164,14 +162,14 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
     src, dst = np.concatenate([c, par]), np.concatenate([par, c])
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src, dst, np.full(len(src), 0.5))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.full(len(src), 0.5))
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), src[cross], dst[cross],
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src[cross], dst[cross],
                          np.ones(int(cross.sum())))
 
 
@@ -181,7 +179,7 @@ def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
     if pattern == "tree":
         return tree_crossing(cluster, p)
     if pattern == "a2a":
-        return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster), p.nodes, p.domains)
+        return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains)
     return p2p_crossing(cluster, p)
 
 
@@ -191,6 +189,43 @@ def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty]
         return ()
     out = tuple((pat, group_penalty(cluster, pat, p.ranks, p.nodes, p.domains)) for pat in patterns_of(op))
     return tuple(x for x in out if x[1])
+
+
+def _node_groups(cluster: Cluster, p: Placed, op: str) -> list[set[int]]:
+    """Local GPUs, on the first group's first node, of every group that crosses the network from it (the
+    first group first; empty if it does not): for send_recv each pair's source."""
+    gpn, node = cluster.gpus_per_node, p.nodes[0, 0]
+    if op == "send_recv":
+        rows = np.nonzero((p.nodes[:, 0] == node) & (p.nodes[:, -1] != node))[0]
+        out = [{int(p.ranks[i, 0]) % gpn} for i in rows]
+    else:
+        here = p.nodes == node
+        rows = np.nonzero(here.any(axis=1) & (p.nodes != p.nodes[:, :1]).any(axis=1))[0]
+        out = [{int(r) % gpn for r in p.ranks[i][here[i]]} for i in rows]
+    return out if len(rows) and rows[0] == 0 else []
+
+
+def share_of(cluster: Cluster, p: Placed, op: str) -> float | None:
+    """NICs' worth of its first node's bandwidth the first group gets (:func:`nic_share`: each group sends
+    by the NICs of its GPUs there, each NIC shared by the groups using it); None if it does not leave."""
+    node_groups = _node_groups(cluster, p, op)
+    return nic_share(_nics(cluster), cluster.gpus_per_node, node_groups) if node_groups else None
+
+
+def _nics(cluster: Cluster) -> int:
+    return max(1, cluster.compute_nics.per_node)
+
+
+def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -> float:
+    """What one node's NICs carry for these groups: the NICs their GPUs reach (:func:`group_nics`) on a
+    fat tree or dragonfly, whose leaf uplinks every NIC below the leaf shares; every NIC on rail-optimized,
+    where a stage's capacity is a whole rail block and a group on fewer rails gets as much less of it."""
+    used = _nics(cluster)
+    if p is not None and cluster.fabric.topology != "rail-optimized":
+        sets = _node_groups(cluster, p, op)
+        if sets:
+            used = len(set().union(*(group_nics(used, cluster.gpus_per_node, g) for g in sets)))
+    return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
 def communicator(cluster: Cluster, op: str, groups: list[list[int]],
@@ -213,14 +248,15 @@ def communicator(cluster: Cluster, op: str, groups: list[list[int]],
             if span > 1 else 0
         sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
-        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p))
+        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
+                     share_of(cluster, p, op))
     if span == 1:
         return Group(len(groups[0]), per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
     return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
-                 penalties(cluster, op, p))
+                 penalties(cluster, op, p), share_of(cluster, p, op))
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:
@@ -253,7 +289,13 @@ def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
         placed = place(cluster, groups, ring_order=op != "send_recv")
         cross = tuple((pat, pattern_crossing(cluster, pat, placed)) for pat in patterns_of(op)) \
             if len(np.unique(placed.nodes[0])) > 1 else ()
+        if op == "send_recv":  # groups_per_node pairs side by side, from consecutive GPUs of one node
+            k = max(1, min(group.groups_per_node, gpn))
+            spans = cluster.nodes > 1 and group.ranks > group.ranks_per_node  # priced across nodes
+            shared = place(cluster, [[j, gpn + j] for j in range(k)], ring_order=False) if spans else placed
+        else:
+            shared = placed
         hit = (cluster, Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
-                              cross, penalties(cluster, op, placed)))
+                              cross, penalties(cluster, op, placed), share_of(cluster, shared, op)))
         _CACHE[key] = hit
     return hit[1]

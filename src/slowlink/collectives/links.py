@@ -1,9 +1,10 @@
 """The links a communicator's traffic crosses, and the bandwidth each gives it (bytes/s, SI).
 
 Inside the scale-up domain: the link's per-GPU rate x :data:`SCALE_UP_EFFICIENCY`. Across domains: the
-domain's compute NICs x speed x ``transport.efficiency``, shared by ``groups_per_node`` communicators and
-reduced by the transport's ``tail_penalty`` (untuned RoCE). The fabric's uplink stages slow it only by
-the traffic that crosses them, per traffic pattern (:meth:`Links.for_pattern`, from the group's crossings:
+compute NICs the communicator's GPUs reach x speed x ``transport.efficiency``, each NIC shared by the
+communicators using it (:func:`slowlink.topology.degraded.nic_share`, the flow builders' rule), reduced
+by the transport's ``tail_penalty`` (untuned RoCE). The fabric's uplink stages slow it only by the traffic
+that crosses them, per traffic pattern (:meth:`Links.for_pattern`, from the group's crossings:
 :mod:`slowlink.collectives.communicator`, :mod:`slowlink.topology.crossing`).
 """
 
@@ -60,14 +61,17 @@ def scale_up_bw(cluster: Cluster) -> float:
     return cluster.scale_up.bw_bytes_s * SCALE_UP_EFFICIENCY
 
 
-def network_bw(cluster: Cluster, nodes_per_domain: int, groups_per_node: int) -> float:
+def network_bw(cluster: Cluster, nodes_per_domain: int, groups_per_node: int,
+               nic_share: float | None = None) -> float:
     """A domain's NIC bandwidth for one communicator.
 
-    nics x speed x transport.efficiency x nodes in the domain / groups_per_node x (1 - tail).
+    share x speed x transport.efficiency x nodes in the domain x (1 - tail), where share is the NICs' worth
+    of a node the communicator's GPUs reach (:func:`slowlink.topology.degraded.nic_share`: a GPU sends only
+    by its own NICs, as NCCL does), or, for a Group not placed, nics / groups_per_node.
     """
     t = cluster.fabric.transport
-    nic = cluster.compute_nics.per_node * cluster.compute_nics.speed_bytes_s * t.efficiency
-    return nic * nodes_per_domain / max(1, groups_per_node) * (1.0 - t.tail_penalty)
+    share = cluster.compute_nics.per_node / max(1, groups_per_node) if nic_share is None else nic_share
+    return share * cluster.compute_nics.speed_bytes_s * t.efficiency * nodes_per_domain * (1.0 - t.tail_penalty)
 
 
 def resolve(cluster: Cluster, group: Group) -> Links:
@@ -84,7 +88,7 @@ def resolve(cluster: Cluster, group: Group) -> Links:
     return Links(
         ranks=ranks, ranks_per_domain=rpd, domains=domains, nodes=nodes,
         intra_bw_bytes_s=scale_up_bw(cluster),
-        net_bw_bytes_s=network_bw(cluster, min(nodes_in_domain, nodes), groups_per_node),
+        net_bw_bytes_s=network_bw(cluster, min(nodes_in_domain, nodes), groups_per_node, group.nic_share),
         net_lat_scale=t.latency_s / (NET_REFERENCE_LAT_US * units.US),
         intra_hw="pci" if link.name.startswith("pcie") else "nvlink",
         scale_up_name=link.name,

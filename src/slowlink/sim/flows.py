@@ -14,9 +14,11 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
   nvls (NVLS in one domain, NVLS-tree across): :mod:`slowlink.sim.trees`.
 * hierarchical: intra-domain reduce-scatter ring, then ``r`` concurrent inter-domain rings on ``S/r``,
   then an intra-domain all-gather ring (three phases).
-* all_to_all: one flow per ordered pair, ``size/n`` each; a cross-node pair leaves by the NIC of the
-  destination's rail (PXN), one step.
-* send_recv: each group is ``[src, dst]``; one flow of ``size`` from the source's NIC.
+* all_to_all: one flow per ordered pair, ``size/n`` each, one step; a cross-node pair leaves by the NICs of
+  the destination's rail when the source node holds a member on it (PXN), else by the source GPU's own,
+  its channels spread over them (:func:`slowlink.topology.degraded.peer_nics`, the rule the analytical
+  model prices).
+* send_recv: each group is ``[src, dst]``; ``size`` from the source GPU's affine NICs, spread over them.
 """
 
 from __future__ import annotations
@@ -75,16 +77,28 @@ def all_to_all_phase(topo: Topology, groups: list[list[int]], size_bytes: float,
     """Every rank of each group sends ``size_bytes / n`` to every other rank of its group."""
     ph = Phase(name=tag, pipelined=False)
     key = tag_id(tag)
+    gpn = topo.gpus_per_node
     for gi, g in enumerate(groups):
         n = len(g)
+        on: dict[int, set[int]] = {}
+        for r in g:
+            on.setdefault(topo.node_of(r), set()).add(r % gpn)
         for src in g:
             for dst in g:
                 if src != dst:
-                    ln = topo.affine_nics(dst)[0]
-                    paths = topo.gpu_paths(src, dst, ln, key, ln)
+                    nics = topo.peer_nics(src, dst, on[topo.node_of(src)])
+                    paths = _spread(topo, src, dst, nics, key)
                     ph.add(paths, size_bytes / n, tag, gi)
                     ph.step_latency_s = max(ph.step_latency_s, path_latency(topo, paths))
     return ph
+
+
+def _spread(topo: Topology, src: int, dst: int, nics: list[int], key: int) -> Paths:
+    """``src -> dst`` with its channels split evenly over the source node's ``nics``, each arriving on the
+    same rail (inside a scale-up domain the NICs are not used)."""
+    if topo.domain_of(src) == topo.domain_of(dst):
+        return topo.gpu_paths(src, dst)
+    return [(w / len(nics), p) for c, ln in enumerate(nics) for w, p in topo.gpu_paths(src, dst, ln, key + c, ln)]
 
 
 def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, tag: str = "p2p") -> Phase:
@@ -93,7 +107,7 @@ def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, t
     key = tag_id(tag)
     for gi, pair in enumerate(pairs):
         src, dst = pair[0], pair[-1]
-        paths = topo.gpu_paths(src, dst, None, key)
+        paths = _spread(topo, src, dst, topo.affine_nics(src), key)
         ph.add(paths, size_bytes, tag, gi)
         ph.step_latency_s = max(ph.step_latency_s, path_latency(topo, paths))
     return ph

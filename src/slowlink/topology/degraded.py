@@ -9,9 +9,10 @@ the same rule the flows follow (which NICs a group's traffic leaves and enters b
   (NCCL's channels over the rails, :mod:`slowlink.sim.flows`); every channel carries the same share and a
   collective ends with its slowest channel, so the network term of the group grows by ``1 / min rate`` over
   the NICs it uses;
-* all_to_all: a cross-node pair leaves by the destination's rail (PXN), so every node of the group uses the
-  first affine NIC of every member's GPU; the transfers through a slow NIC finish last: ``1 / min rate``;
-* send_recv: the source GPU's first affine NIC and the same rail on the destination node.
+* all_to_all: a cross-node pair leaves by the NICs of the destination's GPU index when the source node
+  holds a member there (PXN), else by the source GPU's own (:func:`peer_nics`), and arrives on the same
+  rails; the transfers through a slow NIC finish last: ``1 / min rate``;
+* send_recv: the source GPU's affine NICs and the same rails on the destination node.
 
 Delay: a ring's per-step latency is its mean hop latency (a chunk passes every hop in turn, so the chain is
 the sum of the hops, :mod:`slowlink.sim.flows`); one node delayed by ``d`` each way adds ``2 d`` to one
@@ -25,6 +26,7 @@ in ``unpriced``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -56,11 +58,54 @@ NO_PENALTY = Penalty()
 
 
 def affine_nics(nics_per_node: int, gpus_per_node: int, local_gpu: int) -> list[int]:
-    """Local indices of the NICs nearest GPU ``local_gpu`` (PCIe affinity: NICs split evenly over GPUs)."""
+    """Local indices of the NICs nearest GPU ``local_gpu`` (PCIe affinity: NICs split evenly over GPUs).
+
+    This is the one rule for which NICs a GPU's network traffic uses, in both models: NCCL sends a GPU's
+    channels only through its local NICs. Rings and trees: ``ncclTopoCompute`` (src/graph/search.cc) starts
+    at the closest path type (PIX) and relaxes ``typeInter`` past PXN (to PHB/SYS, a NIC behind another
+    PCIe switch or the CPU) only while it has no solution at all. Point-to-point (send/recv, all_to_all):
+    ``ncclTopoGetLocalNet`` (src/graph/topo.cc) picks among the NICs at the best path to the GPU, the
+    GPUs sharing them splitting them evenly, channel ``c`` on the ``c``-th, and ``ncclTopoGetNchannels``
+    (src/graph/paths.cc) opens at least one channel per such NIC. A GPU with fewer NICs than the node has
+    therefore never reaches the others by itself, whatever the communicator (:func:`peer_nics` for PXN).
+    """
     if nics_per_node >= gpus_per_node:
         per = nics_per_node // gpus_per_node
         return list(range(local_gpu * per, local_gpu * per + per))
     return [local_gpu * nics_per_node // gpus_per_node]
+
+
+def group_nics(nics_per_node: int, gpus_per_node: int, local_gpus: Iterable[int]) -> set[int]:
+    """The NICs one node's members of a communicator (their local GPU indices) send and receive through:
+    the union of their :func:`affine_nics`, whatever the pattern (PXN only moves traffic among them)."""
+    return {n for g in set(local_gpus) for n in affine_nics(nics_per_node, gpus_per_node, g)}
+
+
+def peer_nics(nics_per_node: int, gpus_per_node: int, src_gpu: int, dst_gpu: int,
+              node_gpus: Iterable[int]) -> list[int]:
+    """Local NICs a point-to-point transfer from local GPU ``src_gpu`` to a peer on another node (on its
+    local GPU ``dst_gpu``) leaves by, its channels spread evenly over them; the destination node receives on
+    the same local indices (a rail). ``node_gpus``: the communicator's local GPUs on the source node.
+
+    PXN (NCCL >= 2.12, on by default): ``ncclTopoGetNetDev`` (src/graph/paths.cc) looks for a rank of the
+    communicator on the source node on the peer's device index; when there is one, the data crosses NVLink
+    to it and leaves by its NIC (the peer's rail), else by the source GPU's own (:func:`affine_nics`).
+    """
+    via = dst_gpu if dst_gpu in set(node_gpus) else src_gpu
+    return affine_nics(nics_per_node, gpus_per_node, via)
+
+
+def nic_share(nics_per_node: int, gpus_per_node: int, node_groups: list[set[int]]) -> float:
+    """NICs' worth of one node's compute bandwidth the first of ``node_groups`` gets: every group that
+    crosses the network from this node (as the local GPUs of its members here) uses :func:`group_nics`, and
+    each NIC is shared evenly by the groups using it. One group of one rank per node on a node of 8 GPUs and
+    8 NICs: 1 NIC, not 8; eight such groups: 1 each; on 2 NICs, eight such groups: 1/4 each."""
+    sets = [group_nics(nics_per_node, gpus_per_node, g) for g in node_groups]
+    users: dict[int, int] = {}
+    for s in sets:
+        for n in s:
+            users[n] = users.get(n, 0) + 1
+    return sum(1.0 / users[n] for n in sets[0]) if sets else float(nics_per_node)
 
 
 def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndarray) -> set[tuple[int, int]]:
@@ -68,11 +113,14 @@ def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndar
     gpn, nics = cluster.gpus_per_node, max(1, cluster.compute_nics.per_node)
     local = [int(r) % gpn for r in ranks]
     if pattern == "p2p":
-        rail = affine_nics(nics, gpn, local[0])[0]
-        return {(int(nodes[0]), rail), (int(nodes[-1]), rail)}
-    if pattern == "a2a":
-        rails = {affine_nics(nics, gpn, g)[0] for g in local}
-        return {(int(n), r) for n in set(nodes.tolist()) for r in rails}
+        return {(int(n), r) for n in (nodes[0], nodes[-1]) for r in affine_nics(nics, gpn, local[0])}
+    if pattern == "a2a":  # each node sends by its members' NICs (PXN) and receives on the senders' rails
+        on: dict[int, list[int]] = {}
+        for n, g in zip(nodes.tolist(), local, strict=True):
+            on.setdefault(int(n), []).append(g)
+        peers = set(local)  # O(nodes x gpn^2): the local GPU index is all that picks the NIC
+        rails = {r for gs in on.values() for s in set(gs) for d in peers for r in peer_nics(nics, gpn, s, d, gs)}
+        return {(n, r) for n in on for r in rails}
     out: set[tuple[int, int]] = set()
     for n, g in zip(nodes.tolist(), local, strict=True):
         out.update((int(n), r) for r in affine_nics(nics, gpn, g))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from slowlink.errors import SpecError
-from slowlink.topology.degraded import affine_nics  # the one rule, shared with the analytical model
+from slowlink.topology.degraded import affine_nics, peer_nics  # the one rule, shared with the analytical model
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -126,6 +126,11 @@ class Topology:
     def affine_nics(self, rank: int) -> list[int]:
         """Local indices of the NICs nearest a rank's GPU (PCIe affinity: NICs split evenly over GPUs)."""
         return affine_nics(self.nics_per_node, self.gpus_per_node, rank % self.gpus_per_node)
+
+    def peer_nics(self, src: int, dst: int, node_gpus: set[int]) -> list[int]:
+        """Local NICs ``src`` sends to ``dst`` by, given the communicator's local GPUs on src's node (PXN)."""
+        g = self.gpus_per_node
+        return peer_nics(self.nics_per_node, g, src % g, dst % g, node_gpus)
 
     def nic_index(self, rank: int, local_nic: int) -> int:
         return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node
