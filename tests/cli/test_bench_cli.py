@@ -121,3 +121,11 @@ def test_calibrate_refuses_wrong_rows(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text((EXAMPLES / "bench-localhost.yaml").read_text())
     res = runner.invoke(app, ["calibrate", str(p), "--cluster", str(tmp_path / "c.yaml")])
     assert res.exit_code == 2 and "#wrong 3" in res.output
+
+
+@pytest.mark.parametrize("value", ["x", "1", "1:0", "-1:0.01", "1:2"])
+def test_bad_test_delay_hook_exits_2(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLOWLINK_BENCH_TEST_DELAY", value)
+    res = runner.invoke(app, ["bench", "collectives", "--nproc", "2", "-b", "4KiB", "-e", "4KiB", "--no-results"])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert f"SLOWLINK_BENCH_TEST_DELAY ('{value}') must be RANK:SECONDS" in res.output, res.output
