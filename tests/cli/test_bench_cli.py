@@ -129,3 +129,45 @@ def test_bad_test_delay_hook_exits_2(value: str, monkeypatch: pytest.MonkeyPatch
     res = runner.invoke(app, ["bench", "collectives", "--nproc", "2", "-b", "4KiB", "-e", "4KiB", "--no-results"])
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert f"SLOWLINK_BENCH_TEST_DELAY ('{value}') must be RANK:SECONDS" in res.output, res.output
+
+
+def _waits_record(path: Path, waits: list[float], hosts: list[str]) -> Path:
+    rows = [{**r, "ranks": len(waits), "rank_time_s": [r["time_s"]] * len(waits),
+             "rank_wait_s": [w * r["time_s"] for w in waits]} for r in _rows()[:2]]
+    path.write_text(json.dumps({"kind": "collectives", "env": {"hostnames": hosts}, "rows": rows}))
+    return path
+
+
+def test_compare_nodes_of_one_record_names_the_late_host(tmp_path: Path) -> None:
+    # Host b's ranks wait 60% of the iteration inside the collective, a's and c's 100%: b arrives late.
+    rec = _waits_record(tmp_path / "r.json", [1.0, 1.0, 1.0, 1.0, 0.6, 0.6], ["a", "a", "c", "c", "b", "b"])
+    res = runner.invoke(app, ["compare", "--nodes", str(rec), "--json"])
+    assert res.exit_code == 1, res.output
+    moves = {m["node"]: m for m in json.loads(res.stdout)["moves"]}
+    assert moves["a"]["status"] == moves["c"]["status"] == "ok" and moves["b"]["status"] == "regressed"
+    assert moves["b"]["slowdown_pct"] == pytest.approx(100 * 0.4 / 0.6)
+    rec = _waits_record(tmp_path / "r.json", [1.0, 0.98, 1.0], ["a", "a", "a"])  # one host: ranks, none late
+    res = runner.invoke(app, ["compare", "--nodes", str(rec)])
+    assert res.exit_code == 0 and "rank 2 waits inside" in res.output, res.output
+
+
+def test_compare_nodes_of_one_record_without_waits_exits_2(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["compare", "--nodes", str(_record(tmp_path / "a.json"))])
+    assert res.exit_code == 2 and "rows.rank_wait_s of >= 2 ranks" in res.output, res.output
+    res = runner.invoke(app, ["compare", str(_record(tmp_path / "a.json"))])
+    assert res.exit_code == 2 and "give one RESULT" in res.output, res.output
+
+
+def test_delayed_rank_is_named_by_compare_nodes_and_find_slow(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 gloo ranks, rank 2 sleeps 3 ms before every timed call: both readers of the record name it.
+    monkeypatch.setenv("SLOWLINK_BENCH_TEST_DELAY", "2:0.003")
+    res = runner.invoke(app, ["bench", "collectives", "--nproc", "3", "-b", "4KiB", "-e", "64KiB", "-f", "16",
+                              "-n", "6", "-w", "1", "--rounds", "2", "-c", "0", "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    rec = str(next(tmp_path.glob("collectives-all_reduce-*.json")))
+    res = runner.invoke(app, ["compare", "--nodes", rec, "--json"])
+    assert res.exit_code == 1, res.output
+    assert [m["node"] for m in json.loads(res.stdout)["moves"] if m["status"] == "regressed"] == ["rank 2"]
+    res = runner.invoke(app, ["find-slow", "--record", rec, "--json"])
+    assert [s["id"] for s in json.loads(res.stdout)["suspects"]] == ["rank 2"], res.output

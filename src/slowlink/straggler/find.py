@@ -153,6 +153,20 @@ def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
     return out
 
 
+def lateness(rows: list[dict[str, Any]]) -> tuple[list[float], float, float, list[float]] | None:
+    """Per rank of the rows with the first row's rank count: its wait summed over the rows, the median rank's
+    wait and iteration time (summed), and what its lateness costs the loop, ``L_i / (T - L_i)`` with
+    ``L_i = median(wait) - wait_i`` (:func:`late_ranks`); None below two ranks."""
+    n = int(rows[0]["ranks"]) if rows else 0
+    rows = [r for r in rows if int(r["ranks"]) == n]
+    if n < 2:
+        return None
+    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
+    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
+    mid = statistics.median(wait)
+    return wait, mid, total, [(mid - w) / max(total - (mid - w), 1e-12) for w in wait]
+
+
 def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
                tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
     """Ranks that keep the others waiting in a collectives sweep (rows with ``rank_time_s`` and ``rank_wait_s``).
@@ -163,17 +177,14 @@ def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
     the median rank's iteration time ``T``; without rank i the loop would take ``T - L_i``, so it costs
     ``L_i / (T - L_i)`` and is named above ``tolerance``; a host all of whose ranks are late, as a node.
     """
-    n = int(rows[0]["ranks"]) if rows else 0
-    rows = [r for r in rows if int(r["ranks"]) == n]
-    if n < 2:
+    late = lateness(rows)
+    if late is None:
         return []
-    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
-    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
-    mid = statistics.median(wait)
-    slow = {i: (mid - w) / max(total - (mid - w), 1e-12) for i, w in enumerate(wait)}
-    slow = {i: x for i, x in slow.items() if x > tolerance}
+    wait, mid, total, cost = late
+    n = len(wait)
+    slow = {i: x for i, x in enumerate(cost) if x > tolerance}
     nodes, ranks = _by_host(slow, hostnames, n)
-    ms = 1e3 / len(rows)  # summed seconds -> ms per iteration, averaged over the rows
+    ms = 1e3 / len([r for r in rows if int(r["ranks"]) == n])  # summed s -> ms per iteration, mean of the rows
     out = []
     for h, mine in nodes:
         worst = max(mine, key=lambda i: slow[i])
