@@ -81,7 +81,8 @@ def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> Non
         assert r["time_s"] == max(r["rank_time_s"])
         assert min(r["rank_wait_s"]) == r["rank_wait_s"][1] < max(r["rank_wait_s"]) - 2e-3
     rec = {"kind": "collectives", "env": {"hostnames": res["hostnames"]}, "rows": res["rows"]}
-    assert [s.id for s in record_suspects(rec)] == ["rank 1"]
+    found = sorted(record_suspects(rec), key=lambda s: -s.slowdown)
+    assert found[0].id == "rank 1" and all(s.slowdown < found[0].slowdown / 2 for s in found[1:])
 
 
 def test_delay_hook_on_a_rank_outside_the_job_is_refused() -> None:

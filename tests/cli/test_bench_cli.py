@@ -166,8 +166,12 @@ def test_delayed_rank_is_named_by_compare_nodes_and_find_slow(tmp_path: Path,
                               "-n", "6", "-w", "1", "--rounds", "2", "-c", "0", "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rec = str(next(tmp_path.glob("collectives-all_reduce-*.json")))
+    # The delay costs ~3 ms of a ~4 ms iteration; a rank descheduled by the shared machine may pass 10% too,
+    # so the check is that rank 2 is named and is by far the worst.
     res = runner.invoke(app, ["compare", "--nodes", rec, "--json"])
     assert res.exit_code == 1, res.output
-    assert [m["node"] for m in json.loads(res.stdout)["moves"] if m["status"] == "regressed"] == ["rank 2"]
+    moves = sorted(json.loads(res.stdout)["moves"], key=lambda m: -m["slowdown_pct"])
+    assert moves[0]["node"] == "rank 2" and moves[0]["slowdown_pct"] > 2 * max(20, moves[1]["slowdown_pct"])
     res = runner.invoke(app, ["find-slow", "--record", rec, "--json"])
-    assert [s["id"] for s in json.loads(res.stdout)["suspects"]] == ["rank 2"], res.output
+    found = sorted(json.loads(res.stdout)["suspects"], key=lambda s: -s["slowdown"])
+    assert found[0]["id"] == "rank 2" and all(s["slowdown"] < found[0]["slowdown"] / 2 for s in found[1:])

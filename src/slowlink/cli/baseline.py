@@ -62,7 +62,7 @@ def compare(
         recs = [(node_name(p, r), r) for p in paths for r in [load_record(p)]]
         moves = compare_nodes(recs, tol)
         title = (f"each node's slowest row against the median of {len(recs)} nodes" if len(recs) > 1 else
-                 f"each node's latest rank in {paths[0]} against the median rank (time inside the collective)")
+                 f"each node's latest rank in {paths[0]} against the other ranks (time inside the collective)")
     else:
         if len(results) != 1:
             raise typer.BadParameter("give one RESULT (several only with --nodes)")

@@ -153,18 +153,33 @@ def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
     return out
 
 
-def lateness(rows: list[dict[str, Any]]) -> tuple[list[float], float, float, list[float]] | None:
-    """Per rank of the rows with the first row's rank count: its wait summed over the rows, the median rank's
-    wait and iteration time (summed), and what its lateness costs the loop, ``L_i / (T - L_i)`` with
-    ``L_i = median(wait) - wait_i`` (:func:`late_ranks`); None below two ranks."""
+@dataclass(frozen=True)
+class Lateness:
+    """Per rank of a collectives sweep, summed over its rows: ``wait_s`` inside the calls, ``ref_s`` the median
+    wait of the *other* ranks, and ``cost`` = ``L / (T - L)`` with ``L = ref_s - wait_s`` and ``T`` the median
+    rank's iteration time; ``rows`` summed."""
+
+    wait_s: list[float]
+    ref_s: list[float]
+    cost: list[float]
+    rows: int
+
+
+def lateness(rows: list[dict[str, Any]]) -> Lateness | None:
+    """:class:`Lateness` of the rows with the first row's rank count (None below two ranks).
+
+    The reference is the others' median, not everyone's: with two ranks everyone's median is the midpoint and
+    would halve the late rank's lateness; with more, one late rank barely moves it either way.
+    """
     n = int(rows[0]["ranks"]) if rows else 0
     rows = [r for r in rows if int(r["ranks"]) == n]
     if n < 2:
         return None
     wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
     total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
-    mid = statistics.median(wait)
-    return wait, mid, total, [(mid - w) / max(total - (mid - w), 1e-12) for w in wait]
+    ref = [statistics.median(w for j, w in enumerate(wait) if j != i) for i in range(n)]
+    cost = [(r - w) / max(total - (r - w), 1e-12) for w, r in zip(wait, ref, strict=True)]
+    return Lateness(wait, ref, cost, len(rows))
 
 
 def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
@@ -173,27 +188,31 @@ def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
 
     Every rank leaves a collective at about the same time, so its own time per iteration says nothing; the
     time it spends *inside* the call does: a rank that arrives ``d`` late waits ``d`` less than the others,
-    who wait for it. Summed over the rows, rank i's lateness is ``L_i = median(wait) - wait_i`` against
-    the median rank's iteration time ``T``; without rank i the loop would take ``T - L_i``, so it costs
-    ``L_i / (T - L_i)`` and is named above ``tolerance``; a host all of whose ranks are late, as a node.
+    who wait for it. Summed over the rows, rank i's lateness is ``L_i`` = the other ranks' median wait minus
+    its own, against the median rank's iteration time ``T``; without the delay the loop would take
+    ``T - L_i``, so it costs ``L_i / (T - L_i)`` and is named above ``tolerance``; a host all of whose ranks
+    are late, as a node.
     """
     late = lateness(rows)
     if late is None:
         return []
-    wait, mid, total, cost = late
-    n = len(wait)
-    slow = {i: x for i, x in enumerate(cost) if x > tolerance}
+    n = len(late.wait_s)
+    slow = {i: x for i, x in enumerate(late.cost) if x > tolerance}
     nodes, ranks = _by_host(slow, hostnames, n)
-    ms = 1e3 / len([r for r in rows if int(r["ranks"]) == n])  # summed s -> ms per iteration, mean of the rows
+    ms = 1e3 / late.rows  # summed s -> ms per iteration, mean of the rows
+
+    def words(i: int) -> str:
+        return (f"waits {late.wait_s[i] * ms:.2f} ms per call against the others' {late.ref_s[i] * ms:.2f} ms: "
+                f"it arrives {(late.ref_s[i] - late.wait_s[i]) * ms:.2f} ms late")
+
     out = []
     for h, mine in nodes:
         worst = max(mine, key=lambda i: slow[i])
-        out.append(Suspect("node", h, f"all {len(mine)} of its ranks arrive late, up to {(mid - wait[worst]) * ms:.2f} "
-                           f"ms per call, while the median rank waits {mid * ms:.2f} ms", slow[worst], "slower"))
+        out.append(Suspect("node", h, f"all {len(mine)} of its ranks arrive late; rank {worst} {words(worst)}",
+                           slow[worst], "slower"))
     for i in ranks:
-        out.append(Suspect("rank", f"rank {i}", f"waits {wait[i] * ms:.2f} ms per call{_where(hostnames, i, n)} "
-                           f"against the median rank's {mid * ms:.2f} ms: it arrives {(mid - wait[i]) * ms:.2f} ms "
-                           f"late, of {total * ms:.2f} ms per iteration (mean of {len(rows)} rows)", slow[i], "slower"))
+        out.append(Suspect("rank", f"rank {i}", f"{words(i)}{_where(hostnames, i, n)} (mean of {late.rows} rows)",
+                           slow[i], "slower"))
     return out
 
 
