@@ -86,6 +86,6 @@ def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> Non
 
 
 def test_delay_hook_on_a_rank_outside_the_job_is_refused() -> None:
-    with pytest.raises(BenchError, match=r"test_delay_rank \(2\) must be a rank of the job \(< 2\)"):
+    with pytest.raises(BenchError, match=r"SLOWLINK_BENCH_TEST_DELAY \(2\) must be a rank of the job \(< 2\)"):
         _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0, test_delay_rank=2,
                          test_delay_s=1e-3), timeout_s=60)

@@ -398,7 +398,8 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
     from slowlink.bench.progress import progress
 
     if cfg.test_delay_rank is not None and cfg.test_delay_rank >= ctx.world:
-        raise BenchError(f"test_delay_rank ({cfg.test_delay_rank}) must be a rank of the job (< {ctx.world})")
+        raise BenchError(f"test_delay_rank, SLOWLINK_BENCH_TEST_DELAY ({cfg.test_delay_rank}) must be a rank of "
+                         f"the job (< {ctx.world})")
     hosts: list[Any] = [None] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     redops = redops_for(cfg.op, cfg.redop, cfg.backend)
