@@ -66,3 +66,26 @@ def test_dead_rank_is_named() -> None:
     with pytest.raises(BenchError, match="rank 1 died with exit code 3"):
         _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0, die_rank=1),
              timeout_s=60)
+
+
+def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> None:
+    # Rank 1 sleeps 3 ms before every timed call (the test hook): it arrives late, the others wait for it,
+    # so it spends ~3 ms less per call inside the collective; find-slow names it from the record.
+    from slowlink.straggler.find import record_suspects
+
+    cfg = BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 65536.0), iters=6, warmup_iters=1, rounds=2,
+                      check=False, test_delay_rank=1, test_delay_s=3e-3)
+    res = launch_local(TARGET, cfg, 3, "gloo", 60)
+    for r in res["rows"]:
+        assert len(r["rank_time_s"]) == len(r["rank_wait_s"]) == 3 and len(r["in_place"]["rank_wait_s"]) == 3
+        assert r["time_s"] == max(r["rank_time_s"])
+        assert min(r["rank_wait_s"]) == r["rank_wait_s"][1] < max(r["rank_wait_s"]) - 2e-3
+    rec = {"kind": "collectives", "env": {"hostnames": res["hostnames"]}, "rows": res["rows"]}
+    found = sorted(record_suspects(rec), key=lambda s: -s.slowdown)
+    assert found[0].id == "rank 1" and all(s.slowdown < found[0].slowdown / 2 for s in found[1:])
+
+
+def test_delay_hook_on_a_rank_outside_the_job_is_refused() -> None:
+    with pytest.raises(BenchError, match=r"SLOWLINK_BENCH_TEST_DELAY \(2\) must be a rank of the job \(< 2\)"):
+        _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0, test_delay_rank=2,
+                         test_delay_s=1e-3), timeout_s=60)

@@ -57,3 +57,15 @@ def test_good_records_and_bare_rows_load(tmp_path: Path) -> None:
     assert load_record(_write(tmp_path, [ROW]))["kind"] == "collectives"
     train = {"mode": "ddp", "ranks": 2, "step_time_s": 0.5}
     assert load_record(_write(tmp_path, [train]))["kind"] == "train"
+
+
+def test_per_rank_times_are_optional_and_checked(tmp_path: Path) -> None:
+    # A record written before per-rank times existed (no rank_time_s / rank_wait_s) still loads.
+    old = load_record(_write(tmp_path, {"kind": "collectives", "rows": [ROW]}))
+    assert "rank_time_s" not in old["rows"][0]
+    new = {**ROW, "rank_time_s": [1e-3, 1e-3], "rank_wait_s": [1e-3, 0.0]}
+    assert load_record(_write(tmp_path, {"kind": "collectives", "rows": [new]}))["rows"][0]["rank_wait_s"][1] == 0
+    with pytest.raises(SpecError, match=r"rows.0: .*rank_wait_s has 1 values: must have one per rank \(2\)"):
+        load_record(_write(tmp_path, {"kind": "collectives", "rows": [{**new, "rank_wait_s": [0.0]}]}))
+    with pytest.raises(SpecError, match=r"rows.0.rank_time_s.1 \(0\): Input should be greater than 0"):
+        load_record(_write(tmp_path, {"kind": "collectives", "rows": [{**new, "rank_time_s": [1e-3, 0]}]}))

@@ -81,3 +81,23 @@ def test_slow_ranks_names_a_rank_or_a_whole_host() -> None:
     (s,) = slow_ranks([0.1, 0.1, 0.1, 0.1, 0.12, 0.13], ["a", "a", "c", "c", "b", "b"])
     assert (s.kind, s.id) == ("node", "b")
     assert slow_ranks([0.2, 0.2], ["a", "a"]) == []  # every rank alike: nothing to compare with
+
+
+def _sweep(waits: list[float], time_s: float = 3e-3, sizes: int = 2) -> list[dict]:
+    n = len(waits)
+    return [{"op": "all_reduce", "size_bytes": 2**k, "ranks": n, "time_s": time_s,
+             "rank_time_s": [time_s] * n, "rank_wait_s": list(waits)} for k in range(20, 20 + sizes)]
+
+
+def test_late_ranks_names_the_rank_that_waits_least_or_its_whole_host() -> None:
+    from slowlink.straggler.find import late_ranks
+
+    # Rank 2 arrives 2 ms late into a 1 ms collective: the others wait 3 ms, it waits 1 ms; the loop would
+    # take 1 ms without it, so it costs +200%.
+    (s,) = late_ranks(_sweep([3e-3, 3e-3, 1e-3, 3e-3]), ["a", "a", "b", "b"])
+    assert (s.kind, s.id, s.unit) == ("rank", "rank 2", "slower") and s.slowdown == pytest.approx(2.0)
+    assert "arrives 2.00 ms late" in s.evidence and "on b" in s.evidence
+    (s,) = late_ranks(_sweep([3e-3, 3e-3, 1e-3, 1.2e-3]), ["a", "a", "b", "b"])
+    assert (s.kind, s.id) == ("node", "b")
+    assert late_ranks(_sweep([3e-3, 2.9e-3, 3e-3])) == []  # 0.1 ms of skew in 3 ms: under 10%
+    assert late_ranks(_sweep([1e-3])) == []  # one rank: nothing to compare with

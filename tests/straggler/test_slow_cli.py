@@ -129,3 +129,32 @@ def test_find_slow_record_without_per_rank_times_exits_2(tmp_path: Path) -> None
     _fails(["find-slow", "--record", str(tmp_path / "none.json")], "does not exist")
     _fails(["find-slow", "--record", str(rec), "--emulated", str(EX / "straggler-emulate.yaml")],
            "give exactly one")
+
+
+def _collectives_record(tmp_path: Path, waits: list[float] | None, hosts: list[str]) -> str:
+    n = len(hosts)
+    row = {"op": "all_reduce", "size_bytes": 1048576, "ranks": n, "time_s": 3e-3, "busbw_gbyte_s": 1.0,
+           "rank_time_s": [3e-3] * n}
+    if waits is not None:
+        row["rank_wait_s"] = waits
+    p = tmp_path / "coll.json"
+    p.write_text(json.dumps({"kind": "collectives", "env": {"hostnames": hosts}, "rows": [row]}))
+    return str(p)
+
+
+def test_find_slow_names_the_late_rank_of_a_collectives_record(tmp_path: Path) -> None:
+    rec = _collectives_record(tmp_path, [3e-3, 1e-3, 3e-3, 3e-3], ["a", "a", "b", "b"])
+    res = runner.invoke(app, ["find-slow", "--record", rec, "--json"])
+    assert res.exit_code == 0, res.output
+    (s,) = json.loads(res.output)["suspects"]
+    assert (s["kind"], s["id"]) == ("rank", "rank 1") and abs(s["slowdown"] - 2.0) < 1e-9
+    rec = _collectives_record(tmp_path, [3e-3, 3e-3, 1e-3, 1e-3], ["a", "a", "b", "b"])
+    res = runner.invoke(app, ["find-slow", "--record", rec])
+    assert res.exit_code == 0 and "all 2 of its ranks arrive late" in res.output, res.output
+
+
+def test_find_slow_collectives_record_without_waits_exits_2(tmp_path: Path) -> None:
+    rec = _collectives_record(tmp_path, None, ["a", "b"])
+    _fails(["find-slow", "--record", rec], "rows.rank_wait_s (None) is missing", "over gloo")
+    rec = _collectives_record(tmp_path, [1e-3], ["a", "b"])
+    _fails(["find-slow", "--record", rec], "rank_wait_s has 1 values: must have one per rank (2)")

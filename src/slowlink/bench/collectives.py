@@ -67,6 +67,8 @@ class BenchConfig:
     fault_rank: int = 0
     die_rank: int | None = None  # test hook: this rank fails after the first size, as die_how says
     die_how: str = "exit"  # 'exit' (code 3), 'kill' (SIGKILL, as the OOM killer does) or 'hang' (stops answering)
+    test_delay_rank: int | None = None  # test hook: this rank sleeps test_delay_s before every timed call
+    test_delay_s: float = 0.0  # (a straggler's extra work between collectives; SLOWLINK_BENCH_TEST_DELAY)
 
 
 @dataclass
@@ -194,15 +196,27 @@ def _sync(torch: Any, backend: str) -> None:
 
 
 def _block_s(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, b: _Bufs, in_place: bool, rank: int, n: int,
-             k: int) -> float:
-    """Seconds of ``k`` back-to-back iterations on this rank, all ranks starting together (a barrier)."""
+             k: int) -> tuple[float, float]:
+    """Seconds of ``k`` back-to-back iterations on this rank, all ranks starting together (a barrier), and the
+    seconds of them spent inside the collective calls (this rank's waiting plus its share of the transfer).
+
+    On gloo a call returns when the collective is done on this rank, so the time inside it is what the rank
+    waited for the others and moved data; the rest of the block is this rank's own work between calls (here
+    only the test hook's delay and the loop). nccl calls only enqueue work: their inside time is not kept.
+    """
+    delay = cfg.test_delay_s if cfg.test_delay_rank == rank else 0.0
+    inside = 0.0
     _sync(torch, cfg.backend)
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(k):
+        if delay:
+            time.sleep(delay)
+        t1 = time.perf_counter()
         _run(dist, cfg, op_, b, in_place, rank, n)
+        inside += time.perf_counter() - t1
     _sync(torch, cfg.backend)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, inside
 
 
 def halves_for(op: str) -> tuple[bool, ...]:
@@ -215,16 +229,27 @@ def rounds_for(cfg: BenchConfig) -> int:
     return max(1, min(cfg.rounds, cfg.iters))
 
 
+@dataclass(frozen=True)
+class Timings:
+    """Mean seconds per iteration of every (size, half): the maximum over ranks (the row's ``time_s``), and each
+    rank's own (``rank_time_s``) and the part of it inside the collective calls (``rank_wait_s``, gloo only)."""
+
+    time_s: list[float]
+    rank_time_s: list[list[float]]  # [key][rank]
+    rank_wait_s: list[list[float]] | None
+
+
 def timed_rounds(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, bufs: list[_Bufs], halves: tuple[bool, ...],
-                 rank: int, n: int, tick: Callable[[], None]) -> list[float]:
-    """Mean seconds per iteration of every (size, half), in that order; the maximum over ranks.
+                 rank: int, n: int, tick: Callable[[], None]) -> Timings:
+    """Time every (size, half), in that order (:class:`Timings`).
 
     After ``warmup_iters`` per size, the ``iters`` timed iterations of each size are split into
     :func:`rounds_for` blocks, and every round visits all sizes (upwards, then downwards the next round).
     A slow spell of a shared machine (CPU steal, a noisy neighbour, another job's traffic) then lands on
     every size alike instead of on whichever size happened to be running, so the sweep stays consistent
     with itself. With more than one round each block starts with one untimed iteration, because switching
-    sizes cools the caches and the transport. One round is nccl-tests' own schedule.
+    sizes cools the caches and the transport. One round is nccl-tests' own schedule. Every rank's own times
+    are gathered after the last block, so the gather never runs inside a timed one.
     """
     keys = [(b, ip) for b in bufs for ip in halves]
     for b, ip in keys:
@@ -234,6 +259,7 @@ def timed_rounds(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, bufs: list[_
             _run(dist, cfg, op_, b, ip, rank, n)
     rounds = rounds_for(cfg)
     spent = [0.0] * len(keys)
+    inside = [0.0] * len(keys)
     order = list(range(len(keys)))
     for r in range(rounds):
         k = cfg.iters // rounds + (1 if r < cfg.iters % rounds else 0)
@@ -241,11 +267,17 @@ def timed_rounds(torch: Any, dist: Any, cfg: BenchConfig, op_: Any, bufs: list[_
             b, ip = keys[j]
             if rounds > 1:
                 _run(dist, cfg, op_, b, ip, rank, n)
-            spent[j] += _block_s(torch, dist, cfg, op_, b, ip, rank, n, k)
+            total, waited = _block_s(torch, dist, cfg, op_, b, ip, rank, n, k)
+            spent[j] += total
+            inside[j] += waited
             tick()
-    t = torch.tensor(spent, dtype=torch.float64, device=bufs[0].src.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return [float(x) / cfg.iters for x in t.tolist()]
+    own = torch.tensor(spent + inside, dtype=torch.float64, device=bufs[0].src.device)
+    every = [torch.empty_like(own) for _ in range(n)]
+    dist.all_gather(every, own)
+    per = [[float(x) / cfg.iters for x in t.tolist()] for t in every]  # [rank][key, then key's inside]
+    m = len(keys)
+    return Timings([max(p[j] for p in per) for j in range(m)], [[p[j] for p in per] for j in range(m)],
+                   None if cfg.backend == "nccl" else [[p[m + j] for p in per] for j in range(m)])
 
 
 def _checked(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_place: bool,
@@ -265,11 +297,14 @@ def _checked(torch: Any, dist: Any, cfg: BenchConfig, redop: str, b: _Bufs, in_p
     return int(wrong[0])
 
 
-def _half(time_s: float, nbytes: int, op: str, n: int, wrong: int) -> dict[str, Any]:
-    """The out-of-place or in-place half of a row: time_s, algbw_gbyte_s, busbw_gbyte_s, wrong."""
+def _half(t: Timings, j: int, nbytes: int, op: str, n: int, wrong: int) -> dict[str, Any]:
+    """The out-of-place or in-place half of a row (key ``j`` of ``t``): time_s, algbw_gbyte_s, busbw_gbyte_s,
+    wrong, and every rank's own time and time inside the collective (rank_time_s, rank_wait_s, by rank)."""
+    time_s = t.time_s[j]
     algbw = nbytes / time_s
     return {"time_s": time_s, "algbw_gbyte_s": algbw / 1e9, "busbw_gbyte_s": algbw * busbw_factor(op, n) / 1e9,
-            "wrong": wrong}
+            "wrong": wrong, "rank_time_s": t.rank_time_s[j],
+            "rank_wait_s": None if t.rank_wait_s is None else t.rank_wait_s[j]}
 
 
 def _prefix(cfg: BenchConfig, b: _Bufs, count: int, rank: int, n: int) -> _Bufs:
@@ -324,7 +359,7 @@ def rank_sweep(cfg: BenchConfig, rank: int, n: int, device: str = "cpu",
         times = timed_rounds(torch, dist, cfg, op_, bufs, halves, rank, n, tick)
         for i, (count, b) in enumerate(zip(counts, bufs, strict=True)):
             nbytes = count * elem
-            got = [_half(times[i * len(halves) + h], nbytes, cfg.op, n,
+            got = [_half(times, i * len(halves) + h, nbytes, cfg.op, n,
                          _checked(torch, dist, cfg, redop, b, ip, count, rank, n) if cfg.check else -1)
                    for h, ip in enumerate(halves)]
             by_size[i].append({
@@ -362,6 +397,9 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
 
     from slowlink.bench.progress import progress
 
+    if cfg.test_delay_rank is not None and cfg.test_delay_rank >= ctx.world:
+        raise BenchError(f"test_delay_rank, SLOWLINK_BENCH_TEST_DELAY ({cfg.test_delay_rank}) must be a rank of "
+                         f"the job (< {ctx.world})")
     hosts: list[Any] = [None] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     redops = redops_for(cfg.op, cfg.redop, cfg.backend)

@@ -105,8 +105,43 @@ def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -
     return moves
 
 
+def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[dict[str, Any]]:
+    """The hosts (or, all on one host, the ranks) of one ``bench collectives`` record against the other ranks.
+
+    In a collective every rank leaves together, so the record's per-rank times cannot tell them apart; the
+    time each spent *inside* the calls can: a late rank waits less (:func:`slowlink.straggler.find.lateness`).
+    A host's slowdown is that of its latest rank, the loop's cost ``L / (T - L)``; above the tolerance it
+    regressed. Metric: seconds per iteration inside the calls (mean over the rows), against the other ranks'
+    median (the baseline column).
+    """
+    from slowlink.straggler.find import lateness
+
+    rows = [r for r in rec["rows"] if r.get("rank_wait_s") and r.get("rank_time_s")]
+    late = lateness(rows) if rec["kind"] == "collectives" else None
+    if late is None:
+        raise SpecError("compare --nodes needs >= 2 results, or one `bench collectives` record (gloo, this "
+                        "version) with rows.rank_wait_s of >= 2 ranks")
+    n = len(late.wait_s)
+    hosts = rec.get("env", {}).get("hostnames") or []
+    by = hosts if len(hosts) == n and len(set(hosts)) > 1 else [f"rank {i}" for i in range(n)]
+    t = tol.at(None)
+    moves = []
+    for name in dict.fromkeys(by):
+        worst = max((i for i, h in enumerate(by) if h == name), key=lambda i: late.cost[i])
+        v, ref, s = late.wait_s[worst] / late.rows, late.ref_s[worst] / late.rows, late.cost[worst]
+        who = name if name == f"rank {worst}" else f"{name}: rank {worst}"
+        moves.append({"key": f"{who} waits inside the collective", "metric": "rank_wait_s",
+                      "baseline": ref, "result": v, "slowdown_pct": 100 * s,
+                      "change_pct": 100 * (v / ref - 1.0) if ref > 0 else 0.0, "tolerance_pct": 100 * t,
+                      "status": "regressed" if s > t else "ok", "node": name})
+    return moves
+
+
 def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> list[dict[str, Any]]:
-    """Each node's rows against the median of all nodes; a node is slow when any row regresses."""
+    """Each node's rows against the median of all nodes; a node is slow when any row regresses. One record
+    alone: its hosts or ranks against each other from their per-rank waits (:func:`rank_nodes`)."""
+    if len(recs) == 1:
+        return rank_nodes(recs[0][1], tol)
     if len(recs) < 2:
         raise SpecError(f"compare --nodes needs >= 2 results, got {len(recs)}")
     kinds = {r["kind"] for _, r in recs}

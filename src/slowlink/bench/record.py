@@ -16,9 +16,9 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from slowlink import __version__
 from slowlink.errors import BenchError, SpecError
@@ -43,6 +43,19 @@ class CollectiveRow(BaseModel):
     redop: str = Field("sum", description="Reduction operator, or none.")
     type: str = Field("float", description="Element type (nccl-tests' name).")
     wrong: int = Field(0, ge=-1, description="Wrong elements found by the check; -1 when not checked.")
+    # Added later: records written before have neither, and still load (tests/bench/test_record.py).
+    rank_time_s: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None, description="Every rank's own out-of-place time per iteration, by rank, seconds.")
+    rank_wait_s: list[Annotated[float, Field(ge=0)]] | None = Field(
+        None, description="The part of rank_time_s each rank spent inside the collective calls (gloo only).")
+
+    @model_validator(mode="after")
+    def _one_per_rank(self) -> CollectiveRow:
+        for name in ("rank_time_s", "rank_wait_s"):
+            got = getattr(self, name)
+            if got is not None and len(got) != self.ranks:
+                raise ValueError(f"{name} has {len(got)} values: must have one per rank ({self.ranks})")
+        return self
 
 
 class ComputeRow(BaseModel):

@@ -14,7 +14,8 @@ baseline_app = typer.Typer(help="Keep benchmark results as named baselines.", ad
 _DIR = typer.Option(Path("baselines"), "--dir", help="Folder of saved baselines.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _RESULT = typer.Argument(..., help="A result record from `slowlink bench ...`.")
-_RESULTS_ARG = typer.Argument(..., help="Result(s) to check.")
+_RESULTS_ARG = typer.Argument(None, help="Result(s) to check (--nodes: none when BASELINE is one collectives "
+                              "result with per-rank times).")
 _SIZE_TOL = typer.Option([], "--size-tolerance", help="SIZE:PERCENT for sizes below SIZE, e.g. 64KiB:30 (repeatable).")
 _CAL_RESULT = typer.Argument(..., help="A collectives result (record or --json rows).")
 _CAL_CLUSTER = typer.Option(..., "--cluster", help="The cluster file the result was measured on.")
@@ -36,7 +37,7 @@ def save(
 @clean_errors
 def compare(
     baseline: str = typer.Argument(..., help="Saved baseline name or result file (with --nodes: a result)."),
-    results: list[Path] = _RESULTS_ARG,
+    results: list[Path] | None = _RESULTS_ARG,
     tolerance: float = typer.Option(10.0, "--tolerance", help="Allowed slowdown, percent."),
     size_tolerance: list[str] = _SIZE_TOL,
     nodes: bool = typer.Option(False, "--nodes", help="Compare each result with the median of all (slow node)."),
@@ -55,11 +56,13 @@ def compare(
     from slowlink.report.bench import compare_table
 
     tol = parse_tolerance(tolerance, size_tolerance)
+    results = results or []
     if nodes:
         paths = [Path(baseline), *results]
         recs = [(node_name(p, r), r) for p in paths for r in [load_record(p)]]
         moves = compare_nodes(recs, tol)
-        title = f"each node's slowest row against the median of {len(recs)} nodes"
+        title = (f"each node's slowest row against the median of {len(recs)} nodes" if len(recs) > 1 else
+                 f"each node's latest rank in {paths[0]} against the other ranks (time inside the collective)")
     else:
         if len(results) != 1:
             raise typer.BadParameter("give one RESULT (several only with --nodes)")

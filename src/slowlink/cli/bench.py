@@ -72,6 +72,27 @@ def save_record(kind: str, label: str, result: dict[str, Any], config: dict[str,
     return rec
 
 
+TEST_DELAY_ENV = "SLOWLINK_BENCH_TEST_DELAY"
+
+
+def delay_hook() -> tuple[int | None, float]:
+    """Test hook ``SLOWLINK_BENCH_TEST_DELAY=RANK:SECONDS``: that rank sleeps before every timed call of
+    `bench collectives`, a straggler made on purpose (tests and docs/straggler.md use it)."""
+    import os
+
+    text = os.environ.get(TEST_DELAY_ENV)
+    if not text:
+        return None, 0.0
+    rank, _, secs = text.partition(":")
+    try:
+        r, s = int(rank), float(secs)
+    except ValueError:
+        r, s = -1, -1.0
+    if r < 0 or not 0 < s <= 1:
+        raise BenchError(f"{TEST_DELAY_ENV} ({text!r}) must be RANK:SECONDS, a rank >= 0 and 0 < seconds <= 1")
+    return r, s
+
+
 @clean_errors
 def collectives(
     op: str = typer.Option("all_reduce", "--op", help="Collective to measure."),
@@ -126,8 +147,10 @@ def collectives(
         return
     be = launch.resolve_backend(backend)
     redops_for(op, redop, be)
+    delay_rank, delay_s = delay_hook()
     cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, rounds=rounds, check=bool(check),
-                      backend=be, redop=redop, dtype=dtype, root=root)
+                      backend=be, redop=redop, dtype=dtype, root=root, test_delay_rank=delay_rank,
+                      test_delay_s=delay_s)
     res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
     if res is None:  # not rank 0 of a torchrun job
         return

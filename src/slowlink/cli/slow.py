@@ -89,8 +89,9 @@ _ITERS = typer.Option(3, "--iters", help="Timed iterations of each measurement."
 _RUN = typer.Option(None, "--run-id", help="Run id of the emulation (default: sw + 4 hex digits).")
 
 
-_RECORD = typer.Option(None, "--record", help="A `bench train` result: name the ranks and nodes whose own "
-                       "compute time is slower than the median rank's by more than 10%.")
+_RECORD = typer.Option(None, "--record", help="A `bench train` result (ranks whose own compute is >10% above "
+                       "the median rank's) or a gloo `bench collectives` result (ranks that arrive late: they "
+                       "wait less inside the collective than the others, who wait for them).")
 
 
 @clean_errors
@@ -101,7 +102,8 @@ def find_slow_cmd(emulated: Path | None = _EMULATED, record: Path | None = _RECO
 
     if (emulated is None) == (record is None):
         raise SpecError(field_error("--emulated/--record", (emulated and str(emulated), record and str(record)),
-                                    "give exactly one: a cluster file to emulate (root) or a `bench train` result"))
+                                    "give exactly one: a cluster file to emulate (root) or a `bench train` or "
+                                    "`bench collectives` result"))
     if record is not None:
         from slowlink.bench.record import load_record
         from slowlink.straggler.find import record_suspects
@@ -110,7 +112,7 @@ def find_slow_cmd(emulated: Path | None = _EMULATED, record: Path | None = _RECO
         if as_json:
             print_json({"suspects": [x.to_json() for x in suspects]})
             return
-        out.print(suspects_table(suspects, f"the per-rank compute times of {record}"))
+        out.print(suspects_table(suspects, f"the per-rank times of {record}"))
         return
     assert emulated is not None
     result = _find_emulated(emulated, op, size, iters, run_id)

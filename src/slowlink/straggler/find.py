@@ -114,33 +114,120 @@ def delayed_nodes(rtts: list[tuple[int, int, float]]) -> list[Suspect]:
 RANK_TOLERANCE = 0.10  # the default regression tolerance of `slowlink compare` (bench/compare.py)
 
 
+def _by_host(slow: dict[int, float], hosts: list[str] | None, n: int) -> tuple[list[tuple[str, list[int]]], list[int]]:
+    """The hosts all of whose ranks are in ``slow`` (and not every rank), and the slow ranks left over."""
+    names = hosts if hosts and len(hosts) == n else [""] * n
+    left = set(slow)
+    nodes = []
+    for h in sorted({names[i] for i in slow} - {""}):
+        mine = [i for i, x in enumerate(names) if x == h]
+        if left.issuperset(mine) and len(mine) < n:
+            nodes.append((h, mine))
+            left -= set(mine)
+    return nodes, sorted(left)
+
+
+def _where(hosts: list[str] | None, i: int, n: int) -> str:
+    return f" on {hosts[i]}" if hosts and len(hosts) == n and hosts[i] else ""
+
+
 def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
                tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
     """Ranks whose own compute time (``bench train``'s per-rank record) exceeds the median rank's by more
     than ``tolerance``: a slow GPU; a host all of whose ranks are slow (and not every host) is named as a
     node instead."""
-    if len(rank_compute_s) < 2:
+    n = len(rank_compute_s)
+    if n < 2:
         return []
     mid = statistics.median(rank_compute_s)
-    hosts = hostnames if hostnames and len(hostnames) == len(rank_compute_s) else [""] * len(rank_compute_s)
-    slow = {i for i, t in enumerate(rank_compute_s) if t > mid * (1 + tolerance)}
+    slow = {i: t / mid - 1 for i, t in enumerate(rank_compute_s) if t > mid * (1 + tolerance)}
+    nodes, ranks = _by_host(slow, hostnames, n)
     out = []
-    for h in sorted({hosts[i] for i in slow} - {""}):
-        mine = [i for i, x in enumerate(hosts) if x == h]
-        if slow.issuperset(mine) and len(mine) < len(rank_compute_s):
-            lo, hi = (f(rank_compute_s[i] for i in mine) / mid - 1 for f in (min, max))
-            out.append(Suspect("node", h, f"all {len(mine)} of its ranks compute {lo:+.0%} to {hi:+.0%} "
-                               "against the median rank", hi, "slower"))
-            slow -= set(mine)
-    for i in sorted(slow):
-        where = f" on {hosts[i]}" if hosts[i] else ""
-        out.append(Suspect("rank", f"rank {i}", f"compute {rank_compute_s[i] * 1e3:.2f} ms{where} against "
-                           f"the median {mid * 1e3:.2f} ms", rank_compute_s[i] / mid - 1, "slower"))
+    for h, mine in nodes:
+        lo, hi = min(slow[i] for i in mine), max(slow[i] for i in mine)
+        out.append(Suspect("node", h, f"all {len(mine)} of its ranks compute {lo:+.0%} to {hi:+.0%} "
+                           "against the median rank", hi, "slower"))
+    for i in ranks:
+        out.append(Suspect("rank", f"rank {i}", f"compute {rank_compute_s[i] * 1e3:.2f} ms{_where(hostnames, i, n)} "
+                           f"against the median {mid * 1e3:.2f} ms", slow[i], "slower"))
+    return out
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """Per rank of a collectives sweep, summed over its rows: ``wait_s`` inside the calls, ``ref_s`` the median
+    wait of the *other* ranks, and ``cost`` = ``L / (T - L)`` with ``L = ref_s - wait_s`` and ``T`` the median
+    rank's iteration time; ``rows`` summed."""
+
+    wait_s: list[float]
+    ref_s: list[float]
+    cost: list[float]
+    rows: int
+
+
+def lateness(rows: list[dict[str, Any]]) -> Lateness | None:
+    """:class:`Lateness` of the rows with the first row's rank count (None below two ranks).
+
+    The reference is the others' median, not everyone's: with two ranks everyone's median is the midpoint and
+    would halve the late rank's lateness; with more, one late rank barely moves it either way.
+    """
+    n = int(rows[0]["ranks"]) if rows else 0
+    rows = [r for r in rows if int(r["ranks"]) == n]
+    if n < 2:
+        return None
+    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
+    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
+    ref = [statistics.median(w for j, w in enumerate(wait) if j != i) for i in range(n)]
+    cost = [(r - w) / max(total - (r - w), 1e-12) for w, r in zip(wait, ref, strict=True)]
+    return Lateness(wait, ref, cost, len(rows))
+
+
+def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
+               tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
+    """Ranks that keep the others waiting in a collectives sweep (rows with ``rank_time_s`` and ``rank_wait_s``).
+
+    Every rank leaves a collective at about the same time, so its own time per iteration says nothing; the
+    time it spends *inside* the call does: a rank that arrives ``d`` late waits ``d`` less than the others,
+    who wait for it. Summed over the rows, rank i's lateness is ``L_i`` = the other ranks' median wait minus
+    its own, against the median rank's iteration time ``T``; without the delay the loop would take
+    ``T - L_i``, so it costs ``L_i / (T - L_i)`` and is named above ``tolerance``; a host all of whose ranks
+    are late, as a node.
+    """
+    late = lateness(rows)
+    if late is None:
+        return []
+    n = len(late.wait_s)
+    slow = {i: x for i, x in enumerate(late.cost) if x > tolerance}
+    nodes, ranks = _by_host(slow, hostnames, n)
+    ms = 1e3 / late.rows  # summed s -> ms per iteration, mean of the rows
+
+    def words(i: int) -> str:
+        return (f"waits {late.wait_s[i] * ms:.2f} ms per call against the others' {late.ref_s[i] * ms:.2f} ms: "
+                f"it arrives {(late.ref_s[i] - late.wait_s[i]) * ms:.2f} ms late")
+
+    out = []
+    for h, mine in nodes:
+        worst = max(mine, key=lambda i: slow[i])
+        out.append(Suspect("node", h, f"all {len(mine)} of its ranks arrive late; rank {worst} {words(worst)}",
+                           slow[worst], "slower"))
+    for i in ranks:
+        out.append(Suspect("rank", f"rank {i}", f"{words(i)}{_where(hostnames, i, n)} (mean of {late.rows} rows)",
+                           slow[i], "slower"))
     return out
 
 
 def record_suspects(rec: dict[str, Any], source: str = "result") -> list[Suspect]:
-    """The slow ranks and nodes of a ``bench train`` record (its rows' ``rank_compute_s``, its hosts)."""
+    """The slow ranks and nodes of a ``bench train`` record (its rows' ``rank_compute_s``) or of a ``bench
+    collectives`` record (its rows' ``rank_wait_s``, :func:`late_ranks`), with its hosts by rank."""
+    hosts = rec.get("env", {}).get("hostnames")
+    hosts = hosts if isinstance(hosts, list) else None
+    if rec.get("kind") == "collectives":
+        rows = [r for r in rec.get("rows", []) if r.get("rank_wait_s") and r.get("rank_time_s")]
+        if not rows:
+            raise SpecError(field_error(f"{source}: rows.rank_wait_s", None, "is missing: find-slow reads the "
+                                        "per-rank waits of a `bench collectives` result written by this version "
+                                        "over gloo (nccl calls return before the collective ends)"))
+        return late_ranks(rows, hosts)
     rows = [r for r in rec.get("rows", []) if isinstance(r, dict) and r.get("rank_compute_s")]
     if rec.get("kind") != "train" or not rows:
         raise SpecError(field_error(f"{source}: rows.rank_compute_s", None, "is missing: find-slow reads the "
@@ -148,5 +235,4 @@ def record_suspects(rec: dict[str, Any], source: str = "result") -> list[Suspect
     times = rows[-1]["rank_compute_s"]
     if not all(isinstance(t, (int, float)) and t > 0 for t in times):
         raise SpecError(field_error(f"{source}: rows.rank_compute_s", times, "must be positive numbers"))
-    hosts = rec.get("env", {}).get("hostnames")
-    return slow_ranks([float(t) for t in times], hosts if isinstance(hosts, list) else None)
+    return slow_ranks([float(t) for t in times], hosts)
