@@ -263,8 +263,11 @@ def measure(run: Launch, steps_at_fault: int) -> dict[str, float | None]:
     return out
 
 
-def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCost, float]:
-    """The recovery model on this machine: its phases from the reference run (module docstring)."""
+def predict(cfg: DrillConfig, ref: Launch, uncommitted: int, agent_lost_s: float = 0.0
+            ) -> tuple[RecoveryCost, float]:
+    """The recovery model on this machine: its phases from the reference run (module docstring);
+    ``agent_lost_s``: how long the next rendezvous round waits for a killed agent to be declared dead
+    (emulated kill-node, :mod:`~slowlink.reliability.drill_emulate`), added to the restart."""
     ready = max((e["t"] for e in ref.of("pg_ready", 0)), default=ref.launched_at)
     saves = [e["save_s"] for e in ref.of("commit", 0)]
     steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
@@ -272,7 +275,8 @@ def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCo
     detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
     # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
     stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
-    rec = RecoveryCost(detect, stop + ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)
+    restore = sorted(saves)[len(saves) // 2] if saves else 0.0
+    rec = RecoveryCost(detect, stop + agent_lost_s + ready - ref.launched_at, restore, 0.0)
     return rec, uncommitted * step_s
 
 
@@ -314,8 +318,9 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
         return summarize(cfg, ref, run)
 
 
-def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
-    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction."""
+def summarize(cfg: DrillConfig, ref: Launch, run: Launch, agent_lost_s: float = 0.0) -> DrillResult:
+    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction
+    (``agent_lost_s``: :func:`predict`)."""
     faults = run.of("fault", 0)
     t_fault = _first(faults) or float("inf")
     commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
@@ -325,7 +330,7 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
     committed_lost = max(0, last_commit - min(restored)) if restored else 0
     recovered = run.rc == 0 and bool(run.of("done"))
     equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
-    rec, recompute = predict(cfg, ref, at_fault - last_commit)
+    rec, recompute = predict(cfg, ref, at_fault - last_commit, agent_lost_s)
     return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
                        measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
                        run.leftover_pids + ref.leftover_pids)

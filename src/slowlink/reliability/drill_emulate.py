@@ -2,20 +2,32 @@
 namespace (``slowlink.emulate``, root), each node running its own torchrun agent (``--nnodes N``, c10d
 rendezvous hosted by node 0's agent). The fault on a node, from the drill itself: ``cut-link`` takes the
 node's link down while every rank waits at the fault step, and brings it back once a survivor has seen the
-fault. ``kill-node`` with a replacement agent (what a scheduler would do with a hot spare) is coded but
-refused: the replacement deadlocked in the next c10d rendezvous round in every try here.
-``kill-rank``, ``hang`` and ``exception`` strike inside the rank as in a local drill. Node 0 hosts the
-rendezvous store, a single point of failure of torchrun's c10d backend, so the victim must be another node.
-Namespaces are named ``sl-<run>-...`` with a run id starting ``gp`` and are removed when the drill ends.
+fault. ``kill-node`` SIGKILLs every process of the node's namespace (its torchrun agent and its rank), and
+once a survivor has seen the fault starts a replacement agent on that node (what a scheduler does with a hot
+spare). ``kill-rank``, ``hang`` and ``exception`` strike inside the rank as in a local drill. Node 0 hosts
+the rendezvous store, a single point of failure of torchrun's c10d backend, so the victim must be another
+node. Namespaces are named ``sl-<run>-...`` (run id ``gp...`` unless told) and are removed when the drill ends.
+
+Two things make a replacement agent work (torch 2.13, ``torch/distributed/elastic/rendezvous``):
+
+- By default the agents share a TCP store for the ranks, whose address rank 0's agent writes into the
+  rendezvous round's keys only on the agent's *first* round (``DynamicRendezvousHandler.next_rendezvous``
+  rebuilds its ``RendezvousStoreInfo`` only when it has none yet). A replacement joins at round 1 with none,
+  so, unless it became rank 0, it waits for a key no survivor writes, while the survivor waits for the
+  replacement's ``role_info``: both timed out after 60 s. ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` makes
+  every agent rebuild it every round; the ranks then meet in the rendezvous store itself (node 0's agent,
+  ``SLOWLINK_DRILL_STORE``), whichever node is rank 0 in the new round.
+- The next round starts only once the killed agent is declared dead: its last heartbeat older than
+  ``keep_alive_interval x keep_alive_max_attempt`` (5 s x 3, torch's defaults, given explicitly here). The
+  heartbeat stopped up to one interval before the kill, so the prediction adds ``interval x (attempts - 1/2)``
+  to the restart.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,12 +43,17 @@ from slowlink.reliability.drill import (
     DrillResult,
     Launch,
     _events,
+    _reap,
     job_config,
     summarize,
 )
 
 NODE_FAULTS = ("kill-node", "cut-link")
-REPAIR_AFTER_S = 2.0  # cut-link: the link comes back this long after a survivor saw the fault
+REPAIR_AFTER_S = 2.0  # the link comes back, or the replacement agent starts, this long after a survivor saw the fault
+# torch.distributed.elastic's c10d rendezvous defaults (dynamic_rendezvous.create_handler, torch 2.13): an agent
+# whose heartbeat is older than interval x attempts is dead and leaves the round.
+KEEP_ALIVE_INTERVAL_S = 5
+KEEP_ALIVE_MAX_ATTEMPT = 3
 
 
 def _agent(plan: Any, k: int, cfg: DrillConfig, rdzv: str, rid: str, conf: Path, log: Path
@@ -44,14 +61,17 @@ def _agent(plan: Any, k: int, cfg: DrillConfig, rdzv: str, rid: str, conf: Path,
     """One node's torchrun agent, started in the node's namespace (its own session, to be killed whole)."""
     from slowlink.emulate.net import node_env
 
-    env = {**node_env(plan, k), "OMP_NUM_THREADS": "1", "SLOWLINK_DRILL_MASTER_ADDR": plan.addresses[0]}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    # Ranks join the rendezvous store (node 0's agent) themselves; agents build each round's bootstrap store
+    # info anew (TORCH_DISABLE_SHARE_RDZV_TCP_STORE, module docstring: the replacement's deadlock).
+    env = {**node_env(plan, k), "OMP_NUM_THREADS": "1", "SLOWLINK_DRILL_STORE": rdzv,
+           "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "torch.distributed.run",
-           "--nnodes", str(len(plan.nodes)), "--nproc-per-node", "1",
+           "--nnodes", str(len(plan.nodes)), "--nproc-per-node", "1", "--local-addr", plan.addresses[k],
            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
            "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv,
            # node 0 hosts the store: torchrun would only guess so from the host name, not a namespace's address
-           "--rdzv-conf", f"is_host={'true' if k == 0 else 'false'},join_timeout={int(cfg.timeout_s)}",
+           "--rdzv-conf", f"is_host={'true' if k == 0 else 'false'},join_timeout={int(cfg.timeout_s)},"
+           f"keep_alive_interval={KEEP_ALIVE_INTERVAL_S},keep_alive_max_attempt={KEEP_ALIVE_MAX_ATTEMPT}",
            "--rdzv-id", rid, "-m", "slowlink.reliability.drill_worker", str(conf)]
     with log.open("ab") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -119,28 +139,25 @@ def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: b
     rdzv, rid = f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}", f"drill-{uuid.uuid4().hex[:8]}"
     t0 = time.time()
     agents = {k: _agent(plan, k, cfg, rdzv, rid, conf, out / f"torchrun-n{k}.log") for k in range(len(plan.nodes))}
+    left: list[int] = []
     try:
         rc = _wait(plan, cfg, out, agents, conf, rdzv, rid, faulty)
     finally:
-        for p in agents.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+        # torchrun starts its ranks in sessions of their own: kill the agents' groups, then any rank still alive
+        pids = sorted({e["pid"] for e in _events(out) if e["ev"] == "start"})
+        for i, p in enumerate(agents.values()):
+            left += _reap(p, [] if i else pids)
     events = _events(out)
     log = "\n".join(f.read_text(errors="replace") for f in sorted(out.glob("torchrun-*.log")))
     if rc == -1:
         log += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
-    return Launch(rc, events, out / "final.pt", log, t0)
+    return Launch(rc, events, out / "final.pt", log, t0, left)
 
 
 def check_emulated(cfg: DrillConfig, nodes: int) -> DrillConfig:
     """The drill on ``nodes`` nodes, one rank each; node faults need a victim other than node 0."""
     cfg = replace(cfg, nproc=nodes, ranks_per_node=1)
     cfg.check()
-    if cfg.fault == "kill-node":
-        raise SpecError("--fault (kill-node) is not drilled on the emulated cluster: a replacement torchrun agent "
-                        "for a SIGKILLed node deadlocked in the next c10d rendezvous round (both agents waited 60 s "
-                        "on the round's store keys); use --fault cut-link, or kill-node locally")
     if cfg.fault in NODE_FAULTS and cfg.fault_rank == 0:
         raise SpecError(f"--fault-rank (0): node 0 hosts torchrun's rendezvous store; a {cfg.fault} drill needs "
                         "another node")
@@ -149,10 +166,15 @@ def check_emulated(cfg: DrillConfig, nodes: int) -> DrillConfig:
     return cfg
 
 
+def agent_lost_s(cfg: DrillConfig) -> float:
+    """Expected wait of the next rendezvous round for a killed agent to be declared dead (module docstring)."""
+    return KEEP_ALIVE_INTERVAL_S * (KEEP_ALIVE_MAX_ATTEMPT - 0.5) if cfg.fault == "kill-node" else 0.0
+
+
 def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
-                       workdir: Path | None = None) -> DrillResult:
-    """Bring up the emulated cluster (run id ``gp...``), run the reference and the faulted job on it, take it
-    down, and compare (:func:`slowlink.reliability.drill.summarize`)."""
+                       workdir: Path | None = None, run_prefix: str = "gp") -> DrillResult:
+    """Bring up the emulated cluster (run id ``<run_prefix>...``), run the reference and the faulted job on
+    it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`)."""
     from slowlink.emulate.net import check_root, down, up
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
@@ -161,7 +183,7 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     cluster = load_cluster(cluster_path)
     n = nodes or cluster.nodes
     cfg = check_emulated(cfg, n)
-    plan = build_plan(cluster, nodes=n, run_id=f"gp{secrets.token_hex(3)}")
+    plan = build_plan(cluster, nodes=n, run_id=f"{run_prefix}{secrets.token_hex(3)}")
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
         up(plan)
@@ -170,4 +192,4 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
             run = launch_emulated(plan, cfg, work, "drill", faulty=True)
         finally:
             down(plan.run_id)
-        return summarize(cfg, ref, run)
+        return summarize(cfg, ref, run, agent_lost_s(cfg))

@@ -93,11 +93,13 @@ def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
 
     env = os.environ
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    # On the emulated cluster torchrun names the store's host by the shared host name (localhost in every
-    # namespace); the drill passes node 0's address instead.
-    host = env.get("SLOWLINK_DRILL_MASTER_ADDR", env["MASTER_ADDR"])
-    base = TCPStore(host, int(env["MASTER_PORT"]), world, is_master=rank == 0 and not agent,
-                         timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    host, port, master = env["MASTER_ADDR"], int(env["MASTER_PORT"]), rank == 0 and not agent
+    if "SLOWLINK_DRILL_STORE" in env:
+        # On the emulated cluster every rank joins the rendezvous store itself (hosted by node 0's agent, which
+        # outlives a killed node), not the store of whichever node is rank 0 in this round: see drill_emulate.
+        addr, _, p = env["SLOWLINK_DRILL_STORE"].rpartition(":")
+        host, port, master = addr, int(p), False
+    base = TCPStore(host, port, world, is_master=master, timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
     attempt = max(attempt, (base.add("slowlink-drill/joined", 1) - 1) // world)
     dist.init_process_group("gloo", store=PrefixStore(f"attempt{attempt}", base), rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
