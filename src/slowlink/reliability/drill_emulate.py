@@ -19,8 +19,9 @@ Two things make a replacement agent work (torch 2.13, ``torch/distributed/elasti
   ``SLOWLINK_DRILL_STORE``), whichever node is rank 0 in the new round.
 - The next round starts only once the killed agent is declared dead: its last heartbeat older than
   ``keep_alive_interval x keep_alive_max_attempt`` (5 s x 3, torch's defaults, given explicitly here). The
-  heartbeat stopped up to one interval before the kill, so the prediction adds ``interval x (attempts - 1/2)``
-  to the restart.
+  heartbeat stopped up to one interval before the kill, so that is expected ``interval x (attempts - 1/2)``
+  after the fault; the round also waits for the replacement agent to start and join
+  (:class:`~slowlink.reliability.drill.AgentReplacement`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from slowlink.errors import SpecError
 from slowlink.reliability.drill import (
+    AgentReplacement,
     DrillConfig,
     DrillResult,
     Launch,
@@ -166,9 +168,12 @@ def check_emulated(cfg: DrillConfig, nodes: int) -> DrillConfig:
     return cfg
 
 
-def agent_lost_s(cfg: DrillConfig) -> float:
-    """Expected wait of the next rendezvous round for a killed agent to be declared dead (module docstring)."""
-    return KEEP_ALIVE_INTERVAL_S * (KEEP_ALIVE_MAX_ATTEMPT - 0.5) if cfg.fault == "kill-node" else 0.0
+def replacement(cfg: DrillConfig) -> AgentReplacement | None:
+    """kill-node: the killed agent is dead for the rendezvous after the expected heartbeat expiry (module
+    docstring), and its replacement starts ``REPAIR_AFTER_S`` after detection."""
+    if cfg.fault != "kill-node":
+        return None
+    return AgentReplacement(KEEP_ALIVE_INTERVAL_S * (KEEP_ALIVE_MAX_ATTEMPT - 0.5), REPAIR_AFTER_S)
 
 
 def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
@@ -192,4 +197,4 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
             run = launch_emulated(plan, cfg, work, "drill", faulty=True)
         finally:
             down(plan.run_id)
-        return summarize(cfg, ref, run, agent_lost_s(cfg))
+        return summarize(cfg, ref, run, replacement(cfg))
