@@ -40,6 +40,7 @@ EMULATED = {
     "exception": DrillConfig(fault="exception", shutdown_timeout_s=5),
     "cut-link (node 1)": DrillConfig(fault="cut-link", shutdown_timeout_s=5),
     "kill-node (node 1's agent + rank, replacement)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
+    "kill-node (node 1, replacement on a spare node)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
 }
 FLAT = Path(__file__).resolve().parents[1] / "examples" / "emulate-flat.yaml"
 
@@ -68,8 +69,9 @@ def drills(repeats: int, emulated: bool, only: str = "", run_prefix: str = "gp")
     for name, cfg in (EMULATED if emulated else DRILLS).items():
         if only not in name:
             continue
-        rs = [run_emulated_drill(cfg, FLAT, nodes=2, run_prefix=run_prefix) if emulated else run_drill(cfg)
-              for _ in range(repeats)]
+        spare = "spare node" in name
+        rs = [run_emulated_drill(cfg, FLAT, nodes=2, run_prefix=run_prefix, spare=spare) if emulated
+              else run_drill(cfg) for _ in range(repeats)]
         ok &= all(r.ok for r in rs)
         r0 = rs[0]
         print(f"{name:42} {'yes' if all(r.ok for r in rs) else 'NO ':3} {r0.committed_steps_lost}/"

@@ -78,14 +78,17 @@ def _processes_of(run_prefix: str) -> list[int]:
 @pytest.mark.torch
 @pytest.mark.skipif(not _netns_works(), reason="needs root and ip netns")
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
-def test_kill_node_recovers_with_a_replacement_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("spare", [False, True], ids=["same-node", "spare-node"])
+def test_kill_node_recovers_with_a_replacement_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     spare: bool) -> None:
     from slowlink.emulate import net
     from slowlink.reliability.drill_emulate import KEEP_ALIVE_INTERVAL_S, KEEP_ALIVE_MAX_ATTEMPT
 
     monkeypatch.setattr(net, "STATE_DIR", tmp_path / "state")
     cfg = DrillConfig(fault="kill-node", steps=6, checkpoint_every=2, fault_step=3, max_restarts=1,
                       shutdown_timeout_s=5, timeout_s=120)
-    r = run_emulated_drill(cfg, EX / "emulate-flat.yaml", nodes=2, workdir=tmp_path, run_prefix="kn")
+    r = run_emulated_drill(cfg, EX / "emulate-flat.yaml", nodes=2, workdir=tmp_path, run_prefix="kn",
+                           spare=spare)
     assert r.ok, r.reason
     assert r.committed_steps_lost == 0 and r.uncommitted_steps_lost == 1 and r.restarts == 1
     restart = r.measured["restart_s"]

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,92 +58,110 @@ KEEP_ALIVE_INTERVAL_S = 5
 KEEP_ALIVE_MAX_ATTEMPT = 3
 
 
-def _agent(plan: Any, k: int, cfg: DrillConfig, rdzv: str, rid: str, conf: Path, log: Path
-           ) -> subprocess.Popen[bytes]:
-    """One node's torchrun agent, started in the node's namespace (its own session, to be killed whole)."""
+@dataclass(frozen=True)
+class _Job:
+    """One run on the emulated cluster: the job runs on nodes 0..nnodes-1; a kill-node's replacement agent
+    starts on ``spare`` (a node outside the job) or, if None, on the killed node itself."""
+
+    plan: Any
+    cfg: DrillConfig
+    out: Path
+    conf: Path
+    rdzv: str
+    rid: str
+    nnodes: int
+    spare: int | None
+
+
+def _agent(job: _Job, k: int, log: Path) -> subprocess.Popen[bytes]:
+    """Node ``k``'s torchrun agent, started in the node's namespace (its own session, to be killed whole)."""
     from slowlink.emulate.net import node_env
 
+    cfg = job.cfg
     # Ranks join the rendezvous store (node 0's agent) themselves; agents build each round's bootstrap store
     # info anew (TORCH_DISABLE_SHARE_RDZV_TCP_STORE, module docstring: the replacement's deadlock).
-    env = {**node_env(plan, k), "OMP_NUM_THREADS": "1", "SLOWLINK_DRILL_STORE": rdzv,
+    env = {**node_env(job.plan, k), "OMP_NUM_THREADS": "1", "SLOWLINK_DRILL_STORE": job.rdzv,
            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "torch.distributed.run",
-           "--nnodes", str(len(plan.nodes)), "--nproc-per-node", "1", "--local-addr", plan.addresses[k],
+    cmd = ["ip", "netns", "exec", job.plan.nodes[k], sys.executable, "-m", "torch.distributed.run",
+           "--nnodes", str(job.nnodes), "--nproc-per-node", "1", "--local-addr", job.plan.addresses[k],
            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
-           "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv,
+           "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d", "--rdzv-endpoint", job.rdzv,
            # node 0 hosts the store: torchrun would only guess so from the host name, not a namespace's address
            "--rdzv-conf", f"is_host={'true' if k == 0 else 'false'},join_timeout={int(cfg.timeout_s)},"
            f"keep_alive_interval={KEEP_ALIVE_INTERVAL_S},keep_alive_max_attempt={KEEP_ALIVE_MAX_ATTEMPT}",
-           "--rdzv-id", rid, "-m", "slowlink.reliability.drill_worker", str(conf)]
+           "--rdzv-id", job.rid, "-m", "slowlink.reliability.drill_worker", str(job.conf)]
     with log.open("ab") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
-def _fire(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
-          rdzv: str, rid: str) -> None:
+def _fire(job: _Job, agents: dict[int, subprocess.Popen[bytes]]) -> None:
     """Strike the node fault while every rank waits at the fault step, then let them go."""
     from slowlink.emulate.net import kill_node, set_link
 
-    del rdzv, rid
-    v = cfg.fault_rank
+    cfg, v = job.cfg, job.cfg.fault_rank
     rec = {"ev": "fault", "t": time.time(), "rank": v, "attempt": 0, "step": cfg.fault_step, "kind": cfg.fault}
-    with (out / "events-rdrill.jsonl").open("a") as f:
+    with (job.out / "events-rdrill.jsonl").open("a") as f:
         f.write(json.dumps(rec) + "\n")
     if cfg.fault == "kill-node":
-        kill_node(plan, v)
+        kill_node(job.plan, v)
         agents[v].wait()
     else:
-        set_link(plan, f"n{v}", "down")
-    (out / "go").write_text("go\n")
+        set_link(job.plan, f"n{v}", "down")
+    (job.out / "go").write_text("go\n")
 
 
-def _repair(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
-            rdzv: str, rid: str) -> None:
+def _repair(job: _Job, agents: dict[int, subprocess.Popen[bytes]]) -> None:
     """Once a survivor has seen the fault: bring the cut link back, or start a replacement agent on the
-    killed node (a hot spare taking its place)."""
+    killed node or on the spare (a hot spare taking its place)."""
     from slowlink.emulate.net import set_link
 
-    v = cfg.fault_rank
-    if cfg.fault == "kill-node":
-        agents[v] = _agent(plan, v, cfg, rdzv, rid, conf, out / f"torchrun-n{v}-replacement.log")
+    v = job.cfg.fault_rank
+    if job.cfg.fault == "kill-node":
+        k = v if job.spare is None else job.spare
+        agents.pop(v)  # killed and waited for in _fire: its exit code is not the job's
+        agents[k] = _agent(job, k, job.out / f"torchrun-n{k}-replacement.log")
     else:
-        set_link(plan, f"n{v}", "up")
+        set_link(job.plan, f"n{v}", "up")
 
 
-def _wait(plan: Any, cfg: DrillConfig, out: Path, agents: dict[int, subprocess.Popen[bytes]], conf: Path,
-          rdzv: str, rid: str, faulty: bool) -> int:
+def _wait(job: _Job, agents: dict[int, subprocess.Popen[bytes]], faulty: bool) -> int:
     """Poll the job: fire a node fault at the pause, repair it once a survivor saw it; the exit code."""
+    cfg = job.cfg
     fired = repaired = not (faulty and cfg.fault in NODE_FAULTS)
     end = time.time() + cfg.timeout_s
     t_fault = 0.0
     while time.time() < end:
         if all(p.poll() is not None for p in agents.values()):
             return max((abs(p.returncode) for p in agents.values()), default=0)
-        evs = _events(out)
-        if not fired and len({e["rank"] for e in evs if e["ev"] == "paused"}) == len(plan.nodes):
-            _fire(plan, cfg, out, agents, conf, rdzv, rid)
+        evs = _events(job.out)
+        if not fired and len({e["rank"] for e in evs if e["ev"] == "paused"}) == job.nnodes:
+            _fire(job, agents)
             fired, t_fault = True, time.time()
         if fired and not repaired and any(e["ev"] == "error" and e["t"] >= t_fault for e in evs):
             time.sleep(REPAIR_AFTER_S)
-            _repair(plan, cfg, out, agents, conf, rdzv, rid)
+            _repair(job, agents)
             repaired = True
         time.sleep(0.1)
     return -1
 
 
-def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
-    """Run the job once, one torchrun agent per node namespace, and collect what its ranks wrote."""
+def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: bool, spare: bool = False
+                    ) -> Launch:
+    """Run the job once, one torchrun agent per node namespace, and collect what its ranks wrote; with
+    ``spare`` the plan's last node is kept out of the job for a kill-node's replacement."""
     out = work / tag
     conf = job_config(cfg, out, faulty, in_rank_faults=("kill-rank", "hang", "exception"))
     if faulty and cfg.fault in NODE_FAULTS:
         data = json.loads(conf.read_text())
         conf.write_text(json.dumps({**data, "pause_step": cfg.fault_step}))
-    rdzv, rid = f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}", f"drill-{uuid.uuid4().hex[:8]}"
+    n = len(plan.nodes) - (1 if spare else 0)
+    job = _Job(plan, cfg, out, conf, f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}",
+               f"drill-{uuid.uuid4().hex[:8]}", n, n if spare else None)
     t0 = time.time()
-    agents = {k: _agent(plan, k, cfg, rdzv, rid, conf, out / f"torchrun-n{k}.log") for k in range(len(plan.nodes))}
+    agents = {k: _agent(job, k, out / f"torchrun-n{k}.log") for k in range(n)}
     left: list[int] = []
     try:
-        rc = _wait(plan, cfg, out, agents, conf, rdzv, rid, faulty)
+        rc = _wait(job, agents, faulty)
     finally:
         # torchrun starts its ranks in sessions of their own: kill the agents' groups, then any rank still alive
         pids = sorted({e["pid"] for e in _events(out) if e["ev"] == "start"})
@@ -177,24 +195,27 @@ def replacement(cfg: DrillConfig) -> AgentReplacement | None:
 
 
 def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
-                       workdir: Path | None = None, run_prefix: str = "gp") -> DrillResult:
+                       workdir: Path | None = None, run_prefix: str = "gp", spare: bool = False) -> DrillResult:
     """Bring up the emulated cluster (run id ``<run_prefix>...``), run the reference and the faulted job on
-    it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`)."""
+    it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`). With ``spare`` (kill-node
+    only) one more node is brought up, outside the job, and the replacement agent starts there."""
     from slowlink.emulate.net import check_root, down, up
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
 
+    if spare and cfg.fault != "kill-node":
+        raise SpecError(f"--spare (True) needs --fault kill-node: only a killed node is replaced, not {cfg.fault}")
     check_root()
     cluster = load_cluster(cluster_path)
     n = nodes or cluster.nodes
     cfg = check_emulated(cfg, n)
-    plan = build_plan(cluster, nodes=n, run_id=f"{run_prefix}{secrets.token_hex(3)}")
+    plan = build_plan(cluster, nodes=n + int(spare), run_id=f"{run_prefix}{secrets.token_hex(3)}")
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
         up(plan)
         try:
-            ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", faulty=False)
-            run = launch_emulated(plan, cfg, work, "drill", faulty=True)
+            ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare)
+            run = launch_emulated(plan, cfg, work, "drill", True, spare)
         finally:
             down(plan.run_id)
         return summarize(cfg, ref, run, replacement(cfg))
