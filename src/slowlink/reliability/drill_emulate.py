@@ -3,10 +3,11 @@ namespace (``slowlink.emulate``, root), each node running its own torchrun agent
 rendezvous hosted by node 0's agent). The fault on a node, from the drill itself: ``cut-link`` takes the
 node's link down while every rank waits at the fault step, and brings it back once a survivor has seen the
 fault. ``kill-node`` SIGKILLs every process of the node's namespace (its torchrun agent and its rank), and
-once a survivor has seen the fault starts a replacement agent on that node (what a scheduler does with a hot
-spare). ``kill-rank``, ``hang`` and ``exception`` strike inside the rank as in a local drill. Node 0 hosts
-the rendezvous store, a single point of failure of torchrun's c10d backend, so the victim must be another
-node. Namespaces are named ``sl-<run>-...`` (run id ``gp...`` unless told) and are removed when the drill ends.
+once a survivor has seen the fault starts a replacement agent on that node, or with ``spare`` on one more
+node kept outside the job (a hot spare). ``kill-rank``, ``hang`` and ``exception`` strike inside the rank
+as in a local drill. Node 0 hosts the rendezvous store, a single point of failure of torchrun's c10d
+backend, so the victim must be another node. Namespaces are named ``sl-<run>-...`` (run id ``gp...`` unless
+told) and are removed when the drill ends.
 
 Two things make a replacement agent work (torch 2.13, ``torch/distributed/elastic/rendezvous``):
 
