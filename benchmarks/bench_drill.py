@@ -41,6 +41,8 @@ EMULATED = {
     "cut-link (node 1)": DrillConfig(fault="cut-link", shutdown_timeout_s=5),
     "kill-node (node 1's agent + rank, replacement)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
     "kill-node (node 1, replacement on a spare node)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
+    "kill-node (node 0, rendezvous store on its own node)": DrillConfig(fault="kill-node", fault_rank=0,
+                                                                       shutdown_timeout_s=5),
 }
 FLAT = Path(__file__).resolve().parents[1] / "examples" / "emulate-flat.yaml"
 
@@ -69,8 +71,8 @@ def drills(repeats: int, emulated: bool, only: str = "", run_prefix: str = "gp")
     for name, cfg in (EMULATED if emulated else DRILLS).items():
         if only not in name:
             continue
-        spare = "spare node" in name
-        rs = [run_emulated_drill(cfg, FLAT, nodes=2, run_prefix=run_prefix, spare=spare) if emulated
+        spare, store = "spare node" in name, "store on its own node" in name
+        rs = [run_emulated_drill(cfg, FLAT, nodes=2, run_prefix=run_prefix, spare=spare, store_node=store) if emulated
               else run_drill(cfg) for _ in range(repeats)]
         ok &= all(r.ok for r in rs)
         r0 = rs[0]

@@ -36,6 +36,10 @@ def test_emulated_refusals(kw: dict[str, object], needle: str) -> None:
     assert needle in str(info.value)
 
 
+def test_node0_may_fail_when_the_store_has_a_node_of_its_own() -> None:
+    assert check_emulated(DrillConfig(fault="kill-node", fault_rank=0), 2, store_node=True).fault_rank == 0
+
+
 def test_cut_link_needs_the_emulated_cluster() -> None:
     with pytest.raises(SpecError, match="needs --emulated"):
         DrillConfig(fault="cut-link").check()
@@ -78,17 +82,18 @@ def _processes_of(run_prefix: str) -> list[int]:
 @pytest.mark.torch
 @pytest.mark.skipif(not _netns_works(), reason="needs root and ip netns")
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
-@pytest.mark.parametrize("spare", [False, True], ids=["same-node", "spare-node"])
+@pytest.mark.parametrize(("spare", "store_node", "victim"), [(False, False, 1), (True, False, 1), (False, True, 0)],
+                         ids=["same-node", "spare-node", "node0-store-node"])
 def test_kill_node_recovers_with_a_replacement_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     spare: bool) -> None:
+                                                     spare: bool, store_node: bool, victim: int) -> None:
     from slowlink.emulate import net
     from slowlink.reliability.drill_emulate import KEEP_ALIVE_INTERVAL_S, KEEP_ALIVE_MAX_ATTEMPT
 
     monkeypatch.setattr(net, "STATE_DIR", tmp_path / "state")
     cfg = DrillConfig(fault="kill-node", steps=6, checkpoint_every=2, fault_step=3, max_restarts=1,
-                      shutdown_timeout_s=5, timeout_s=120)
+                      shutdown_timeout_s=5, timeout_s=120, fault_rank=victim)
     r = run_emulated_drill(cfg, EX / "emulate-flat.yaml", nodes=2, workdir=tmp_path, run_prefix="kn",
-                           spare=spare)
+                           spare=spare, store_node=store_node)
     assert r.ok, r.reason
     assert r.committed_steps_lost == 0 and r.uncommitted_steps_lost == 1 and r.restarts == 1
     restart = r.measured["restart_s"]

@@ -89,6 +89,8 @@ def drill_cmd(
     nodes: int | None = typer.Option(None, "--nodes", help="--emulated: nodes to emulate (default: the file's)."),
     spare: bool = typer.Option(False, "--spare", help="--emulated kill-node: start the replacement agent on one "
                                "more node outside the job (a hot spare) instead of on the killed node."),
+    store_node: bool = typer.Option(False, "--store-node", help="--emulated: host torchrun's rendezvous store on "
+                                    "one more node of its own instead of in node 0's agent (node 0 may then fail)."),
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
@@ -100,10 +102,10 @@ def drill_cmd(
     if emulated is not None:
         from slowlink.reliability.drill_emulate import run_emulated_drill
 
-        r = run_emulated_drill(cfg, emulated, nodes, spare=spare)
-    elif nodes is not None or spare:
-        raise SpecError(f"--{'nodes' if nodes is not None else 'spare'} ({nodes if nodes is not None else spare}) "
-                        "needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
+        r = run_emulated_drill(cfg, emulated, nodes, spare=spare, store_node=store_node)
+    elif nodes is not None or spare or store_node:
+        flag, value = next((f, v) for f, v in (("nodes", nodes), ("spare", spare), ("store-node", store_node)) if v)
+        raise SpecError(f"--{flag} ({value}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
     else:
         r = run_drill(cfg)
     if as_json:

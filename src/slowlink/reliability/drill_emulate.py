@@ -72,6 +72,7 @@ class _Job:
     rid: str
     nnodes: int
     spare: int | None
+    store_node: bool  # the rendezvous store runs on the plan's last node, not in node 0's agent
 
 
 def _agent(job: _Job, k: int, log: Path) -> subprocess.Popen[bytes]:
@@ -87,8 +88,9 @@ def _agent(job: _Job, k: int, log: Path) -> subprocess.Popen[bytes]:
            "--nnodes", str(job.nnodes), "--nproc-per-node", "1", "--local-addr", job.plan.addresses[k],
            "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
            "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d", "--rdzv-endpoint", job.rdzv,
-           # node 0 hosts the store: torchrun would only guess so from the host name, not a namespace's address
-           "--rdzv-conf", f"is_host={'true' if k == 0 else 'false'},join_timeout={int(cfg.timeout_s)},"
+           # node 0 hosts the store (unless it has a node of its own): torchrun would only guess so from the host
+           # name, not a namespace's address
+           "--rdzv-conf", f"is_host={str(k == 0 and not job.store_node).lower()},join_timeout={int(cfg.timeout_s)},"
            f"keep_alive_interval={KEEP_ALIVE_INTERVAL_S},keep_alive_max_attempt={KEEP_ALIVE_MAX_ATTEMPT}",
            "--rdzv-id", job.rid, "-m", "slowlink.reliability.drill_worker", str(job.conf)]
     with log.open("ab") as f:
@@ -146,18 +148,34 @@ def _wait(job: _Job, agents: dict[int, subprocess.Popen[bytes]], faulty: bool) -
     return -1
 
 
-def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: bool, spare: bool = False
-                    ) -> Launch:
+def _store(plan: Any, out: Path) -> tuple[str, subprocess.Popen[bytes] | None]:
+    """The rendezvous endpoint on the plan's last node, and the store process serving it there."""
+    from slowlink.emulate.net import node_env
+
+    k = len(plan.nodes) - 1
+    port = 29400 + secrets.randbelow(500)
+    cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "slowlink.reliability.drill_worker",
+           "--store", plan.addresses[k], str(port)]
+    env = {**node_env(plan, k), "PYTHONPATH": os.pathsep.join(sys.path)}
+    with (out / "store.log").open("ab") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return f"{plan.addresses[k]}:{port}", proc
+
+
+def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: bool, spare: bool = False,
+                    store_node: bool = False) -> Launch:
     """Run the job once, one torchrun agent per node namespace, and collect what its ranks wrote; with
-    ``spare`` the plan's last node is kept out of the job for a kill-node's replacement."""
+    ``spare`` a node after the job's is kept out of it for a kill-node's replacement, with ``store_node``
+    the plan's last node hosts the rendezvous store instead of node 0's agent."""
     out = work / tag
     conf = job_config(cfg, out, faulty, in_rank_faults=("kill-rank", "hang", "exception"))
     if faulty and cfg.fault in NODE_FAULTS:
         data = json.loads(conf.read_text())
         conf.write_text(json.dumps({**data, "pause_step": cfg.fault_step}))
-    n = len(plan.nodes) - (1 if spare else 0)
-    job = _Job(plan, cfg, out, conf, f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}",
-               f"drill-{uuid.uuid4().hex[:8]}", n, n if spare else None)
+    n = len(plan.nodes) - int(spare) - int(store_node)
+    rdzv, store = _store(plan, out) if store_node else (f"{plan.addresses[0]}:{29400 + secrets.randbelow(500)}",
+                                                         None)
+    job = _Job(plan, cfg, out, conf, rdzv, f"drill-{uuid.uuid4().hex[:8]}", n, n if spare else None, store_node)
     t0 = time.time()
     agents = {k: _agent(job, k, out / f"torchrun-n{k}.log") for k in range(n)}
     left: list[int] = []
@@ -168,6 +186,8 @@ def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: b
         pids = sorted({e["pid"] for e in _events(out) if e["ev"] == "start"})
         for i, p in enumerate(agents.values()):
             left += _reap(p, [] if i else pids)
+        if store is not None:
+            _reap(store, [])
     events = _events(out)
     log = "\n".join(f.read_text(errors="replace") for f in sorted(out.glob("torchrun-*.log")))
     if rc == -1:
@@ -175,13 +195,14 @@ def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: b
     return Launch(rc, events, out / "final.pt", log, t0, left)
 
 
-def check_emulated(cfg: DrillConfig, nodes: int) -> DrillConfig:
-    """The drill on ``nodes`` nodes, one rank each; node faults need a victim other than node 0."""
+def check_emulated(cfg: DrillConfig, nodes: int, store_node: bool = False) -> DrillConfig:
+    """The drill on ``nodes`` nodes, one rank each; node faults need a victim other than node 0 unless the
+    rendezvous store has a node of its own."""
     cfg = replace(cfg, nproc=nodes, ranks_per_node=1)
     cfg.check()
-    if cfg.fault in NODE_FAULTS and cfg.fault_rank == 0:
+    if cfg.fault in NODE_FAULTS and cfg.fault_rank == 0 and not store_node:
         raise SpecError(f"--fault-rank (0): node 0 hosts torchrun's rendezvous store; a {cfg.fault} drill needs "
-                        "another node")
+                        "another node, or --store-node")
     if cfg.fault in NODE_FAULTS and cfg.fault_phase != "step":
         raise SpecError(f"--fault-phase ({cfg.fault_phase!r}): a {cfg.fault} drill strikes between steps")
     return cfg
@@ -196,10 +217,12 @@ def replacement(cfg: DrillConfig) -> AgentReplacement | None:
 
 
 def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
-                       workdir: Path | None = None, run_prefix: str = "gp", spare: bool = False) -> DrillResult:
+                       workdir: Path | None = None, run_prefix: str = "gp", spare: bool = False,
+                       store_node: bool = False) -> DrillResult:
     """Bring up the emulated cluster (run id ``<run_prefix>...``), run the reference and the faulted job on
     it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`). With ``spare`` (kill-node
-    only) one more node is brought up, outside the job, and the replacement agent starts there."""
+    only) one more node is brought up, outside the job, and the replacement agent starts there; with
+    ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too."""
     from slowlink.emulate.net import check_root, down, up
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
@@ -209,14 +232,14 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     check_root()
     cluster = load_cluster(cluster_path)
     n = nodes or cluster.nodes
-    cfg = check_emulated(cfg, n)
-    plan = build_plan(cluster, nodes=n + int(spare), run_id=f"{run_prefix}{secrets.token_hex(3)}")
+    cfg = check_emulated(cfg, n, store_node)
+    plan = build_plan(cluster, nodes=n + int(spare) + int(store_node), run_id=f"{run_prefix}{secrets.token_hex(3)}")
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
         up(plan)
         try:
-            ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare)
-            run = launch_emulated(plan, cfg, work, "drill", True, spare)
+            ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare, store_node)
+            run = launch_emulated(plan, cfg, work, "drill", True, spare, store_node)
         finally:
             down(plan.run_id)
         return summarize(cfg, ref, run, replacement(cfg))

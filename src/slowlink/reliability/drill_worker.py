@@ -182,7 +182,20 @@ def save_final(model: Any, opt: Any, path: Path) -> None:
     torch.save(final, path)
 
 
+def serve_store(host: str, port: int) -> None:
+    """Host a TCP store for torchrun's c10d rendezvous on a node of its own (``--store-node``: the agents all
+    join it as clients, so any job node may be killed); runs until killed."""
+    from torch._C._distributed_c10d import TCPStore
+
+    store = TCPStore(host, port, is_master=True, wait_for_workers=False)
+    while store is not None:
+        time.sleep(3600)
+
+
 def main() -> None:
+    if sys.argv[1] == "--store":
+        serve_store(sys.argv[2], int(sys.argv[3]))
+        return
     cfg = json.loads(Path(sys.argv[1]).read_text())
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
