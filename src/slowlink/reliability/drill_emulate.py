@@ -5,8 +5,9 @@ node's link down while every rank waits at the fault step, and brings it back on
 fault. ``kill-node`` SIGKILLs every process of the node's namespace (its torchrun agent and its rank), and
 once a survivor has seen the fault starts a replacement agent on that node, or with ``spare`` on one more
 node kept outside the job (a hot spare). ``kill-rank``, ``hang`` and ``exception`` strike inside the rank
-as in a local drill. Node 0 hosts the rendezvous store, a single point of failure of torchrun's c10d
-backend, so the victim must be another node. Namespaces are named ``sl-<run>-...`` (run id ``gp...`` unless
+as in a local drill. Node 0's agent hosts the rendezvous store, a single point of failure of torchrun's c10d
+backend, so the victim must be another node, unless ``store_node`` puts the store on one more node of its
+own (a plain ``TCPStore`` server; every agent a client). Namespaces are named ``sl-<run>-...`` (run id ``gp...`` unless
 told) and are removed when the drill ends.
 
 Two things make a replacement agent work (torch 2.13, ``torch/distributed/elastic/rendezvous``):
