@@ -4,7 +4,8 @@ recovery model's prediction. Also the closed form vs Monte Carlo ETTR over the t
 the issue's 2-point goal) and the goodput model's speed. Exits 1 when a drill fails or the ETTR goal is missed.
 
     PYTHONPATH=src python benchmarks/bench_drill.py [--repeats 1] [--skip-drills] [--emulated]
-(--emulated: the drills on a 2-node emulated cluster instead, root; SLOWLINK_EMULATE_STATE is honoured)
+(--emulated: the drills on a 2-node emulated cluster instead, root; SLOWLINK_EMULATE_STATE is honoured;
+--only kill-node: only the drills whose name contains it; --run-prefix kn: the emulated run ids' prefix)
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ EMULATED = {
     "hang (SIGSTOP)": DrillConfig(fault="hang", pg_timeout_s=5.0, shutdown_timeout_s=5),
     "exception": DrillConfig(fault="exception", shutdown_timeout_s=5),
     "cut-link (node 1)": DrillConfig(fault="cut-link", shutdown_timeout_s=5),
+    "kill-node (node 1's agent + rank, replacement)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
+    "kill-node (node 1, replacement on a spare node)": DrillConfig(fault="kill-node", shutdown_timeout_s=5),
+    "kill-node (node 0, rendezvous store on its own node)": DrillConfig(fault="kill-node", fault_rank=0,
+                                                                       shutdown_timeout_s=5),
 }
 FLAT = Path(__file__).resolve().parents[1] / "examples" / "emulate-flat.yaml"
 
@@ -58,13 +63,17 @@ def _median(rs: list[DrillResult], key: str) -> str:
     return f"{statistics.median(vals):6.2f}" if vals else "     -"
 
 
-def drills(repeats: int, emulated: bool) -> bool:
+def drills(repeats: int, emulated: bool, only: str = "", run_prefix: str = "gp") -> bool:
     from slowlink.reliability.drill_emulate import run_emulated_drill
 
     ok = True
     print(f"{'fault':42} ok  lost(c/u) detect restart restore recomp | recovery predicted")
     for name, cfg in (EMULATED if emulated else DRILLS).items():
-        rs = [run_emulated_drill(cfg, FLAT, nodes=2) if emulated else run_drill(cfg) for _ in range(repeats)]
+        if only not in name:
+            continue
+        spare, store = "spare node" in name, "store on its own node" in name
+        rs = [run_emulated_drill(cfg, FLAT, nodes=2, run_prefix=run_prefix, spare=spare, store_node=store) if emulated
+              else run_drill(cfg) for _ in range(repeats)]
         ok &= all(r.ok for r in rs)
         r0 = rs[0]
         print(f"{name:42} {'yes' if all(r.ok for r in rs) else 'NO ':3} {r0.committed_steps_lost}/"
@@ -82,6 +91,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--skip-drills", action="store_true")
     ap.add_argument("--emulated", action="store_true")
+    ap.add_argument("--only", default="", help="only the drills whose name contains this")
+    ap.add_argument("--run-prefix", default="gp", help="--emulated: run ids (namespaces sl-<id>-...) start so")
     args = ap.parse_args()
     t0 = time.perf_counter()
     worst = ettr_grid()
@@ -89,7 +100,7 @@ def main() -> int:
           f"difference {worst * 100:.2f} points (goal < {ETTR_GOAL * 100:.0f}), {time.perf_counter() - t0:.2f} s")
     ok = worst < ETTR_GOAL
     if not args.skip_drills:
-        ok &= drills(args.repeats, args.emulated)
+        ok &= drills(args.repeats, args.emulated, args.only, args.run_prefix)
     return 0 if ok else 1
 
 

@@ -106,6 +106,10 @@ def test_goodput_needs_storage_or_overrides(tmp_path: Path) -> None:
     (["--fault-step", "0"], ("--fault-step (0) must be between 1",)),
     (["--fault-phase", "save", "--fault-step", "4"], ("must be a checkpoint step",)),
     (["--max-restarts", "-2"], ("--max-restarts (-2) must be >= 0",)),
+    (["--spare"], ("--spare (True) needs --emulated CLUSTER.yaml",)),
+    (["--store-node"], ("--store-node (True) needs --emulated CLUSTER.yaml",)),
+    (["--spare", "--emulated", str(EX / "emulate-flat.yaml"), "--fault", "cut-link"],
+     ("--spare (True) needs --fault kill-node",)),
 ])
 def test_drill_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
     _fails(["drill", *args], *needles)

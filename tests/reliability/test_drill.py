@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from slowlink.cli.main import app
 from slowlink.errors import SpecError
-from slowlink.reliability.drill import DrillConfig, Launch, measure, run_drill
+from slowlink.reliability.drill import AgentReplacement, DrillConfig, Launch, measure, predict, run_drill
 from slowlink.reliability.drill_worker import commit, latest_committed
 
 
@@ -62,6 +62,19 @@ def test_measure_reads_the_phases_from_events() -> None:
     m = measure(Launch(0, ev, Path("x"), "", 0.0), steps_at_fault=5)
     assert m == {"detect_s": 0.5, "restart_s": 4.0, "restore_s": 1.0, "recompute_s": 2.0}
     assert measure(Launch(1, ev[:2], Path("x"), "", 0.0), 5)["restart_s"] is None  # never restarted
+
+
+@pytest.mark.parametrize(("replacement", "restart"), [
+    (None, 7.0),                             # launch to group ready, as in the reference
+    (AgentReplacement(12.5, 2.0), 15.5),     # the dead agent's heartbeat expiry dominates, then ranks start
+    (AgentReplacement(1.0, 2.0), 9.0),       # the replacement's start-up (2 + 4 s) dominates
+])
+def test_predict_waits_for_a_replaced_agent(replacement: AgentReplacement | None, restart: float) -> None:
+    ref = [{"ev": "start", "t": 104.0, "attempt": 0, "rank": 0},      # agent start-up + rendezvous: 4 s
+           {"ev": "pg_ready", "t": 107.0, "attempt": 0, "rank": 0},  # ranks' start to group ready: 3 s
+           {"ev": "commit", "t": 108.0, "attempt": 0, "rank": 0, "save_s": 0.5}]
+    rec, _ = predict(DrillConfig(fault="kill-node"), Launch(0, ref, Path("x"), "", 100.0), 1, replacement)
+    assert rec.detect_s == 0.0 and rec.restart_s == pytest.approx(restart) and rec.restore_s == 0.5
 
 
 def _ours_running(tmp_path: Path) -> list[str]:

@@ -87,6 +87,10 @@ def drill_cmd(
                                          "SIGKILL of the ranks on a restart, s (its default: 30)."),
     emulated: Path | None = _EMULATED,
     nodes: int | None = typer.Option(None, "--nodes", help="--emulated: nodes to emulate (default: the file's)."),
+    spare: bool = typer.Option(False, "--spare", help="--emulated kill-node: start the replacement agent on one "
+                               "more node outside the job (a hot spare) instead of on the killed node."),
+    store_node: bool = typer.Option(False, "--store-node", help="--emulated: host torchrun's rendezvous store on "
+                                    "one more node of its own instead of in node 0's agent (node 0 may then fail)."),
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
@@ -98,9 +102,10 @@ def drill_cmd(
     if emulated is not None:
         from slowlink.reliability.drill_emulate import run_emulated_drill
 
-        r = run_emulated_drill(cfg, emulated, nodes)
-    elif nodes is not None:
-        raise SpecError(f"--nodes ({nodes}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
+        r = run_emulated_drill(cfg, emulated, nodes, spare=spare, store_node=store_node)
+    elif nodes is not None or spare or store_node:
+        flag, value = next((f, v) for f, v in (("nodes", nodes), ("spare", spare), ("store-node", store_node)) if v)
+        raise SpecError(f"--{flag} ({value}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
     else:
         r = run_drill(cfg)
     if as_json:

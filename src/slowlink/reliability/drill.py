@@ -263,16 +263,36 @@ def measure(run: Launch, steps_at_fault: int) -> dict[str, float | None]:
     return out
 
 
-def predict(cfg: DrillConfig, ref: Launch, uncommitted: int) -> tuple[RecoveryCost, float]:
-    """The recovery model on this machine: its phases from the reference run (module docstring)."""
+@dataclass(frozen=True)
+class AgentReplacement:
+    """A killed node's torchrun agent replaced (emulated kill-node, :mod:`~slowlink.reliability.drill_emulate`):
+    the next rendezvous round waits both for the dead agent to be declared dead (``dead_after_s`` after the
+    fault: its heartbeat expired) and for the replacement, started ``start_after_s`` after detection, to start
+    and join; only then do the ranks start."""
+
+    dead_after_s: float
+    start_after_s: float
+
+
+def predict(cfg: DrillConfig, ref: Launch, uncommitted: int, replacement: AgentReplacement | None = None
+            ) -> tuple[RecoveryCost, float]:
+    """The recovery model on this machine: its phases from the reference run (module docstring). With a
+    ``replacement`` the restart is max(dead agent expired, replacement started + the reference's agent
+    start-up to its ranks' start) + the reference's rank start to group ready."""
     ready = max((e["t"] for e in ref.of("pg_ready", 0)), default=ref.launched_at)
+    first = min((e["t"] for e in ref.of("start", 0)), default=ref.launched_at)
+    restart = ready - ref.launched_at
+    if replacement is not None:
+        agent_s = replacement.start_after_s + first - ref.launched_at
+        restart = max(replacement.dead_after_s, agent_s) + ready - first
     saves = [e["save_s"] for e in ref.of("commit", 0)]
     steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
     step_s = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 1 else 0.0
     detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
     # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
     stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
-    rec = RecoveryCost(detect, stop + ready - ref.launched_at, sorted(saves)[len(saves) // 2] if saves else 0.0, 0.0)
+    restore = sorted(saves)[len(saves) // 2] if saves else 0.0
+    rec = RecoveryCost(detect, stop + restart, restore, 0.0)
     return rec, uncommitted * step_s
 
 
@@ -314,8 +334,10 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
         return summarize(cfg, ref, run)
 
 
-def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
-    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction."""
+def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentReplacement | None = None
+              ) -> DrillResult:
+    """Compare the faulted run with the reference: recovered, equal, steps lost, phases, prediction
+    (``replacement``: :func:`predict`)."""
     faults = run.of("fault", 0)
     t_fault = _first(faults) or float("inf")
     commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
@@ -325,7 +347,7 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch) -> DrillResult:
     committed_lost = max(0, last_commit - min(restored)) if restored else 0
     recovered = run.rc == 0 and bool(run.of("done"))
     equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
-    rec, recompute = predict(cfg, ref, at_fault - last_commit)
+    rec, recompute = predict(cfg, ref, at_fault - last_commit, replacement)
     return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
                        measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
                        run.leftover_pids + ref.leftover_pids)

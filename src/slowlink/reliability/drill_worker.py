@@ -93,11 +93,13 @@ def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
 
     env = os.environ
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    # On the emulated cluster torchrun names the store's host by the shared host name (localhost in every
-    # namespace); the drill passes node 0's address instead.
-    host = env.get("SLOWLINK_DRILL_MASTER_ADDR", env["MASTER_ADDR"])
-    base = TCPStore(host, int(env["MASTER_PORT"]), world, is_master=rank == 0 and not agent,
-                         timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
+    host, port, master = env["MASTER_ADDR"], int(env["MASTER_PORT"]), rank == 0 and not agent
+    if "SLOWLINK_DRILL_STORE" in env:
+        # On the emulated cluster every rank joins the rendezvous store itself (hosted by node 0's agent, which
+        # outlives a killed node), not the store of whichever node is rank 0 in this round: see drill_emulate.
+        addr, _, p = env["SLOWLINK_DRILL_STORE"].rpartition(":")
+        host, port, master = addr, int(p), False
+    base = TCPStore(host, port, world, is_master=master, timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
     attempt = max(attempt, (base.add("slowlink-drill/joined", 1) - 1) // world)
     dist.init_process_group("gloo", store=PrefixStore(f"attempt{attempt}", base), rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
@@ -180,7 +182,20 @@ def save_final(model: Any, opt: Any, path: Path) -> None:
     torch.save(final, path)
 
 
+def serve_store(host: str, port: int) -> None:
+    """Host a TCP store for torchrun's c10d rendezvous on a node of its own (``--store-node``: the agents all
+    join it as clients, so any job node may be killed); runs until killed."""
+    from torch._C._distributed_c10d import TCPStore
+
+    store = TCPStore(host, port, is_master=True, wait_for_workers=False)
+    while store is not None:
+        time.sleep(3600)
+
+
 def main() -> None:
+    if sys.argv[1] == "--store":
+        serve_store(sys.argv[2], int(sys.argv[3]))
+        return
     cfg = json.loads(Path(sys.argv[1]).read_text())
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
