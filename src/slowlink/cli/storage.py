@@ -51,19 +51,21 @@ def validate_storage(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
     """Compare the storage model with published checkpoints and MLPerf Storage results."""
-    from slowlink.report.storage import error_summary, validation_table
-    from slowlink.storage.validate import cases
+    from slowlink.report.storage import error_summary, misses_and_unscored, validation_table
+    from slowlink.storage.validate import cases, not_scored
 
-    cs = cases()
+    cs, unscored = cases(), not_scored()
     scored = [abs(c.error) for c in cs if c.scored]
     if as_json:
         print_json({"cases": [{"id": c.id, "quantity": c.quantity, "predicted": c.predicted,
                                "published": c.measured, "error": c.error, "tolerance": c.tolerance,
-                               "scored": c.scored, "source": c.source} for c in cs],
+                               "scored": c.scored, "known_miss": c.known_miss, "source": c.source} for c in cs],
+                    "not_scored": [vars(u) for u in unscored],
                     "mean_abs_error": sum(scored) / len(scored), "max_abs_error": max(scored)})
         return
     out.print(validation_table(cs))
     out.print(error_summary(cs))
+    out.print(misses_and_unscored(cs, unscored))
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from slowlink import units
 if TYPE_CHECKING:
     from slowlink.storage.checkpoint import CheckpointSize
     from slowlink.storage.plan import StoragePlan
-    from slowlink.storage.validate import StorageCase
+    from slowlink.storage.validate import NotScored, StorageCase
 
 
 def size_table(name: str, size: CheckpointSize) -> Table:
@@ -50,14 +50,23 @@ def storage_rows(plans: list[StoragePlan]) -> list[tuple[str, list[str]]]:
 
 def validation_table(cases: list[StorageCase]) -> Table:
     """Predicted vs published, the error and the tolerance of every storage case."""
-    table = Table(title="storage model vs published checkpoints and MLPerf Storage v1.0")
+    table = Table(title="storage model vs published checkpoints and MLPerf Storage v1.0 / v2.0")
     for col in ("case", "quantity", "predicted", "published", "error", "tolerance"):
         table.add_column(col, justify="right")
     for c in cases:
         note = "" if c.scored else " (not scored)"
+        if c.known_miss:
+            note += " (miss, see below)"
         table.add_row(c.id, c.quantity, f"{c.predicted:.3g}", f"{c.measured:.3g}", f"{c.error:+.1%}{note}",
                       f"±{c.tolerance:.0%}")
     return table
+
+
+def misses_and_unscored(cases: list[StorageCase], unscored: list[NotScored]) -> str:
+    """Why each missed case misses, and why each published figure without the model's inputs is not scored."""
+    lines = [f"miss {c.id} {c.quantity}: {c.known_miss}" for c in cases if c.known_miss]
+    lines += [f"not scored {u.id} {u.quantity} ({u.published}): {u.reason} (source: {u.source})" for u in unscored]
+    return "\n".join(lines)
 
 
 def error_summary(cases: list[StorageCase]) -> str:
