@@ -44,15 +44,28 @@ def test_sync_and_async_save_and_restore_on_one_rank(one_rank: launch.RankContex
 
 
 def test_prediction_follows_the_storage_model() -> None:
-    probe = HostProbe(write_bytes_s=100e6, read_bytes_s=200e6, copy_bytes_s=1e9)
+    # 2 ranks x 50 MB = 100 MB; one core: the two ranks' torch.save passes (CRC-32) take turns on it
+    probe = HostProbe(write_bytes_s=100e6, read_bytes_s=200e6, copy_bytes_s=1e9, serialize_bytes_s=400e6, cores=1)
     cfg = CheckpointBenchConfig(state_bytes=50_000_000)
-    rows = finish_rows([{"mode": "sync", "ranks": 2, "blocking_s": 2.0, "drain_s": 0.0, "restore_s": 0.5},
+    rows = finish_rows([{"mode": "sync", "ranks": 2, "blocking_s": 2.5, "drain_s": 0.0, "restore_s": 0.6},
                         {"mode": "async", "ranks": 2, "blocking_s": 0.1, "drain_s": 1.9, "restore_s": 0.5}], cfg, probe)
     sync, asy = rows
-    assert sync["predicted_blocking_s"] == pytest.approx(1.0) and sync["predicted_drain_s"] == 0.0
-    assert asy["predicted_blocking_s"] == pytest.approx(0.05) and asy["predicted_drain_s"] == pytest.approx(1.0)
-    assert sync["predicted_restore_s"] == pytest.approx(0.5) and sync["restore_error"] == pytest.approx(0.0)
-    assert sync["write_error"] == pytest.approx(-0.5) and sync["gbyte_s"] == pytest.approx(0.05)
+    write = 100e6 / 400e6 + 100e6 / 100e6  # serialize on one core, then the disk
+    assert sync["predicted_blocking_s"] == pytest.approx(write) and sync["predicted_drain_s"] == 0.0
+    assert asy["predicted_blocking_s"] == pytest.approx(0.05) and asy["predicted_drain_s"] == pytest.approx(write)
+    assert sync["predicted_restore_s"] == pytest.approx(0.5 + 0.1) and sync["restore_error"] == pytest.approx(0.0)
+    assert sync["write_error"] == pytest.approx(write / 2.5 - 1) and sync["gbyte_s"] == pytest.approx(0.04)
+
+
+def test_serialization_spreads_over_the_cores_the_ranks_can_use() -> None:
+    from slowlink.storage.checkpoint import cpu_time_s, dcp_write_time_s
+
+    assert cpu_time_s(8e9, ranks=8, cores=2, bytes_s_per_core=2e9) == pytest.approx(2.0)
+    assert cpu_time_s(8e9, ranks=2, cores=16, bytes_s_per_core=2e9) == pytest.approx(2.0)
+    assert cpu_time_s(8e9, ranks=8, cores=16, bytes_s_per_core=2e9) == pytest.approx(0.5)
+    assert dcp_write_time_s(8e9, 8, 16, 2e9, storage_time_s=1.0) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="cores"):
+        cpu_time_s(1.0, ranks=1, cores=0, bytes_s_per_core=1.0)
 
 
 @pytest.mark.slow
@@ -85,5 +98,6 @@ def test_cli_bad_options(args: list[str], needles: tuple[str, ...]) -> None:
 def test_probes_before_and_after_average_as_time_per_byte() -> None:
     from slowlink.bench.checkpoint import mean_probe
 
-    p = mean_probe(HostProbe(100.0, 200.0, 1.0), HostProbe(300.0, 200.0, 3.0))
+    p = mean_probe(HostProbe(100.0, 200.0, 1.0, 4.0, 2), HostProbe(300.0, 200.0, 3.0, 4.0, 1))
     assert (p.write_bytes_s, p.read_bytes_s, p.copy_bytes_s) == pytest.approx((150.0, 200.0, 1.5))
+    assert (p.serialize_bytes_s, p.cores) == (pytest.approx(4.0), 1)

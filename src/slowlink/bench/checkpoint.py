@@ -10,12 +10,16 @@ DCP writes each once, from its rank). Times are the slowest rank's, every phase 
          training collectives beside it, it hung (FIELD_NOTES.md, "Async checkpoints with gloo").
   restore = dcp.load into a like-shaped state after the checkpoint's pages were evicted; every tensor is checked
          equal to what was saved.
-The prediction (:mod:`slowlink.storage.checkpoint`): write = ``checkpoint_write_time_s(B, 1 node, disk, disk)``,
-async blocking = ``staging_time_s(B / N, copy)``, drain = write, restore = ``checkpoint_restore_time_s``, where
-disk write and read bandwidth are measured by N threads writing (fsync) and reading back (cache evicted)
-``probe_bytes`` on the same filesystem, and ``copy`` is one tensor copy of a rank's bytes in host memory (the
-"host link" of a CPU rank); the probe runs before and after the ranks, and the model takes the mean time per
-byte of the two. Nothing is fitted to the checkpoint runs.
+The prediction (:mod:`slowlink.storage.checkpoint`), from probes of this host taken before and after the ranks
+(the model takes the mean time per byte of the two), nothing fitted to the checkpoint runs:
+  write    = ``dcp_write_time_s``: every rank's torch.save pass (CRC-32) over its bytes, the ranks sharing the
+             cores, then ``checkpoint_write_time_s(B, 1 node, disk, disk)``
+  async    blocking = ``staging_time_s(B / N, copy)``; drain = write
+  restore  = ``dcp_restore_time_s``: ``checkpoint_restore_time_s`` then one host copy into the caller's tensors
+where disk write and read bandwidth are measured by N threads writing (fsync) and reading back (cache evicted)
+``probe_bytes`` on the same filesystem; ``copy`` is one tensor copy of a rank's bytes in host memory (the "host
+link" of a CPU rank); ``serialize`` is ``torch.save`` of a like tensor into /dev/null with torch's own settings
+(CRC-32 on by default), one thread; cores are the CPUs this process may run on.
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ import numpy as np
 from slowlink import units
 from slowlink.bench import pagecache
 from slowlink.errors import BenchError, SpecError, field_error
-from slowlink.storage.checkpoint import checkpoint_restore_time_s, checkpoint_write_time_s, staging_time_s
+from slowlink.storage.checkpoint import (
+    checkpoint_restore_time_s,
+    checkpoint_write_time_s,
+    dcp_restore_time_s,
+    dcp_write_time_s,
+    staging_time_s,
+)
 
 MODES = ("sync", "async")
 TENSORS = 8  # tensors per rank: a few layers' worth, so DCP's per-item planning is exercised
@@ -153,17 +163,22 @@ def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class HostProbe:
-    """This machine as the checkpoint model sees it: disk write and read bandwidth, host memory copy."""
+    """This machine as the checkpoint model sees it: disk write and read bandwidth, host memory copy, one
+    thread's torch.save pass, and the cores the ranks share."""
 
     write_bytes_s: float
     read_bytes_s: float
     copy_bytes_s: float
+    serialize_bytes_s: float
+    cores: int
 
     def to_json(self) -> dict[str, object]:
         return {"write_mbyte_s": self.write_bytes_s / units.MB, "read_mbyte_s": self.read_bytes_s / units.MB,
-                "copy_gbyte_s": self.copy_bytes_s / units.GB,
+                "copy_gbyte_s": self.copy_bytes_s / units.GB, "serialize_gbyte_s": self.serialize_bytes_s / units.GB,
+                "cores": self.cores,
                 "how": "write: N threads write probe_bytes / N each and fsync; read: the same files read back "
                        "with their pages evicted; copy: one tensor of a rank's bytes cloned in host memory; "
+                       "serialize: torch.save of that tensor into /dev/null (torch's CRC-32 setting), one thread; "
                        "before and after the run, mean time per byte"}
 
 
@@ -199,7 +214,13 @@ def probe_host(directory: Path, writers: int, probe_bytes: int, rank_bytes: int)
     t0 = time.perf_counter()
     src.clone()
     copy_s = time.perf_counter() - t0
-    return HostProbe(per * writers / write_s, per * writers / read_s, src.numel() * 4 / copy_s)
+    with open(os.devnull, "wb") as sink:
+        t0 = time.perf_counter()
+        torch.save(src, sink)
+        serialize_s = time.perf_counter() - t0
+    nbytes = src.numel() * 4
+    return HostProbe(per * writers / write_s, per * writers / read_s, nbytes / copy_s, nbytes / serialize_s,
+                     len(os.sched_getaffinity(0)))
 
 
 def mean_probe(a: HostProbe, b: HostProbe) -> HostProbe:
@@ -209,13 +230,16 @@ def mean_probe(a: HostProbe, b: HostProbe) -> HostProbe:
         return 2.0 / (1.0 / x + 1.0 / y)
 
     return HostProbe(mean(a.write_bytes_s, b.write_bytes_s), mean(a.read_bytes_s, b.read_bytes_s),
-                     mean(a.copy_bytes_s, b.copy_bytes_s))
+                     mean(a.copy_bytes_s, b.copy_bytes_s), mean(a.serialize_bytes_s, b.serialize_bytes_s),
+                     min(a.cores, b.cores))
 
 
 def predict(row: dict[str, Any], total_bytes: float, ranks: int, probe: HostProbe) -> dict[str, float]:
     """The model's blocking, drain and restore seconds for one row (module docstring)."""
-    write = checkpoint_write_time_s(total_bytes, 1, probe.write_bytes_s, probe.write_bytes_s)
-    restore = checkpoint_restore_time_s(total_bytes, 1, probe.read_bytes_s, probe.read_bytes_s)
+    write = dcp_write_time_s(total_bytes, ranks, probe.cores, probe.serialize_bytes_s,
+                             checkpoint_write_time_s(total_bytes, 1, probe.write_bytes_s, probe.write_bytes_s))
+    restore = dcp_restore_time_s(total_bytes, ranks, probe.cores, probe.copy_bytes_s,
+                                 checkpoint_restore_time_s(total_bytes, 1, probe.read_bytes_s, probe.read_bytes_s))
     if row["mode"] == "sync":
         return {"predicted_blocking_s": write, "predicted_drain_s": 0.0, "predicted_restore_s": restore}
     return {"predicted_blocking_s": staging_time_s(total_bytes / ranks, probe.copy_bytes_s),

@@ -49,4 +49,5 @@ def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
 def host_probe_line(probe: dict[str, Any]) -> str:
     """The machine as the checkpoint model sees it, and how it was measured."""
     return (f"probe: disk write {probe['write_mbyte_s']:.1f} MB/s, read {probe['read_mbyte_s']:.1f} MB/s, host "
-            f"copy {probe['copy_gbyte_s']:.2f} GB/s ({probe['how']})")
+            f"copy {probe['copy_gbyte_s']:.2f} GB/s, torch.save {probe['serialize_gbyte_s']:.2f} GB/s per core, "
+            f"{probe['cores']} cores ({probe['how']})")

@@ -17,6 +17,15 @@ Ranks sit on nodes in blocks of gpus_per_node (the block placement).
              drain = write time from host memory; host memory = the node's bytes; the drain must end before
              the next checkpoint, else the next one waits
   overhead per step = (sync: write | async: blocking + max(0, drain - interval)) / steps per interval
+
+Host CPU on the write and restore paths (``serialize_time_s``, ``unpack_time_s``; priced by ``slowlink bench
+checkpoint``, where a rate is measured, not by the cluster model, which has no per-CPU rate to cite):
+torch.distributed.checkpoint's FileSystemWriter writes each tensor with ``torch.save`` from one thread per
+rank (``thread_count=1`` by default, ``filesystem.py:_write_item``), and ``torch.save`` computes a CRC-32 of
+every record it writes (``torch.utils.serialization.config.save.compute_crc32``, default on). The thread does
+it before it writes, so per rank ``t = serialize + write``; ranks share the host's cores. On restore the reader
+loads each item with ``torch.load`` and copies it into the caller's tensor (``FileSystemReader.read_data``:
+``target_tensor.copy_(tensor)``): one host-memory copy after the read.
 """
 
 from __future__ import annotations
@@ -86,6 +95,27 @@ def checkpoint_restore_time_s(total_read_bytes: float, reader_nodes: int, client
     """Restore time when ``reader_nodes`` read ``total_read_bytes`` at once: ``B / min(storage, n x client)``."""
     return transfer_time_s(total_read_bytes / reader_nodes, client_read_bytes_s, total_read_bytes,
                            storage_read_bytes_s)
+
+
+def cpu_time_s(total_bytes: float, ranks: int, cores: int, bytes_s_per_core: float) -> float:
+    """Seconds of a per-byte CPU pass (one thread per rank) over ``total_bytes`` when ``ranks`` share ``cores``:
+    ``B / (rate x min(ranks, cores))``."""
+    if ranks < 1 or cores < 1 or bytes_s_per_core <= 0:
+        raise ValueError(f"ranks ({ranks}), cores ({cores}) and rate ({bytes_s_per_core}) must be positive")
+    return total_bytes / (bytes_s_per_core * min(ranks, cores))
+
+
+def dcp_write_time_s(total_bytes: float, ranks: int, cores: int, serialize_bytes_s: float,
+                     storage_time_s: float) -> float:
+    """A torch.distributed.checkpoint save: every rank's ``torch.save`` pass (CRC-32) and then its bytes to
+    storage, one after the other on the rank's writer thread (module docstring): ``serialize + storage``."""
+    return cpu_time_s(total_bytes, ranks, cores, serialize_bytes_s) + storage_time_s
+
+
+def dcp_restore_time_s(total_bytes: float, ranks: int, cores: int, copy_bytes_s: float,
+                       storage_time_s: float) -> float:
+    """A torch.distributed.checkpoint load: the read, then one host copy into the caller's tensors."""
+    return storage_time_s + cpu_time_s(total_bytes, ranks, cores, copy_bytes_s)
 
 
 def staging_time_s(bytes_per_gpu: float, host_link_bytes_s: float) -> float:
