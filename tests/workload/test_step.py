@@ -219,3 +219,30 @@ def test_deepspeed_2021_zero3_gathers_each_tensor_without_overlap() -> None:
     assert r.comm_s["dp"] == pytest.approx(r.comm_total_s["dp"])  # nothing hidden
     fsdp = plan(_zero3(1, 384), cluster, check_memory=False)  # type: ignore[arg-type]
     assert r.step_time_s > fsdp.step_time_s
+
+
+def test_zero1_all_reduce_moves_the_full_gradient_in_its_dtype() -> None:
+    # Aleph Alpha scaling (core/optimizer/optimizer.py allreduce_gradients, allreduce.py
+    # allreduce_tensor_in_float32): ZeRO-1 all-reduces the whole gradient, in fp32, then all-gathers the
+    # parameters; Megatron's distributed optimizer reduce-scatters it. Same gather, larger reduction.
+    from slowlink.errors import SpecError
+    from slowlink.workload.validate import selene
+
+    cluster = selene(4)
+    spec = {"model": {"preset": "llama2-7b"},
+            "training": {"global_batch": 64, "micro_batch": 1, "grad_comm_dtype": "bf16"},
+            "parallel": {"tp": 1, "pp": 1, "dp": 32, "zero": 1},
+            "overlap": {"grad_reduce": False, "param_gather": False}}
+    spy, seen = _spying_cost(cluster)
+    rs = plan(workload_from_mapping(spec), cluster, spy)
+    assert [op for op, _ in seen if op in ("all_reduce", "reduce_scatter")] == ["reduce_scatter"]
+    seen.clear()
+    ar_spec = {**spec, "parallel": {**spec["parallel"], "zero1_grad_reduce": "all_reduce"}}
+    ar = plan(workload_from_mapping(ar_spec), cluster, spy)
+    assert [op for op, _ in seen if op in ("all_reduce", "reduce_scatter")] == ["all_reduce"]
+    assert ar.comm_s["dp"] > rs.comm_s["dp"]
+    fp32 = plan(workload_from_mapping({**ar_spec, "training": {**spec["training"], "grad_comm_dtype": "fp32"}}),
+                cluster)
+    assert fp32.comm_s["dp"] > ar.comm_s["dp"]
+    with pytest.raises(SpecError, match=r"zero1_grad_reduce \(all_reduce\) needs zero 1, not 2"):
+        workload_from_mapping({**ar_spec, "parallel": {**ar_spec["parallel"], "zero": 2}})

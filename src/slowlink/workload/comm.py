@@ -10,8 +10,9 @@ per layer unless said otherwise (b sequences, s tokens, h hidden, activations in
       backward (Liu et al. 2023, Ring Attention); each hop hides behind one block of attention.
   EP: dispatch + combine all_to_all of b*s/cp*top_k*h (/tp with SP) bytes forward and backward, per MoE layer.
   PP: send_recv of b*s*h/cp (/tp, scatter/gather) forward and backward, per virtual stage.
-  DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter + all-gather of the parameters
-      (ZeRO 1/2); ZeRO 3 also all-gathers the parameters forward and backward each micro-batch.
+  DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter (all-reduce with
+      zero1_grad_reduce: all_reduce) + all-gather of the parameters (ZeRO 1/2); ZeRO 3 also all-gathers
+      the parameters forward and backward each micro-batch.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     dense_n, expert_n = _local_params(w)
     g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
-    reduce_op = "all_reduce" if p.zero == 0 else "reduce_scatter"
+    reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     red = cost(reduce_op, dense_n * g_bytes, groups_of(p, dim))
     if expert_n and p.dp // p.ep > 1:
         red += cost(reduce_op, expert_n * g_bytes, groups_of(p, "edp"))
