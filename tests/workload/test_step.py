@@ -246,3 +246,24 @@ def test_zero1_all_reduce_moves_the_full_gradient_in_its_dtype() -> None:
     assert fp32.comm_s["dp"] > ar.comm_s["dp"]
     with pytest.raises(SpecError, match=r"zero1_grad_reduce \(all_reduce\) needs zero 1, not 2"):
         workload_from_mapping({**ar_spec, "parallel": {**ar_spec["parallel"], "zero": 2}})
+
+
+def test_all_gather_context_parallelism_is_exposed() -> None:
+    # Dubey et al. 2024 Sec. 3.3.2: Llama 3 all-gathers K and V before attention, "exposed in the critical
+    # path"; ring attention hides each hop behind a block of attention.
+    from slowlink.workload.validate import selene
+
+    cluster = selene(4)
+    spec = {"model": {"preset": "llama3-8b", "seq_len": 32768},
+            "training": {"global_batch": 8, "micro_batch": 1},
+            "parallel": {"tp": 8, "cp": 4, "dp": 1, "pp": 1}}
+    ring = plan(workload_from_mapping(spec), cluster, check_memory=False)
+    spy, seen = _spying_cost(cluster)
+    ag_spec = {**spec, "parallel": {**spec["parallel"], "cp_impl": "all_gather"}}
+    ag = plan(workload_from_mapping(ag_spec), cluster, spy, check_memory=False)
+    kv_full = 2 * 32768 * 4096 * 8 / 32 / 8 * 2  # K and V of the whole sequence, 1/tp of the KV heads, bf16
+    assert ("all_gather", pytest.approx(kv_full)) in seen and ("reduce_scatter", pytest.approx(kv_full)) in seen
+    assert ag.comm_total_s["cp"] > 0.0
+    assert ag.comm_s["cp"] == pytest.approx(ag.comm_total_s["cp"])
+    assert ring.comm_s["cp"] < ring.comm_total_s["cp"]
+    assert ag.comm_s["cp"] > ring.comm_s["cp"]

@@ -89,6 +89,10 @@ class ParallelSpec(BaseModel):
         "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
         "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
         "<= 0.4.0, before PR #1188).")
+    cp_impl: Literal["ring", "all_gather"] = Field(
+        "ring", description="Context parallelism: ring = K/V passed round the ring, each hop hidden behind a block "
+        "of attention (Liu et al. 2023; Megatron-LM); all_gather = K/V all-gathered before attention and dK/dV "
+        "reduce-scattered after it, exposed (Meta's Llama 3, Dubey et al. 2024 Sec. 3.3.2).")
     zero1_grad_reduce: Literal["reduce_scatter", "all_reduce"] = Field(
         "reduce_scatter", description="How ZeRO-1 reduces the gradients before each rank updates its optimizer "
         "shard: reduce_scatter (Megatron-LM distributed optimizer, DeepSpeed stage 1) or all_reduce (every rank "
