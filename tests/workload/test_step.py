@@ -219,3 +219,51 @@ def test_deepspeed_2021_zero3_gathers_each_tensor_without_overlap() -> None:
     assert r.comm_s["dp"] == pytest.approx(r.comm_total_s["dp"])  # nothing hidden
     fsdp = plan(_zero3(1, 384), cluster, check_memory=False)  # type: ignore[arg-type]
     assert r.step_time_s > fsdp.step_time_s
+
+
+def test_zero1_all_reduce_moves_the_full_gradient_in_its_dtype() -> None:
+    # Aleph Alpha scaling (core/optimizer/optimizer.py allreduce_gradients, allreduce.py
+    # allreduce_tensor_in_float32): ZeRO-1 all-reduces the whole gradient, in fp32, then all-gathers the
+    # parameters; Megatron's distributed optimizer reduce-scatters it. Same gather, larger reduction.
+    from slowlink.errors import SpecError
+    from slowlink.workload.validate import selene
+
+    cluster = selene(4)
+    spec = {"model": {"preset": "llama2-7b"},
+            "training": {"global_batch": 64, "micro_batch": 1, "grad_comm_dtype": "bf16"},
+            "parallel": {"tp": 1, "pp": 1, "dp": 32, "zero": 1},
+            "overlap": {"grad_reduce": False, "param_gather": False}}
+    spy, seen = _spying_cost(cluster)
+    rs = plan(workload_from_mapping(spec), cluster, spy)
+    assert [op for op, _ in seen if op in ("all_reduce", "reduce_scatter")] == ["reduce_scatter"]
+    seen.clear()
+    ar_spec = {**spec, "parallel": {**spec["parallel"], "zero1_grad_reduce": "all_reduce"}}
+    ar = plan(workload_from_mapping(ar_spec), cluster, spy)
+    assert [op for op, _ in seen if op in ("all_reduce", "reduce_scatter")] == ["all_reduce"]
+    assert ar.comm_s["dp"] > rs.comm_s["dp"]
+    fp32 = plan(workload_from_mapping({**ar_spec, "training": {**spec["training"], "grad_comm_dtype": "fp32"}}),
+                cluster)
+    assert fp32.comm_s["dp"] > ar.comm_s["dp"]
+    with pytest.raises(SpecError, match=r"zero1_grad_reduce \(all_reduce\) needs zero 1, not 2"):
+        workload_from_mapping({**ar_spec, "parallel": {**ar_spec["parallel"], "zero": 2}})
+
+
+def test_all_gather_context_parallelism_is_exposed() -> None:
+    # Dubey et al. 2024 Sec. 3.3.2: Llama 3 all-gathers K and V before attention, "exposed in the critical
+    # path"; ring attention hides each hop behind a block of attention.
+    from slowlink.workload.validate import selene
+
+    cluster = selene(4)
+    spec = {"model": {"preset": "llama3-8b", "seq_len": 32768},
+            "training": {"global_batch": 8, "micro_batch": 1},
+            "parallel": {"tp": 8, "cp": 4, "dp": 1, "pp": 1}}
+    ring = plan(workload_from_mapping(spec), cluster, check_memory=False)
+    spy, seen = _spying_cost(cluster)
+    ag_spec = {**spec, "parallel": {**spec["parallel"], "cp_impl": "all_gather"}}
+    ag = plan(workload_from_mapping(ag_spec), cluster, spy, check_memory=False)
+    kv_full = 2 * 32768 * 4096 * 8 / 32 / 8 * 2  # K and V of the whole sequence, 1/tp of the KV heads, bf16
+    assert ("all_gather", pytest.approx(kv_full)) in seen and ("reduce_scatter", pytest.approx(kv_full)) in seen
+    assert ag.comm_total_s["cp"] > 0.0
+    assert ag.comm_s["cp"] == pytest.approx(ag.comm_total_s["cp"])
+    assert ring.comm_s["cp"] < ring.comm_total_s["cp"]
+    assert ag.comm_s["cp"] > ring.comm_s["cp"]

@@ -7,11 +7,13 @@ per layer unless said otherwise (b sequences, s tokens, h hidden, activations in
   TP: with SP 2 all-gathers + 2 reduce-scatters of b*s*h/cp bytes forward and as many backward, else
       2 all-reduces each way; full recompute repeats the forward ones (Korthikanti et al. 2022, Sec. 4.2).
   CP: ring attention passes K and V (2*b*(s/cp)*h_kv/tp values) cp-1 times forward, K, V, dK, dV
-      backward (Liu et al. 2023, Ring Attention); each hop hides behind one block of attention.
+      backward (Liu et al. 2023, Ring Attention); each hop hides behind one block of attention. cp_impl
+      all_gather: one all-gather of the full K, V forward and one reduce-scatter of dK, dV backward.
   EP: dispatch + combine all_to_all of b*s/cp*top_k*h (/tp with SP) bytes forward and backward, per MoE layer.
   PP: send_recv of b*s*h/cp (/tp, scatter/gather) forward and backward, per virtual stage.
-  DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter + all-gather of the parameters
-      (ZeRO 1/2); ZeRO 3 also all-gathers the parameters forward and backward each micro-batch.
+  DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter (all-reduce with
+      zero1_grad_reduce: all_reduce) + all-gather of the parameters (ZeRO 1/2); ZeRO 3 also all-gathers
+      the parameters forward and backward each micro-batch.
 """
 
 from __future__ import annotations

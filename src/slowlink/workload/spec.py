@@ -89,6 +89,14 @@ class ParallelSpec(BaseModel):
         "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
         "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
         "<= 0.4.0, before PR #1188).")
+    cp_impl: Literal["ring", "all_gather"] = Field(
+        "ring", description="Context parallelism: ring = K/V passed round the ring, each hop hidden behind a block "
+        "of attention (Liu et al. 2023; Megatron-LM); all_gather = K/V all-gathered before attention and dK/dV "
+        "reduce-scattered after it, exposed (Meta's Llama 3, Dubey et al. 2024 Sec. 3.3.2).")
+    zero1_grad_reduce: Literal["reduce_scatter", "all_reduce"] = Field(
+        "reduce_scatter", description="How ZeRO-1 reduces the gradients before each rank updates its optimizer "
+        "shard: reduce_scatter (Megatron-LM distributed optimizer, DeepSpeed stage 1) or all_reduce (every rank "
+        "gets the full gradient: Aleph Alpha's scaling, core/optimizer/optimizer.py allreduce_gradients).")
     order: str = Field(
         "tp-cp-dp-pp", description="Rank order, fastest-varying dimension first: a permutation of tp, cp, dp, pp "
         "joined by '-'. Megatron-LM: tp-cp-dp-pp (default); Meta's Llama 3: tp-cp-pp-dp (DP outermost).")
@@ -111,6 +119,13 @@ class ParallelSpec(BaseModel):
         if sorted(v.split("-")) != ["cp", "dp", "pp", "tp"]:
             raise ValueError(f"order ({v!r}) must name tp, cp, dp and pp once each, joined by '-'")
         return v
+
+    @model_validator(mode="after")
+    def _all_reduce_only_under_zero1(self) -> ParallelSpec:
+        if self.zero1_grad_reduce == "all_reduce" and self.zero != 1:
+            raise ValueError(f"zero1_grad_reduce (all_reduce) needs zero 1, not {self.zero}: ZeRO 0 always "
+                             "all-reduces, ZeRO 2 and 3 shard the gradients (reduce-scatter)")
+        return self
 
     @model_validator(mode="after")
     def _interleaving_needs_stages(self) -> ParallelSpec:

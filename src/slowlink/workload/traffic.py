@@ -2,7 +2,8 @@
 
 Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on the busiest stage):
   TP  exposed unless overlap.tp_comm, then only what exceeds the layer's compute;
-  CP  each ring hop hides behind one block of attention (1/cp of the attention core);
+  CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
+      variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all sits between router and experts);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
       over the TP group, Narayanan et al. 2021 Sec. 4.1);
@@ -63,6 +64,11 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "cp_pairs")
     kv = 2.0 * w.training.micro_batch * m.seq_len / p.cp * m.hidden * m.kv_heads / m.heads / p.tp * kept_bytes(
         w.training.precision)
+    if p.cp_impl == "all_gather":  # full-sequence K/V gathered forward (again under full recompute), dK/dV
+        full, grp = kv * p.cp, groups_of(p, "cp")  # reduce-scattered backward; all on the critical path
+        gathers = 2.0 if w.training.recompute == "full" else 1.0
+        t = gathers * cost("all_gather", full, grp) + cost("reduce_scatter", full, grp)
+        return DimComm(t, t, "all_gather", full, "cp")
     hop = cost("send_recv", kv, groups_of(p, "cp_pairs"))
     passes = 1.0 + 2.0 + (1.0 if w.training.recompute == "full" else 0.0)
     hidden = lc.attn_core_s / p.cp
@@ -118,7 +124,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     dense_n, expert_n = _local_params(w)
     g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
-    reduce_op = "all_reduce" if p.zero == 0 else "reduce_scatter"
+    reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     red = cost(reduce_op, dense_n * g_bytes, groups_of(p, dim))
     if expert_n and p.dp // p.ep > 1:
         red += cost(reduce_op, expert_n * g_bytes, groups_of(p, "edp"))
