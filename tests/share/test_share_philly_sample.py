@@ -9,12 +9,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from slowlink.errors import SpecError
 from slowlink.share.sim import simulate_share
 from slowlink.share.spec import check_share, load_share
-from slowlink.share.trace import philly_jobs_runs, read_philly_jobs, read_trace
+from slowlink.share.trace import TracedRun, philly_jobs_runs, read_philly_jobs, read_trace
 
 DATA = Path(__file__).parents[1] / "data" / "share"
 SAMPLE = DATA / "philly_jobs_4gpu_pass.json"
@@ -22,11 +23,11 @@ SCENARIO = Path(__file__).parents[2] / "examples" / "share-philly-trace.yaml"
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[str, object]:
+def runs() -> dict[str, TracedRun]:
     return {r.id: r for r in philly_jobs_runs(SAMPLE)}
 
 
-def test_the_first_entry_read_by_hand(runs: dict) -> None:
+def test_the_first_entry_read_by_hand(runs: dict[str, TracedRun]) -> None:
     # line 2 of the file: submitted 2017-10-07 01:11:39, attempts 01:12:09-01:13:23 and
     # 01:13:30-2017-10-09 06:53:12, 8 GPUs, runtime 3221.05 (minutes, first start to last end)
     r = runs["application_1506638472019_14199"]
@@ -36,7 +37,7 @@ def test_the_first_entry_read_by_hand(runs: dict) -> None:
     assert r.span_s / 60 == pytest.approx(3221.05)
 
 
-def test_every_runtime_column_matches_the_attempts(runs: dict) -> None:
+def test_every_runtime_column_matches_the_attempts(runs: dict[str, TracedRun]) -> None:
     # the file's own runtime column (minutes) is first start to last end: our times must reproduce it
     entries = {e["id"]: e for e in json.loads(SAMPLE.read_text())}
     assert len(entries) == len(runs) == 3034
@@ -119,3 +120,11 @@ def test_fewer_servers_make_the_sample_queue() -> None:
     small = spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"nodes": 64})})
     res = simulate_share(small, jobs, check_share(small, jobs, "test"))
     assert all(p.finished == 3034 and p.mean_queue_s > 0 for p in res.policies)
+
+
+def test_the_recorded_queueing_quoted_in_the_docs(runs: dict[str, TracedRun]) -> None:
+    # docs/share.md, "The Philly sample next to its paper": p50 57 s, p95 7,753 s, mean 3,710 s
+    queue = np.array([r.queue_s for r in runs.values()])
+    assert np.percentile(queue, 50) == 57.0
+    assert np.percentile(queue, 95) == pytest.approx(7753, abs=1)
+    assert queue.mean() == pytest.approx(3710, abs=1)
