@@ -133,7 +133,7 @@ class TracedRun:
 
     @property
     def queue_s(self) -> float:
-        """Submission to the first attempt's start: the queueing delay of Jeon et al.'s notebook
+        """Submission to the first attempt's start: the queueing delay of the trace repository's notebook
         (msr-fiddle/philly-traces, ``Job.queueing_delay``)."""
         return self.attempts[0][0] - self.submitted_s
 
@@ -144,8 +144,8 @@ class TracedRun:
 
     @property
     def span_s(self) -> float:
-        """First attempt's start to the last one's end: the run time of Jeon et al.'s notebook (``Job.run_time``,
-        their Figure 2)."""
+        """First attempt's start to the last one's end: the run time of the trace repository's notebook
+        (``Job.run_time``, its re-plot of the paper's Figure 2)."""
         return self.attempts[-1][1] - self.attempts[0][0]
 
 
