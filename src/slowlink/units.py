@@ -27,7 +27,9 @@ Mbit = 1e6 / 8.0
 NS = 1e-9
 US = 1e-6
 MS = 1e-3
+MINUTE = 60.0
 HOUR = 3600.0
+DAY = 86400.0
 
 # Compute.
 TFLOPS = 1e12

@@ -100,6 +100,18 @@ def test_a_missing_trace_file_is_named(tmp_path: Path) -> None:
     assert "trace.path" in res.output and "does not exist" in res.output
 
 
+def test_a_bad_philly_jobs_entry_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "jobs.json").write_text('[{"id": "a", "num_gpus": 0, "submitted_time": "2017-10-01 00:00:00", '
+                                        '"attempts": [{"start_time": "2017-10-01 00:00:00", '
+                                        '"end_time": "2017-10-01 01:00:00"}]}]')
+    p = tmp_path / "t.yaml"
+    p.write_text("cluster: {nodes: 1}\npolicies: [{scheduler: gang}]\ntrace: {path: jobs.json, format: philly-jobs}\n")
+    res = runner.invoke(app, ["share", str(p)])
+    assert res.exit_code == 2, res.output
+    assert "jobs.json: job 0.num_gpus (0): must be a whole number >= 1" in res.output
+    assert "Traceback" not in res.output
+
+
 def test_a_missing_scenario_file_is_named(tmp_path: Path) -> None:
     res = runner.invoke(app, ["share", str(tmp_path / "none.yaml")])
     assert res.exit_code == 2 and "does not exist" in res.output

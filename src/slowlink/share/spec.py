@@ -113,9 +113,10 @@ class SyntheticSpec(BaseModel):
 class TraceSpec(BaseModel):
     model_config = _STRICT
     path: str = Field(description="Trace file, relative to the scenario file.")
-    format: Literal["openb", "philly"] = Field(
+    format: Literal["openb", "philly", "philly-jobs"] = Field(
         description="openb: Alibaba cluster-trace-gpu-v2023 openb_pod_list_*.csv; philly: Microsoft Philly "
-        "cluster_job_log (JSON list).")
+        "cluster_job_log (JSON list); philly-jobs: Philly jobs cut down to id, num_gpus, attempts, submitted_time "
+        "(the layout of tests/data/share/philly_jobs_4gpu_pass.json).")
     limit: int | None = Field(None, ge=1, description="Read only the first N jobs (by submission time).")
     replay: Literal["timed", "fill"] = Field(
         "timed", description="timed: the trace's arrival and run times; fill: one job a second in trace order, "

@@ -10,6 +10,14 @@
   a JSON list of jobs with ``submitted_time`` and ``attempts[].{start_time, end_time, detail[].gpus}``.
   GPUs = those of the first attempt; run time = the sum of the attempts' lengths; jobs with no complete
   attempt are skipped.
+* ``philly-jobs``: the same jobs cut down to ``{id, num_gpus, runtime, attempts[].{start_time, end_time},
+  submitted_time}`` (``runtime``: minutes from the first start to the last end), the layout of
+  ``analysis/jobs.json`` in github.com/marwage/philly-traces (a fork of msr-fiddle/philly-traces), whose rows
+  tests/data/share/philly_jobs_4gpu_pass.json ships. Every field is required: a cleaned file has no gaps.
+  GPUs = ``num_gpus``; run time = the sum of the attempts' lengths, as for ``philly``.
+
+Trace times carry no time zone; they are read as UTC wall-clock times, so that differences between them do
+not depend on the zone (or its daylight-saving changes) of the machine that reads them.
 
 Every malformed row is a :class:`SpecError` naming the file, the row and the field.
 """
@@ -19,7 +27,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +83,7 @@ def _philly_time(value: Any, where: str) -> float | None:
     if value is None or value == "None":
         return None
     try:
-        return datetime.strptime(str(value), _PHILLY_TIME).timestamp()
+        return datetime.strptime(str(value), _PHILLY_TIME).replace(tzinfo=UTC).timestamp()
     except ValueError:
         raise SpecError(f"{where} ({value!r}): must be a time written {_PHILLY_TIME}") from None
 
@@ -113,9 +122,102 @@ def read_philly(path: Path, limit: int | None = None) -> list[Job]:
     return [Job(j.id, j.arrival_s - t0, j.gpus, j.duration_s, j.kind) for j in jobs]
 
 
+@dataclass(frozen=True)
+class TracedRun:
+    """A job as its trace recorded it: submission and attempts in seconds (UTC epoch), GPUs."""
+
+    id: str
+    submitted_s: float
+    gpus: int
+    attempts: tuple[tuple[float, float], ...]
+
+    @property
+    def queue_s(self) -> float:
+        """Submission to the first attempt's start: the queueing delay of the trace repository's notebook
+        (msr-fiddle/philly-traces, ``Job.queueing_delay``)."""
+        return self.attempts[0][0] - self.submitted_s
+
+    @property
+    def run_s(self) -> float:
+        """Sum of the attempts' lengths: the time the job held its GPUs."""
+        return sum(end - start for start, end in self.attempts)
+
+    @property
+    def span_s(self) -> float:
+        """First attempt's start to the last one's end: the run time of the trace repository's notebook
+        (``Job.run_time``, its re-plot of the paper's Figure 2)."""
+        return self.attempts[-1][1] - self.attempts[0][0]
+
+
+def _required(entry: dict[str, Any], key: str, where: str) -> Any:
+    if key not in entry:
+        raise SpecError(f"{where}: {key} is missing: a philly-jobs entry needs id, num_gpus, attempts and "
+                        "submitted_time")
+    return entry[key]
+
+
+def _time(value: Any, where: str) -> float:
+    t = _philly_time(value, where)
+    if t is None:
+        raise SpecError(f"{where} ({value!r}): must be a time written {_PHILLY_TIME}")
+    return t
+
+
+def _philly_jobs_entry(entry: Any, where: str) -> TracedRun:
+    if not isinstance(entry, dict):
+        raise SpecError(f"{where} ({type(entry).__name__}): must be an object with id, num_gpus, attempts and "
+                        "submitted_time")
+    gpus = _required(entry, "num_gpus", where)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise SpecError(f"{where}.num_gpus ({gpus!r}): must be a whole number >= 1")
+    attempts = _required(entry, "attempts", where)
+    if not isinstance(attempts, list) or not attempts:
+        raise SpecError(f"{where}.attempts ({attempts!r}): must be a non-empty list of attempts")
+    spans = []
+    for k, a in enumerate(attempts):
+        at = f"{where}.attempts.{k}"
+        if not isinstance(a, dict):
+            raise SpecError(f"{at} ({a!r}): must be an object with start_time and end_time")
+        start = _time(_required(a, "start_time", at), f"{at}.start_time")
+        end = _time(_required(a, "end_time", at), f"{at}.end_time")
+        if end < start:
+            raise SpecError(f"{at}.end_time ({a['end_time']!r}): must not be before start_time ({a['start_time']!r})")
+        spans.append((start, end))
+    submitted = _time(_required(entry, "submitted_time", where), f"{where}.submitted_time")
+    if spans[0][0] < submitted:
+        raise SpecError(f"{where}.attempts.0.start_time ({attempts[0]['start_time']!r}): must not be before "
+                        f"submitted_time ({entry['submitted_time']!r})")
+    return TracedRun(str(_required(entry, "id", where)), submitted, gpus, tuple(spans))
+
+
+def philly_jobs_runs(path: Path) -> list[TracedRun]:
+    """The runs of a ``philly-jobs`` file as the trace recorded them, in submission order."""
+    try:
+        data = json.loads(read_text(path, "trace.path"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise SpecError(f"{path}: a philly-jobs file is a JSON list of jobs, got {type(data).__name__}")
+    runs = [_philly_jobs_entry(e, f"{path}: job {i}") for i, e in enumerate(data)]
+    return sorted(runs, key=lambda r: r.submitted_s)
+
+
+def read_philly_jobs(path: Path, limit: int | None = None) -> list[Job]:
+    """The training jobs of a ``philly-jobs`` file, arrivals from the first submission; a run of zero length
+    (an attempt that ended the second it started) is skipped."""
+    runs = [r for r in philly_jobs_runs(path) if r.run_s > 0]
+    runs = runs[:limit] if limit else runs
+    t0 = runs[0].submitted_s if runs else 0.0
+    return [Job(r.id, r.submitted_s - t0, r.gpus, r.run_s, "training") for r in runs]
+
+
 def read_trace(path: Path, fmt: str, limit: int | None = None, unscheduled: bool = False) -> list[Job]:
-    """Jobs of a trace file in format ``fmt`` (openb or philly); a trace with no usable job is an error."""
-    jobs = read_openb(path, limit, unscheduled) if fmt == "openb" else read_philly(path, limit)
+    """Jobs of a trace file in format ``fmt`` (openb, philly or philly-jobs); a trace with no usable job is an
+    error."""
+    if fmt == "openb":
+        jobs = read_openb(path, limit, unscheduled)
+    else:
+        jobs = read_philly(path, limit) if fmt == "philly" else read_philly_jobs(path, limit)
     if not jobs:
         raise SpecError(f"{path}: trace ({fmt}) has no job with GPUs and a complete run")
     return jobs
