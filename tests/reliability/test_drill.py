@@ -13,7 +13,15 @@ from typer.testing import CliRunner
 
 from slowlink.cli.main import app
 from slowlink.errors import SpecError
-from slowlink.reliability.drill import AgentReplacement, DrillConfig, Launch, measure, predict, run_drill
+from slowlink.reliability.drill import (
+    WORKER_CLOSE_TIMEOUT_S,
+    AgentReplacement,
+    DrillConfig,
+    Launch,
+    measure,
+    predict,
+    run_drill,
+)
 from slowlink.reliability.drill_worker import commit, latest_committed
 
 
@@ -75,6 +83,18 @@ def test_predict_waits_for_a_replaced_agent(replacement: AgentReplacement | None
            {"ev": "commit", "t": 108.0, "attempt": 0, "rank": 0, "save_s": 0.5}]
     rec, _ = predict(DrillConfig(fault="kill-node"), Launch(0, ref, Path("x"), "", 100.0), 1, replacement)
     assert rec.detect_s == 0.0 and rec.restart_s == pytest.approx(restart) and rec.restore_s == 0.5
+
+
+def test_predict_a_hang_waits_for_torchruns_close_timeout_not_shutdown_timeout() -> None:
+    # torchrun stops a group with PContext.close()'s fixed 30 s, whatever --shutdown-timeout says
+    ref = [{"ev": "start", "t": 104.0, "attempt": 0, "rank": 0},
+           {"ev": "pg_ready", "t": 107.0, "attempt": 0, "rank": 0}]
+    for shutdown in (5, 30, 60):
+        cfg = DrillConfig(fault="hang", pg_timeout_s=5.0, shutdown_timeout_s=shutdown)
+        rec, _ = predict(cfg, Launch(0, ref, Path("x"), "", 100.0), 1)
+        assert rec.detect_s == 5.0 and rec.restart_s == pytest.approx(WORKER_CLOSE_TIMEOUT_S + 7.0)
+    crash, _ = predict(DrillConfig(fault="kill-rank"), Launch(0, ref, Path("x"), "", 100.0), 1)
+    assert crash.restart_s == pytest.approx(7.0)  # a dead rank needs no wait
 
 
 def _ours_running(tmp_path: Path) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.reliability.goodput import DAY_S, Goodput, goodput
-from slowlink.reliability.validate import cases
+from slowlink.reliability.validate import cases, lost_work_case, published
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.spec import load_workload
 from slowlink.workload.step import plan
@@ -73,12 +73,21 @@ def test_a_token_budget_is_needed() -> None:
         goodput(w, c, plan(w, c))
 
 
+def test_other_fleets_are_scored_with_their_own_rate() -> None:
+    data = published()
+    assert all("fleet_rate" in c for c in data["mttf"] + data["lost_work"] if c.get("scored", True))
+    bloom = next(c for c in data["lost_work"] if c["id"] == "bloom-176b-lost-work")
+    short, long_ = (lost_work_case({**bloom, "interval_s": t}).predicted for t in (3600, 36000))
+    assert short == pytest.approx((3600 + bloom["checkpoint_s"]) / 2 / 3600, rel=0.01)  # ~ half a segment
+    assert 9 * short < long_ < 10 * short  # grows a little slower than the interval: s / 2 - lambda s^2 / 12
+
+
 def test_validation_cases_have_sources_and_the_calibration_is_exact() -> None:
     cs = cases()
     assert all(c.source for c in cs) and any(c.second_hand for c in cs)
     calib = next(c for c in cs if c.id == "llama3-405b-16k")
     assert not calib.scored and calib.error == pytest.approx(0, abs=1e-3)
-    own = next(c for c in cs if c.id == "meta-rsc1-16k-own-rate")
-    assert own.error == pytest.approx(0, abs=0.01)  # MTTF = 1 / (nodes x rate), the paper's own projection
+    opt = next(c for c in cs if c.id == "opt-175b-1024")
+    assert opt.predicted == pytest.approx(12.0)  # its own ~2 machines a day on the job's 128 nodes: 24 h / 2
     ettr = next(c for c in cs if "ettr" in c.id)
     assert ettr.predicted > ettr.published  # Llama 3: "more than 90%"

@@ -83,8 +83,8 @@ def drill_cmd(
     every_attempt: bool = typer.Option(False, "--every-attempt", help="Strike on every attempt (cannot recover)."),
     pg_timeout: float = typer.Option(10.0, "--pg-timeout", help="Process group timeout, s (detects a hang)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock limit of each run, s."),
-    shutdown_timeout: int = typer.Option(30, "--shutdown-timeout", help="torchrun's grace between SIGTERM and "
-                                         "SIGKILL of the ranks on a restart, s (its default: 30)."),
+    shutdown_timeout: int = typer.Option(30, "--shutdown-timeout", help="torchrun's --shutdown-timeout, s: SIGTERM's "
+                                         "grace when an agent exits; a restart always waits torchrun's fixed 30 s."),
     emulated: Path | None = _EMULATED,
     nodes: int | None = typer.Option(None, "--nodes", help="--emulated: nodes to emulate (default: the file's)."),
     spare: bool = typer.Option(False, "--spare", help="--emulated kill-node: start the replacement agent on one "

@@ -15,9 +15,10 @@ restart = the new attempt's process group ready - detection; restore = checkpoin
 recompute = the fault step reached again - restore. Predicted, by the recovery model
 (:class:`~slowlink.reliability.recovery.RecoveryCost`) fed with the reference run's own measurements:
 detect = the process group timeout for a hang or a cut link, else 0 (a dead peer closes its sockets); restart = the
-reference's launch-to-group-ready (plus, for a hang, torchrun's ``--shutdown-timeout``: a stopped rank
-ignores the agent's SIGTERM and goes only at the SIGKILL that follows); restore = the reference's checkpoint
-save time; recompute = the uncommitted steps x the reference's step time.
+reference's launch-to-group-ready (plus, for a hang, :data:`WORKER_CLOSE_TIMEOUT_S`: a stopped rank ignores
+the agent's SIGTERM and goes only at the SIGKILL that follows, and torchrun waits its fixed 30 s for that, not
+``--shutdown-timeout``); restore = the reference's checkpoint save time; recompute = the uncommitted steps x
+the reference's step time.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ from slowlink.reliability.recovery import RecoveryCost
 
 FAULTS = ("kill-rank", "kill-node", "hang", "exception")
 PHASES = ("step", "save")
+# Seconds torchrun's agent waits between SIGTERM and SIGKILL when it stops the ranks of a failed or restarted
+# group. torch 2.13: a failed rank ends the group in SubprocessContext._poll -> PContext.close() and a restart
+# stops it in LocalElasticAgent._stop_workers -> _shutdown(); both take the default ``timeout: int = 30``
+# (torch/distributed/elastic/multiprocessing/api.py, PContext.close; agent/server/local_elastic_agent.py,
+# _shutdown). torchrun's --shutdown-timeout reaches only the agent's own exit (agent/server/api.py, run()).
+WORKER_CLOSE_TIMEOUT_S = 30.0
 SMALL_MODEL = {"layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 256, "seq_len": 32, "batch": 2}
 
 
@@ -60,7 +67,8 @@ class DrillConfig:
     pg_timeout_s: float = 10.0
     timeout_s: float = 300.0
     seed: int = 0
-    shutdown_timeout_s: int = 30  # torchrun --shutdown-timeout: SIGTERM's grace before SIGKILL (its default)
+    shutdown_timeout_s: int = 30  # torchrun --shutdown-timeout: SIGTERM's grace when the agent itself exits
+    # (a restart ignores it: WORKER_CLOSE_TIMEOUT_S)
 
     def check(self) -> None:
         def bad(flag: str, value: object, rule: str) -> SpecError:
@@ -289,8 +297,8 @@ def predict(cfg: DrillConfig, ref: Launch, uncommitted: int, replacement: AgentR
     steps = sorted(e["t"] for e in ref.of("step", 0) if e["rank"] == 0)
     step_s = (steps[-1] - steps[0]) / (len(steps) - 1) if len(steps) > 1 else 0.0
     detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
-    # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, after the shutdown timeout.
-    stop = cfg.shutdown_timeout_s if cfg.fault == "hang" else 0.0
+    # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, torchrun's fixed close timeout later.
+    stop = WORKER_CLOSE_TIMEOUT_S if cfg.fault == "hang" else 0.0
     restore = sorted(saves)[len(saves) // 2] if saves else 0.0
     rec = RecoveryCost(detect, stop + restart, restore, 0.0)
     return rec, uncommitted * step_s

@@ -80,6 +80,11 @@ class FailureModel:
         return self.job_rate_per_h(gpus_per_node, gpus_per_node) * HOURS_PER_DAY * NODE_DAYS_PER_UNIT
 
 
+def rate_per_1000_node_days(failures: float, days: float, nodes: float) -> float:
+    """A failure count seen over ``days`` on ``nodes`` nodes as failures per 1000 node-days (the spec's unit)."""
+    return failures / (days * nodes) * NODE_DAYS_PER_UNIT
+
+
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("slowlink.reliability.data").joinpath("failures.yaml").read_text("utf-8")

@@ -1,22 +1,26 @@
-"""The reliability model against published figures (``data/published.yaml``): MTTF against job size and
-ETTR of a published run, each with its source; second-hand figures are marked as such.
+"""The reliability model against published figures (``data/published.yaml``): MTTF against job size, the work
+a failure loses against the checkpoint interval, and ETTR of a published run, each with its source.
 
-MTTF cases run the default failure mix (or the case's own rate) at the case's job size; a case that counts
-only GPU failures is compared with the mix's GPU parts. The ETTR case plans the published run with the step
-and storage models and the default recovery times, at the Daly interval; its published figure is a lower
-bound, so the error is signed against the bound.
+Like for like: a case from another fleet runs the model with that fleet's own failure rate (``fleet_rate``,
+from the same source), so the score is the model's form, not the default (Llama 3) rates carried to another
+fleet. MTTF cases: ``1 / (nodes x rate)``. Lost-work cases: the exact closed form's work lost per failure at
+the published checkpoint interval (:func:`~slowlink.reliability.ettr.segment_times`). The ETTR case plans the
+published run with the step and storage models and the default recovery times, at the Daly interval; its
+published figure is a lower bound, so the error is signed against the bound.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import yaml
 
-from slowlink.reliability.failures import failure_model
+from slowlink.reliability.ettr import EttrInputs, segment_times
+from slowlink.reliability.failures import FailureModel, failure_model, rate_per_1000_node_days
 from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.units import HOUR
 
 
 @dataclass(frozen=True)
@@ -45,16 +49,37 @@ def published() -> dict[str, Any]:
     return data
 
 
+def case_model(c: dict[str, Any]) -> tuple[FailureModel, str]:
+    """The failure model of a case: its fleet's own rate when the source gives one, else the default mix."""
+    fleet = c.get("fleet_rate")
+    if fleet is None:
+        return failure_model(None, c["gpus_per_node"]), "the default mix"
+    nodes = fleet["nodes"] if "nodes" in fleet else fleet["gpus"] / c["gpus_per_node"]
+    rate = rate_per_1000_node_days(fleet["failures"], fleet["days"], nodes)
+    return (failure_model(ReliabilitySpec(failures_per_1000_node_days=rate), c["gpus_per_node"]),
+            f"its fleet's {rate:.3g} / 1000 node-days")
+
+
+def _case(c: dict[str, Any], quantity: str, predicted: float, published_value: float) -> ReliabilityCase:
+    return ReliabilityCase(c["id"], quantity, predicted, published_value, c["source"], c.get("scored", True),
+                           c.get("second_hand", False))
+
+
 def mttf_case(c: dict[str, Any]) -> ReliabilityCase:
-    """MTTF (h) of the case's job size under the default mix, its own rate, or only the mix's GPU parts."""
-    rate = c.get("failures_per_1000_node_days")
-    fm = failure_model(ReliabilitySpec(failures_per_1000_node_days=rate) if rate else None, c["gpus_per_node"])
-    what = "MTTF (h)"
-    if c.get("category"):
-        fm = replace(fm, components=tuple(x for x in fm.components if x.category == c["category"]))
-        what = f"MTTF of {c['category']} failures (h)"
-    return ReliabilityCase(c["id"], f"{what} at {c['gpus']:,} GPUs", fm.mttf_h(c["gpus"], c["gpus_per_node"]),
-                           c["published_h"], c["source"], c.get("scored", True), c.get("second_hand", False))
+    """MTTF (h) at the case's job size under its fleet's rate (or the default mix)."""
+    fm, rate = case_model(c)
+    return _case(c, f"MTTF (h) at {c['gpus']:,} GPUs, {rate}", fm.mttf_h(c["gpus"], c["gpus_per_node"]),
+                 c["published_h"])
+
+
+def lost_work_case(c: dict[str, Any]) -> ReliabilityCase:
+    """Work lost per failure (h) at the published checkpoint interval: lost work / failures of one segment."""
+    fm, rate = case_model(c)
+    lam = 1.0 / (fm.mttf_h(c["gpus"], c["gpus_per_node"]) * HOUR)
+    seg = segment_times(EttrInputs(float(c["interval_s"]), float(c["checkpoint_s"]), lam, 0.0))
+    interval_h = c["interval_s"] / HOUR
+    return _case(c, f"work lost per failure (h), checkpoint every {interval_h:.3g} h, {c['gpus']:,} GPUs, {rate}",
+                 seg.lost_work_s / seg.failures / HOUR, c["published_h"])
 
 
 def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
@@ -68,11 +93,11 @@ def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
     w = workload_from_mapping(c["workload"], f"{c['id']}.workload")
     g = goodput(w, cluster, plan(w, cluster, check_memory=False))  # the run fit; see workload/validate.py
     bound = " (published: a lower bound)" if c.get("bound") == "lower" else ""
-    return ReliabilityCase(c["id"], f"ETTR at {g.gpus:,} GPUs{bound}", g.ettr, c["published"], c["source"],
-                           c.get("scored", True), c.get("second_hand", False))
+    return _case(c, f"ETTR at {g.gpus:,} GPUs{bound}", g.ettr, c["published"])
 
 
 def cases() -> list[ReliabilityCase]:
-    """Every published reliability case: MTTF against job size first, then ETTR."""
+    """Every published reliability case: MTTF against job size, lost work against interval, then ETTR."""
     data = published()
-    return [mttf_case(c) for c in data["mttf"]] + [ettr_case(c) for c in data["ettr"]]
+    return ([mttf_case(c) for c in data["mttf"]] + [lost_work_case(c) for c in data.get("lost_work", [])]
+            + [ettr_case(c) for c in data["ettr"]])

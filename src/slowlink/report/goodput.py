@@ -73,7 +73,7 @@ def validation_table(cases: list[ReliabilityCase]) -> Table:
     for col in ("case", "quantity", "predicted", "published", "error", "scored", "source"):
         table.add_column(col, justify="right" if col in ("predicted", "published", "error") else "left")
     for c in cases:
-        hand = " [second-hand]" if c.second_hand else ""
+        hand = r" \[second-hand]" if c.second_hand else ""  # escaped: rich reads [..] as markup
         table.add_row(c.id, c.quantity, f"{c.predicted:.3g}", f"{c.published:.3g}", f"{c.error:+.1%}",
                       "yes" if c.scored else "no", c.source + hand)
     return table
