@@ -183,9 +183,9 @@ def parse_nccl_tests(text: str, source: str = "nccl-tests", op: str | None = Non
             time_unit = next((f for u, f in _TIME_UNITS.items() if u in unit_line), 1e-6)
         elif m := _AVG.match(s):
             avg = float(m.group(1))
-        elif s[:1].isdigit() and cols is not None and not _looks_like_log(s):
-            if (row := _row(cols, s.split(), time_unit, source, lineno, line, the_op)) is not None:
-                rows.append(row)
+        elif (s[:1].isdigit() and cols is not None and not _looks_like_log(s)
+              and (row := _row(cols, s.split(), time_unit, source, lineno, line, the_op)) is not None):
+            rows.append(row)
     if cols is None:
         raise SpecError(f"{source}: no nccl-tests table (a '#  size  count  type ... busbw' header) was found")
     if not rows:

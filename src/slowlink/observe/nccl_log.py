@@ -157,6 +157,8 @@ def parse_nccl_log(text: str, source: str = "nccl-log") -> NcclLog:
         if p.group("level") == "WARN":
             acc.warnings.append(p.group("msg").strip())
             acc.note("warning", lineno, line)
+            if "libibverbs" in p.group("msg"):  # NCCL <= 2.8: "misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs"
+                acc.note("no_ib", lineno, line)
         else:
             _message(acc, p.group("msg"), lineno, line)
     if not seen:
