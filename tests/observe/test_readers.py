@@ -161,7 +161,7 @@ def test_sniff_tells_the_formats_apart() -> None:
 def test_perfquery_and_ethtool_counters() -> None:
     from slowlink.observe.counters import parse_ethtool_stats, parse_perfquery
 
-    pq = parse_perfquery((DATA / "perfquery-symbol-errors.txt").read_text(), "pq.txt")
+    (pq,) = parse_perfquery((DATA / "perfquery-symbol-errors.txt").read_text(), "pq.txt")
     assert pq.device == "Lid 18 port 1" and pq.values["PortXmitData"] == 4194304000
     assert pq.errors() == {"SymbolErrorCounter": 1843, "LinkErrorRecoveryCounter": 3, "LinkDownedCounter": 1,
                            "PortRcvErrors": 27}

@@ -10,7 +10,10 @@ and its meaning doc/PERFORMANCE.md there: per size, an out-of-place and an in-pl
 - older: no ``root`` column, and ``error`` (the largest absolute error, a float) instead of ``#wrong``.
 
 The op is not in the table: it comes from ``--op``, else from a ``<op>_perf`` binary named in the text (a
-command line logged with it) or in the file name. The ranks are the ``#  Rank N ... on HOST device D`` lines.
+command line logged with it, or nccl-tests 2.17's ``# Collective test starting: all_reduce_perf``) or in the file
+name; binaries built with ``MPI=1 NAME_SUFFIX=_mpi`` are named ``<op>_perf_mpi`` (nccl-tests README.md, "Build").
+The ranks are the ``#  Rank N ... on HOST device D`` lines. Lines tagged by ``mpirun --tag-output``
+(``[1,0]<stdout>:``) are read without their tag (:mod:`slowlink.logtags`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from slowlink.collectives.ops import OPS
 from slowlink.errors import SpecError, line_error
 from slowlink.fileio import read_text
+from slowlink.logtags import strip_launcher_tag
 
 # nccl-tests binary stem -> slowlink op (binaries: the Makefile's list in src/Makefile of nccl-tests).
 BINARIES: dict[str, str] = {
@@ -31,7 +35,7 @@ BINARIES: dict[str, str] = {
 }
 REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 _PERF = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|sendrecv|scatter|gather|"
-                   r"hypercube)_perf\b")
+                   r"hypercube)_perf(?:_mpi)?\b")
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+"
                    r"\[([^\]]*)\]\s*(.*)$")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
@@ -108,16 +112,21 @@ def _number(tok: str, kind: type, source: str, lineno: int, line: str, name: str
 
 
 def _wrong(tok: str, legacy: bool, source: str, lineno: int, line: str) -> int:
-    """#wrong as a count (N/A: -1). A legacy ``error`` column is a float error, not a count: -1 (not counted)."""
-    if tok == "N/A" or legacy:
-        if legacy:
-            _number(tok, float, source, lineno, line, "error")
+    """#wrong as a count (N/A: -1). A legacy ``error`` column is a float error, not a count: -1 (not counted);
+    both print ``N/A`` when the run did not check results (``-c 0``)."""
+    if tok == "N/A":
+        return -1
+    if legacy:
+        _number(tok, float, source, lineno, line, "error")
         return -1
     return int(_number(tok, int, source, lineno, line, "#wrong"))
 
 
 def _row(cols: list[str], toks: list[str], time_unit: float, source: str, lineno: int, line: str,
-         op: str) -> NcclTestsRow:
+         op: str) -> NcclTestsRow | None:
+    """One row, or None for a size-0 row: nccl-tests prints ``0  0  float`` rows when the smallest size is below
+    one element (``-b 1``), a launch without data that has no bandwidth (real capture:
+    all_reduce_perf-2.12-efa-2x1-t4-mpirun.txt)."""
     if len(toks) != len(cols):
         raise line_error(source, lineno, line, f"has {len(toks)} columns, the header has {len(cols)} "
                          f"({' '.join(cols)}): a truncated or garbled row")
@@ -131,8 +140,10 @@ def _row(cols: list[str], toks: list[str], time_unit: float, source: str, lineno
         halves.append({"time_s": vals[0] * time_unit, "algbw_gbyte_s": vals[1], "busbw_gbyte_s": vals[2],
                        "wrong": _wrong(toks[start + 3], legacy, source, lineno, line)})
     size = _number(first["size"], int, source, lineno, line, "size")
-    if size <= 0:
-        raise line_error(source, lineno, line, f"column size ({size}) must be > 0")
+    if size < 0:
+        raise line_error(source, lineno, line, f"column size ({size}) must be >= 0")
+    if size == 0:
+        return None
     return NcclTestsRow(
         size_bytes=float(size), count=_number(first["count"], int, source, lineno, line, "count"),
         type=first["type"], redop=first.get("redop", "sum") if op in REDUCING else "none",
@@ -159,7 +170,7 @@ def parse_nccl_tests(text: str, source: str = "nccl-tests", op: str | None = Non
     hosts: dict[int, tuple[str, str]] = {}
     avg: float | None = None
     params: dict[str, str] = {}
-    lines = text.splitlines()
+    lines = [strip_launcher_tag(raw) for raw in text.splitlines()]
     for lineno, line in enumerate(lines, start=1):
         s = line.strip()
         if m := _RANK.match(s):
@@ -172,8 +183,9 @@ def parse_nccl_tests(text: str, source: str = "nccl-tests", op: str | None = Non
             time_unit = next((f for u, f in _TIME_UNITS.items() if u in unit_line), 1e-6)
         elif m := _AVG.match(s):
             avg = float(m.group(1))
-        elif s[:1].isdigit() and cols is not None and not _looks_like_log(s):
-            rows.append(_row(cols, s.split(), time_unit, source, lineno, line, the_op))
+        elif (s[:1].isdigit() and cols is not None and not _looks_like_log(s)
+              and (row := _row(cols, s.split(), time_unit, source, lineno, line, the_op)) is not None):
+            rows.append(row)
     if cols is None:
         raise SpecError(f"{source}: no nccl-tests table (a '#  size  count  type ... busbw' header) was found")
     if not rows:
@@ -213,7 +225,7 @@ def load_nccl_tests(path: Path | str, op: str | None = None, ranks: int | None =
 
 def looks_like_nccl_tests(text: str) -> bool:
     """Whether ``text`` holds an nccl-tests table header (used by ``load_record`` to accept such files)."""
-    return any(_is_header(line.strip()) for line in text.splitlines())
+    return any(_is_header(strip_launcher_tag(line).strip()) for line in text.splitlines())
 
 
 __all__ = ["BINARIES", "NcclTestsRow", "NcclTestsRun", "load_nccl_tests", "looks_like_nccl_tests",

@@ -198,11 +198,13 @@ def read_counters(file: Path = _FILE, as_json: bool = _JSON) -> None:
     kind = sniff(text)
     if kind not in ("perfquery", "ethtool"):
         raise SpecError(f"counters ({str(file)!r}) are neither perfquery nor ethtool -S output")
-    c = parse_perfquery(text, str(file)) if kind == "perfquery" else parse_ethtool_stats(text, str(file))
+    found = parse_perfquery(text, str(file)) if kind == "perfquery" else (parse_ethtool_stats(text, str(file)),)
     if as_json:
-        print_json({"tool": c.tool, "device": c.device, "values": c.values, "errors": c.errors()})
+        js = [{"tool": c.tool, "device": c.device, "values": c.values, "errors": c.errors()} for c in found]
+        print_json(js[0] if len(js) == 1 else js)
         return
-    out.print(counters_table(c, str(file)))
+    for c in found:
+        out.print(counters_table(c, str(file)))
 
 
 @clean_errors

@@ -62,9 +62,7 @@ def check_links(inp: Inputs) -> list[Finding]:
         if not p.up:
             out.append(Finding("link", "error", f"{p.name} is not up ({p.state}, {p.physical_state})",
                                (f"{src}:{p.line}: {p.ca} port {p.port}: State {p.state}, Physical state "
-                                f"{p.physical_state}",),
-                               "check the cable and the switch port (ibportstate, the switch's port log); "
-                               "reseat or replace the cable or transceiver"))
+                                f"{p.physical_state}",), _port_fix(p)))
     for kind in {(p.link_layer, p.ca_type) for _, p in ports}:  # a 200G HCA is not slow beside a 400G one
         up = [(s, p) for s, p in ports if p.up and (p.link_layer, p.ca_type) == kind]
         top = max((p.rate_gbit_s for _, p in up), default=0.0)
@@ -78,6 +76,18 @@ def check_links(inp: Inputs) -> list[Finding]:
     if ports and not out:
         out.append(Finding("link", "ok", f"{len(ports)} IB port(s) up at their peers' rate"))
     return out + check_counters(inp) + check_pcie(inp)
+
+
+def _port_fix(p: IbPort) -> str:
+    """The fix for a port that is not Active. Physically up but logically Initializing/Armed on an InfiniBand
+    link: the cable trained and the subnet manager has not activated the port (IBTA Architecture Spec. Vol. 1,
+    ch. 14: the SM moves ports Init -> Armed -> Active); the real capture ibstat-cx4-initializing.txt shows it
+    with Base lid 65535 and SM lid 0. Otherwise the physical link is the suspect."""
+    if p.physical_state == "LinkUp" and p.state in ("Initializing", "Armed") and p.link_layer == "InfiniBand":
+        return ("the link trained but no subnet manager activated the port: start one (opensm, or the switch's "
+                "SM) on this fabric and check sminfo; the cable is not the suspect")
+    return ("check the cable and the switch port (ibportstate, the switch's port log); reseat or replace the "
+            "cable or transceiver")
 
 
 def check_pcie(inp: Inputs) -> list[Finding]:
@@ -229,9 +239,12 @@ def check_transport(inp: Inputs) -> list[Finding]:
     """Sockets between nodes (error), IB without GPUDirect RDMA (warning), NCCL WARN lines (warning)."""
     out: list[Finding] = []
     for src, log in inp.logs:
-        if log.socket_fallback and log.nodes > 1:
+        if log.socket_fallback:  # a per-node log shows one host: the NET/Socket connections are the evidence
+            n = log.transports.get("NET/Socket", 0)
+            between = f"{log.nodes} nodes" if log.nodes > 1 else "nodes"
             out.append(Finding("transport", "error",
-                               f"NCCL uses TCP sockets between {log.nodes} nodes (no InfiniBand/RoCE)",
+                               f"NCCL uses TCP sockets between {between} (no InfiniBand/RoCE)"
+                               + (f": {n} connection(s) via NET/Socket" if n else ""),
                                _quote(src, log, "no_ib", "network_socket", "socket_connection"),
                                "make the IB devices visible to NCCL: rdma-core/libibverbs in the container, "
                                "/dev/infiniband mounted, NCCL_IB_DISABLE unset, NCCL_IB_HCA naming real HCAs"))

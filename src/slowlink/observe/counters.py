@@ -48,20 +48,25 @@ class Counters:
         return {k: v for k, v in self.errors().items() if _ETH_DOWN.search(k)}
 
 
-_PQ_HEAD = re.compile(r"^# Port counters: (.*)$")
+# "# Port counters: Lid 1 port 1" (perfquery) or "# Port extended counters: Lid 1719 port 1 (CapMask: ...)"
+# (perfquery -x, 64-bit counters); several ports (-a, or a loop over ports) print one such block each.
+_PQ_HEAD = re.compile(r"^# Port (?:extended )?counters: (.*)$")
 _PQ_LINE = re.compile(r"^([A-Za-z0-9]+):\.*(\S+)$")
 
 
-def parse_perfquery(text: str, source: str = "perfquery") -> Counters:
-    """``perfquery`` output (one port)."""
-    device, values, lines = "", {}, {}
+def parse_perfquery(text: str, source: str = "perfquery") -> tuple[Counters, ...]:
+    """``perfquery`` output: one :class:`Counters` per ``# Port ... counters:`` block (one when it has none)."""
+    blocks: list[tuple[str, dict[str, int], dict[str, int]]] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
             continue
         if m := _PQ_HEAD.match(s):
-            device = m.group(1).split(" (")[0]
+            blocks.append((m.group(1).split(" (")[0], {}, {}))
         elif m := _PQ_LINE.match(s):
+            if not blocks:
+                blocks.append(("", {}, {}))
+            _, values, lines = blocks[-1]
             try:
                 values[m.group(1)] = int(m.group(2), 0)
             except ValueError:
@@ -70,9 +75,10 @@ def parse_perfquery(text: str, source: str = "perfquery") -> Counters:
             lines[m.group(1)] = lineno
         else:
             raise line_error(source, lineno, raw, "is not perfquery output ('Name:....value')")
-    if not any(k in values for k in IB_ERRORS):
-        raise SpecError(f"{source}: no PortCounters error counter (SymbolErrorCounter...) found: not perfquery output")
-    return Counters("perfquery", device or source, values, lines)
+    if not blocks or not all(any(k in values for k in IB_ERRORS) for _, values, _ in blocks):
+        raise SpecError(f"{source}: no PortCounters error counter (SymbolErrorCounter...) found in a port block: "
+                        "not perfquery output")
+    return tuple(Counters("perfquery", device or source, values, lines) for device, values, lines in blocks)
 
 
 def parse_ethtool_stats(text: str, source: str = "ethtool") -> Counters:

@@ -74,7 +74,7 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
 
 # format (common.sniff) -> (the Inputs field it fills, its parser)
 _PARSERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
-    "nccl-log": ("logs", parse_nccl_log), "perfquery": ("counters", parse_perfquery),
+    "nccl-log": ("logs", parse_nccl_log),
     "ethtool": ("counters", parse_ethtool_stats), "lspci": ("pcie", parse_lspci),
     "ethtool-i": ("drivers", parse_ethtool_info), "nvidia-smi-topo": ("topo", parse_topo),
     "ibstat": ("ibstat", parse_ibstat), "ibv_devinfo": ("ibstat", parse_ibv_devinfo),
@@ -99,6 +99,8 @@ def read_inputs(paths: list[Path]) -> Inputs:
             if sniff(text.replace("busbw", "")) == "nccl-log":  # its NCCL_DEBUG=INFO lines; nodes from the table
                 log = parse_nccl_log(text, src)
                 acc["logs"].append((src, replace(log, nodes=max(log.nodes, run.nodes))))
+        elif kind == "perfquery":  # one Counters per port
+            acc["counters"].extend((src, c) for c in parse_perfquery(text, src))
         elif kind in _PARSERS:
             name, parse = _PARSERS[kind]
             acc[name].append((src, parse(text, src)))

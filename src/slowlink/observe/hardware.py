@@ -135,16 +135,25 @@ class GpuState:
 _FIELDS = {"index": "index", "name": "name", "driver_version": "driver_version", "pci.bus_id": "bus_id",
            "temperature.gpu": "temperature_c", "clocks.sm": "sm_clock_mhz", "clocks.current.sm": "sm_clock_mhz",
            "clocks.max.sm": "max_sm_clock_mhz", "power.draw": "power_w",
-           "clocks_throttle_reasons.active": "throttle_mask", "clocks_event_reasons.active": "throttle_mask"}
-_EMPTY: dict[str, Any] = {f: None for f in _FIELDS.values()} | {"name": "unknown"}
+           "clocks_throttle_reasons.active": "throttle_mask", "clocks_event_reasons.active": "throttle_mask",
+           # the fields -q -x reads too (nvidia-smi --help-query-gpu; present in the real capture
+           # nvidia-smi-query-gpu-h100-vm-load.csv, driver 590.48.01)
+           "ecc.errors.uncorrected.volatile.dram": "ecc_uncorrectable", "remapped_rows.pending": "remap_pending",
+           "remapped_rows.failure": "remap_failure"}
+_FLAGS = ("remap_pending", "remap_failure")  # Yes/No
+_EMPTY: dict[str, Any] = {f: None for f in _FIELDS.values()} | {"name": "unknown"} | dict.fromkeys(_FLAGS, False)
 _NUMERIC = ("temperature_c", "sm_clock_mhz", "max_sm_clock_mhz", "power_w")
 
 
 def _value(key: str, raw: str, source: str, lineno: int, line: str) -> object:
     if raw in ("[N/A]", "N/A", "[Not Supported]", ""):
-        return None
+        return False if key in _FLAGS else None
+    if key in _FLAGS:
+        if raw not in ("Yes", "No"):
+            raise line_error(source, lineno, line, f"field {key} ({raw!r}) must be Yes or No")
+        return raw == "Yes"
     try:
-        if key == "index":
+        if key in ("index", "ecc_uncorrectable"):
             return int(raw)
         if key == "throttle_mask":
             return int(raw, 16)
@@ -228,7 +237,10 @@ def parse_ibv_devinfo(text: str, source: str = "ibv_devinfo") -> tuple[IbPort, .
     """``ibv_devinfo -v`` (rdma-core): ``hca_id`` blocks with ``fw_ver``, ``vendor_part_id`` and per port
     ``state``, ``phys_state``, ``link_layer``, ``active_width`` (``4X``) and ``active_speed`` (``100.0 Gbps``
     per lane); rate = lanes x per-lane speed, as ibstat's ``Rate``. Without ``-v`` (no width, speed or physical
-    state) the rate is unknown: refused, since the port's rate is what the doctor checks."""
+    state) the rate is unknown: refused, since the port's rate is what the doctor checks. Inside an ``hca_id``
+    block, ``-v`` prints lines without a colon (capability flag names under ``device_cap_flags``, ``NO SUPPORT``,
+    ``ooo_rc_caps  = 0x0``, ``tag matching not supported``: real capture ibv_devinfo-v-mlx4-port2-polling.txt);
+    they carry nothing read here and are skipped."""
     ports: list[IbPort] = []
     hca, fw, part, port = "", "", "", 0
     f: dict[str, tuple[str, int]] = {}
@@ -240,7 +252,7 @@ def parse_ibv_devinfo(text: str, source: str = "ibv_devinfo") -> tuple[IbPort, .
     for lineno, raw in enumerate(text.splitlines(), start=1):
         key, sep, value = raw.strip().partition(":")
         if not sep:
-            if raw.strip():
+            if raw.strip() and not hca:
                 raise line_error(source, lineno, raw, "is not ibv_devinfo output ('key: value')")
             continue
         key, value = key.strip(), value.strip()

@@ -37,13 +37,26 @@ class GpuNics:
         return self.path in GDR_PATHS
 
 
+# Recent drivers underline the header on a terminal with ANSI SGR codes (ESC[4m ... ESC[0m); a capture of that
+# output keeps them (real capture nvidia-smi-topo-m-h100-vm-ansi.txt, driver 590.48.01).
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def topo_columns(text: str, source: str = "nvidia-smi topo -m") -> tuple[int, list[str]]:
+    """The matrix header: its index in ``text.splitlines()`` and its column names (the leading empty cell out).
+    The header is the first tab-separated line with the cells GPU0 and CPU Affinity (a row names GPU0 too)."""
+    cells = [[c.strip() for c in _ANSI.sub("", ln).split("\t")] for ln in text.splitlines()]
+    head = next((i for i, c in enumerate(cells) if "GPU0" in c and "CPU Affinity" in c), None)
+    if head is None:
+        raise SpecError(f"{source}: no matrix header (a tab-separated line naming GPU0 and CPU Affinity): "
+                        "not nvidia-smi topo -m")
+    return head, cells[head][1:] if cells[head][0] == "" else cells[head]
+
+
 def parse_topo(text: str, source: str = "nvidia-smi topo -m") -> tuple[GpuNics, ...]:
     """Each GPU's nearest NIC (an empty tuple when the machine has no NIC in the matrix)."""
-    lines = text.splitlines()
-    head = next((i for i, ln in enumerate(lines) if "\tGPU0" in ln or ln.strip().startswith("GPU0\t")), None)
-    if head is None:
-        raise SpecError(f"{source}: no matrix header (a tab-separated line naming GPU0): not nvidia-smi topo -m")
-    cols = [c.strip() for c in lines[head].split("\t")][1:]
+    head, cols = topo_columns(text, source)
+    lines = [_ANSI.sub("", ln) for ln in text.splitlines()]
     legend = {m.group(1): m.group(2) for ln in lines if (m := _LEGEND.match(ln.strip()))}
     nics = [i for i, c in enumerate(cols) if c.startswith("NIC") or c.startswith("mlx") or c.startswith("ib")]
     numa_col = cols.index("NUMA Affinity") if "NUMA Affinity" in cols else None
