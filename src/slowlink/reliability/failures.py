@@ -7,6 +7,9 @@ sum (the series system of reliability theory; Kokolis et al. 2024 fit the same `
 
     lambda_job = sum_c rate_c x n_c      (n_c = the job's GPUs or nodes)      MTTF = 1 / lambda_job
     rate_c     = count_c / (exposure_c x days x 24)                          failures per unit-hour
+
+Each component is detected by its kind: ``crash`` (the rank dies; the launcher's poll), ``transport`` (a host
+or link is gone; the peers' RDMA queue pairs time out) or ``hang`` (the process group's collective timeout).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from slowlink.reliability.restart import RestartModel, restart_model, transport_timeout_s
 from slowlink.spec.reliability import ReliabilitySpec
 
 NODE_DAYS_PER_UNIT = 1000.0  # rates in the spec are per 1000 node-days (Kokolis et al. 2024's unit)
@@ -30,7 +34,7 @@ class Component:
     category: str
     rate_per_h: float  # failures per hour of one unit (a GPU or a node)
     scales_with: str  # "gpu" or "node"
-    detection: str  # "crash" or "hang"
+    detection: str  # "crash", "transport" or "hang"
 
     def job_rate_per_h(self, gpus: int, gpus_per_node: int) -> float:
         """Failures per hour this part causes in a job of ``gpus`` GPUs: rate x the job's GPUs or nodes."""
@@ -45,8 +49,9 @@ class FailureModel:
     components: tuple[Component, ...]
     planned_per_node_h: float
     crash_detect_s: float
+    transport_detect_s: float
     hang_timeout_s: float
-    restart_s: float
+    restart: RestartModel
     source: str
 
     def job_rate_per_h(self, gpus: int, gpus_per_node: int) -> float:
@@ -61,11 +66,19 @@ class FailureModel:
         """Planned interruptions per hour of a job: the per-node rate x its nodes."""
         return self.planned_per_node_h * gpus / gpus_per_node
 
+    def detect_by_kind_s(self) -> dict[str, float]:
+        """Seconds to detect a failure of each kind (module docstring)."""
+        return {"crash": self.crash_detect_s, "transport": self.transport_detect_s, "hang": self.hang_timeout_s}
+
     def detect_s(self, gpus: int, gpus_per_node: int) -> float:
-        """Mean detection time: each failure's share of the rate x its detection (crash or hang timeout)."""
-        total = self.job_rate_per_h(gpus, gpus_per_node)
-        hang = sum(c.job_rate_per_h(gpus, gpus_per_node) for c in self.components if c.detection == "hang")
-        return (hang * self.hang_timeout_s + (total - hang) * self.crash_detect_s) / total
+        """Mean detection time: each failure's share of the rate x its kind's detection."""
+        by_kind = self.detect_by_kind_s()
+        rates = [(c.job_rate_per_h(gpus, gpus_per_node), by_kind[c.detection]) for c in self.components]
+        return sum(r * t for r, t in rates) / sum(r for r, _ in rates)
+
+    def restart_s(self, gpus: int) -> float:
+        """Seconds to restart a job of ``gpus`` ranks (:class:`~slowlink.reliability.restart.RestartModel`)."""
+        return self.restart.restart_s(gpus)
 
     def shares(self, gpus: int, gpus_per_node: int) -> dict[str, float]:
         """Each category's share of the job's failures (GPU, host, network, software, unknown)."""
@@ -101,8 +114,10 @@ def default_model() -> FailureModel:
     comps = tuple(Component(c["name"], c["category"], c["count"] / unit_hours[c["scales_with"]],
                             c["scales_with"], c["detection"]) for c in d["components"])
     rec = d["recovery"]
+    qp = rec["transport_detect_s"]
     return FailureModel(comps, d["planned"]["count"] / unit_hours["node"], float(rec["crash_detect_s"]["value"]),
-                        float(rec["hang_timeout_s"]["value"]), float(rec["restart_s"]["value"]), d["source"])
+                        transport_timeout_s(int(qp["ib_timeout"]), int(qp["ib_retry_cnt"])),
+                        float(rec["hang_timeout_s"]["value"]), restart_model(rec["restart"]), d["source"])
 
 
 def failure_model(spec: ReliabilitySpec | None, gpus_per_node: int = 8) -> FailureModel:
@@ -119,9 +134,12 @@ def failure_model(spec: ReliabilitySpec | None, gpus_per_node: int = 8) -> Failu
         m = replace(m, components=tuple(replace(c, rate_per_h=c.rate_per_h * k) for c in m.components))
     if spec.planned_per_1000_node_days is not None:
         m = replace(m, planned_per_node_h=spec.planned_per_1000_node_days / NODE_DAYS_PER_UNIT / HOURS_PER_DAY)
+    restart = replace(m.restart, override_s=spec.restart_overhead_s,
+                      reschedule_s=m.restart.reschedule_s if spec.reschedule_s is None else spec.reschedule_s)
     return replace(
         m,
         crash_detect_s=m.crash_detect_s if spec.crash_detect_s is None else spec.crash_detect_s,
+        transport_detect_s=m.transport_detect_s if spec.transport_detect_s is None else spec.transport_detect_s,
         hang_timeout_s=m.hang_timeout_s if spec.hang_timeout_s is None else spec.hang_timeout_s,
-        restart_s=m.restart_s if spec.restart_overhead_s is None else spec.restart_overhead_s,
+        restart=restart,
     )

@@ -80,6 +80,8 @@ class Goodput:
     step_parts_s: dict[str, float]
     shares: dict[str, float]
     sweep: list[SizePoint] = field(default_factory=list)
+    restart_parts: dict[str, float] = field(default_factory=dict)  # the restart model's parts at this size
+    restart_override_s: float | None = None  # reliability.restart_overhead_s, which replaces their sum
 
     @property
     def segments(self) -> float:
@@ -121,7 +123,9 @@ class Goodput:
             "tokens": self.tokens, "steps": self.steps, "step_time_s": self.step_s,
             "time_to_train_days": self.wall_s / DAY_S, "useful_days": self.steps * self.step_s / DAY_S,
             "gpu_hours": self.wall_s * self.gpus / units.HOUR, "losses": self.losses_days(),
-            "recovery": self.recovery.to_json(),
+            "recovery": {**self.recovery.to_json(), "restart_parts": self.restart_parts,
+                         "restart_source": "model" if self.restart_override_s is None
+                         else "reliability.restart_overhead_s"},
             "checkpoint": {"blocking_s": self.checkpoint.blocking_s, "drain_s": self.checkpoint.drain_s,
                            "restore_s": self.checkpoint.restore_s, "mode": self.checkpoint.mode,
                            "source": self.checkpoint.source, "stop_s": self.seg.checkpoint_s},
@@ -155,12 +159,12 @@ def inputs(fm: FailureModel, gpus: int, gpn: int, tau_s: float, ck: CheckpointTi
                       fm.planned_rate_per_h(gpus, gpn) / units.HOUR, rec.restart_s + rec.restore_s + ck.blocking_s)
 
 
-def size_sweep(fm: FailureModel, gpn: int, ck: CheckpointTimes, restart_s: float, step_s: float
-               ) -> list[SizePoint]:
-    """MTTF and ETTR at the Daly interval for each job size of :data:`SWEEP_GPUS` (same checkpoint costs)."""
+def size_sweep(fm: FailureModel, gpn: int, ck: CheckpointTimes, step_s: float) -> list[SizePoint]:
+    """MTTF and ETTR at the Daly interval for each job size of :data:`SWEEP_GPUS` (same checkpoint costs, the
+    restart at each size)."""
     out = []
     for g in (g for g in SWEEP_GPUS if g % gpn == 0):
-        rec = RecoveryCost(fm.detect_s(g, gpn), restart_s, ck.restore_s, ck.commit_lag_s)
+        rec = RecoveryCost(fm.detect_s(g, gpn), fm.restart_s(g), ck.restore_s, ck.commit_lag_s)
         mttf_s = fm.mttf_h(g, gpn) * units.HOUR
         tau = max(step_s, daly_interval_s(max(ck.blocking_s, 1e-9), mttf_s))
         out.append(SizePoint(g, mttf_s / units.HOUR, tau, ettr_closed_form(inputs(fm, g, gpn, tau, ck, rec))))
@@ -190,7 +194,7 @@ def goodput(w: Workload, cluster: Cluster, step: StepResult, tokens: float | Non
     fm = failure_model(cluster.spec.reliability, gpn)
     step_s = step.step_time_s + data_stall_s
     ck = checkpoint_times(w, cluster, step.step_time_s)
-    rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s, ck.restore_s, ck.commit_lag_s)
+    rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s(gpus), ck.restore_s, ck.commit_lag_s)
     mttf_s = fm.mttf_h(gpus, gpn) * units.HOUR
     delta = max(ck.blocking_s, 1e-9)
     young, daly = young_interval_s(delta, mttf_s), daly_interval_s(delta, mttf_s)
@@ -203,7 +207,7 @@ def goodput(w: Workload, cluster: Cluster, step: StepResult, tokens: float | Non
                    ettr_closed_form(p), ettr_monte_carlo(p, np.random.default_rng(seed)),
                    ettr_closed_form(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec)), rec, ck, segment_times(p),
                    fm.planned_rate_per_h(gpus, gpn), parts, fm.shares(gpus, gpn),
-                   size_sweep(fm, gpn, ck, fm.restart_s, step_s))
+                   size_sweep(fm, gpn, ck, step_s), fm.restart.parts(gpus), fm.restart.override_s)
 
 
 def plan_goodput(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> Goodput | str | None:

@@ -3,8 +3,10 @@ checkpoint stops training for. Restore and checkpoint times come from the storag
 (:func:`slowlink.storage.checkpoint.checkpoint_cost`: the restore storm, the write or the async staging),
 unless the cluster's ``reliability:`` section overrides them.
 
-  detect     mean over the failure mix: crash -> crash_detect_s, hang -> hang_timeout_s
-  restart    re-scheduling the gang on spares, process start, communicator init (restart_overhead_s)
+  detect     mean over the failure mix: crash -> crash_detect_s, transport -> transport_detect_s,
+             hang -> hang_timeout_s (slowlink.reliability.failures)
+  restart    reschedule + process start + communicator init, growing with the ranks
+             (slowlink.reliability.restart; reliability.restart_overhead_s replaces it)
   restore    every rank reads its shard at once (storage model)
   commit lag async only: a failure while the last checkpoint drains loses it, so the work since the one
              before is at stake for the drain's length (added per failure, a first-order charge)

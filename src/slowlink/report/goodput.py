@@ -31,6 +31,7 @@ def summary_table(name: str, g: Goodput) -> Table:
         ("recovery per failure (s): detect + restart + restore + commit lag",
          f"{g.recovery.total_s:.0f} = {g.recovery.detect_s:.0f} + {g.recovery.restart_s:.0f} + "
          f"{g.recovery.restore_s:.1f} + {g.recovery.commit_lag_s:.1f}"),
+        _restart_row(g),
         (f"checkpoint stop (s, {g.checkpoint.mode}, {g.checkpoint.source})", f"{g.seg.checkpoint_s:.3g}"),
         ("best checkpoint interval (s): Daly 2006 / Young 1974 / exact", f"{g.daly_s:,.0f} / {g.young_s:,.0f} / "
          f"{g.exact_best_s:,.0f}"),
@@ -57,9 +58,18 @@ def losses_table(g: Goodput) -> Table:
     return table
 
 
+def _restart_row(g: Goodput) -> tuple[str, str]:
+    if g.restart_override_s is not None:
+        return ("restart (s, reliability.restart_overhead_s)", f"{g.restart_override_s:.0f}")
+    p = g.restart_parts
+    return ("restart (s): reschedule + process start + NCCL init (1 node) + all-to-one connections",
+            f"{g.recovery.restart_s:.1f} = {p['reschedule_s']:.0f} + {p['process_start_s']:.2f} + "
+            f"{p['nccl_init_base_s']:.2f} + {p['all_to_one_connect_s']:.1f}")
+
+
 def sweep_table(g: Goodput) -> Table:
     """MTTF, the best interval and ETTR as the job grows, at this job's checkpoint and recovery costs."""
-    table = Table(title="job size sweep (same checkpoint and recovery costs, Daly interval)")
+    table = Table(title="job size sweep (same checkpoint costs, restart at each size, Daly interval)")
     for col in ("GPUs", "MTTF (h)", "best interval (s)", "ETTR"):
         table.add_column(col, justify="right")
     for p in g.sweep:

@@ -49,9 +49,17 @@ class ReliabilitySpec(BaseModel):
         None, ge=0, description="Planned interruptions (maintenance) per 1000 node-days; default Llama 3's 47 "
         "in 54 days on 2,048 nodes (0.42). Each costs a restart and a restore, no lost work.")
     restart_overhead_s: float | None = Field(
-        None, ge=0, description="Seconds from a detected failure to training processes ready to restore: "
-        "re-scheduling the gang, process start, communicator init (default 300, an assumption).")
-    crash_detect_s: float | None = Field(None, ge=0, description="Seconds to notice a crashed rank (default 30).")
+        None, ge=0, description="Seconds from a detected failure to training processes ready to restore; "
+        "replaces the restart model (default: reschedule + process start + NCCL init + all-to-one connections, "
+        "growing with the job's ranks; reliability/restart.py).")
+    reschedule_s: float | None = Field(
+        None, ge=0, description="Seconds the scheduler takes to put the gang back on healthy nodes, added to the "
+        "restart model (default 0: not modelled, no published figure).")
+    crash_detect_s: float | None = Field(
+        None, ge=0, description="Seconds to notice a crashed rank (default 0.1, torchrun's monitor interval).")
+    transport_detect_s: float | None = Field(
+        None, ge=0, description="Seconds until the peers of a lost host or link fail (default 34.4, NCCL's RDMA "
+        "queue-pair timeout and retries).")
     hang_timeout_s: float | None = Field(
         None, ge=0, description="Seconds a hang waits for the collective timeout (default 600, PyTorch NCCL).")
     checkpoint_interval_s: float | None = Field(
