@@ -62,7 +62,8 @@ def _restart_row(g: Goodput) -> tuple[str, str]:
     if g.restart_override_s is not None:
         return ("restart (s, reliability.restart_overhead_s)", f"{g.restart_override_s:.0f}")
     p = g.restart_parts
-    return ("restart (s): reschedule + process start + NCCL init (1 node) + all-to-one connections",
+    return ("restart (s, a lower bound: no CUDA context, model build or sub-communicators): reschedule + "
+            "process start + NCCL init (1 node) + all-to-one connections",
             f"{g.recovery.restart_s:.1f} = {p['reschedule_s']:.0f} + {p['process_start_s']:.2f} + "
             f"{p['nccl_init_base_s']:.2f} + {p['all_to_one_connect_s']:.1f}")
 
