@@ -115,10 +115,10 @@ def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | 
     given, for ``[src, dst]`` pairs)."""
     gpn = cluster.gpus_per_node
     blocks = np.asarray(node_of_block if node_of_block is not None else placement_nodes(cluster))
-    n = len(groups[0])
-    if any(len(g) != n for g in groups):  # unequal groups (a scenario's own lists): the first one's size stands
-        groups = [g for g in groups if len(g) == n]
-    ranks = np.asarray(groups, dtype=np.int64)
+    try:
+        ranks = np.asarray(groups, dtype=np.int64)
+    except ValueError:  # unequal groups (a scenario's own lists): the first one's size stands
+        ranks = np.asarray([g for g in groups if len(g) == len(groups[0])], dtype=np.int64)
     if ring_order:
         ranks = np.sort(ranks, axis=1)
     nodes = blocks[ranks // gpn]
