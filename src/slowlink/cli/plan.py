@@ -97,9 +97,8 @@ def plan_cmd(
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
-        from slowlink.straggler.degraded import plan_degraded_by
-
         from slowlink.report.goodput import goodput_json
+        from slowlink.straggler.degraded import plan_degraded_by
 
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
               | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
@@ -120,7 +119,7 @@ def plan_cmd(
             out.print(f"[bold]{key}[/]: {goodput_sentence(g)}", soft_wrap=True)
 
 
-def _goodputs(w: Workload, fits: list[tuple[str, Cluster, StepResult, CommCost]],
+def _goodputs(w: Workload, fits: list[tuple[str, Cluster, StepResult, CommCost | None]],
               stor: list[StoragePlan]) -> list[Goodput | str | None]:
     """The reliability model (issue 15): ETTR and time-to-train of each cluster when the workload names a token
     budget (:func:`~slowlink.reliability.goodput.plan_goodput`; without one it is None and the model, with
