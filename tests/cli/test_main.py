@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,15 @@ def test_shell_completion_names_commands_and_their_options() -> None:
 
     assert "plan" in complete("slowlink pl", 1)
     assert "--fidelity" in complete("slowlink plan --fi", 2)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "4"), ("28", "28")])
+def test_openblas_workers_sleep_when_idle_unless_the_user_says(given: str | None, expected: str) -> None:
+    """The console entry point shortens OpenBLAS's idle spin (cli.main.run); a value in the environment wins."""
+    code = ("import os, sys\nfrom slowlink.cli.main import run\nsys.argv = ['slowlink', '--version']\n"
+            "try:\n    run()\nexcept SystemExit:\n    pass\nprint(os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == expected
