@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,29 @@ def test_plan_imports_neither_scipy_nor_networkx() -> None:
     assert out.strip().splitlines()[-1] == "[]"
 
 
+# What `plan` (no token budget, no --html, a table) and `collective` must not load: other commands' models and
+# numpy.ma, which numpy 2's np.unique(x) imports on its first call (~30 ms of start-up).
+_NOT_FOR_PLAN = ("scipy", "networkx", "matplotlib", "dask", "rich.progress", "numpy.ma", "slowlink.sim.engine",
+                 "slowlink.reliability", "slowlink.report.html", "slowlink.report.goodput",
+                 "slowlink.collectives.calibration", "slowlink.workload.validate", "slowlink.workload.scale",
+                 "slowlink.straggler", "slowlink.cost", "slowlink.share", "slowlink.observe", "slowlink.bench")
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", str(EXAMPLES / "ref-64gpu.yaml"), str(EXAMPLES / "llama3-8b.yaml")],
+    ["plan", str(EXAMPLES / "ref-64gpu.yaml"), str(EXAMPLES / "ref-64gpu-roce.yaml"), "--workload",
+     str(EXAMPLES / "llama3-8b.yaml")],
+    ["collective", str(EXAMPLES / "ref-64gpu.yaml"), "--size", "1GiB"],
+])
+def test_plan_and_collective_load_only_what_they_print(args: list[str]) -> None:
+    code = ("import sys\nfrom slowlink.cli.main import app\ntry:\n"
+            f"    app({args!r})\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            f"bad = {_NOT_FOR_PLAN!r}\n"
+            "print(sorted(m for m in sys.modules if any(m == b or m.startswith(b + '.') for b in bad)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("command", ["collective", "simulate", "plan", "bench", "baseline", "catalog", "init"])
 def test_a_command_help_loads_no_model(command: str) -> None:
     """`slowlink COMMAND -h` loads neither numpy nor scipy nor networkx: the models load when the command runs."""
@@ -101,3 +125,15 @@ def test_shell_completion_names_commands_and_their_options() -> None:
 
     assert "plan" in complete("slowlink pl", 1)
     assert "--fidelity" in complete("slowlink plan --fi", 2)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "4"), ("28", "28")])
+def test_openblas_workers_sleep_when_idle_unless_the_user_says(given: str | None, expected: str) -> None:
+    """The console entry point shortens OpenBLAS's idle spin (cli.main.run); a value in the environment wins."""
+    code = ("import os, sys\nfrom slowlink.cli.main import run\nsys.argv = ['slowlink', '--version']\n"
+            "try:\n    run()\nexcept SystemExit:\n    pass\nprint(os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == expected

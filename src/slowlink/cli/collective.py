@@ -41,9 +41,10 @@ def collective(
                                                "measured overlaid with --compare) to this file.")] = None,
 ) -> None:
     """Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."""
-    from slowlink.report import html as report_html
+    if html is not None:  # the report's module loads only for --html
+        from slowlink.report import html as report_html
 
-    report_html.check_html_path(html)
+        report_html.check_html_path(html)
     if compare is not None:
         points = _compare(cluster_file, compare, as_json)
         if html is not None:

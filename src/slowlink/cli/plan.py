@@ -14,6 +14,8 @@ from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.spec import Workload, load_workload
 
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
+    from slowlink.reliability.goodput import Goodput
+    from slowlink.storage.plan import StoragePlan
     from slowlink.workload.comm import CommCost
     from slowlink.workload.step import StepResult
 
@@ -58,9 +60,6 @@ def plan_cmd(
     html: Path | None = _HTML,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
-    from slowlink.reliability.goodput import plan_goodput
-    from slowlink.report import html as report_html
-    from slowlink.report.goodput import goodput_json, goodput_sentence
     from slowlink.report.plan import bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
     from slowlink.storage.plan import plan_storage
@@ -72,7 +71,10 @@ def plan_cmd(
         clusters, wpath = [files[0]], files[1]
     else:
         clusters, wpath = list(files), workload
-    report_html.check_html_path(html)
+    if html is not None:
+        from slowlink.report import html as report_html
+
+        report_html.check_html_path(html)
     check_fidelity(fidelity)
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
@@ -91,11 +93,11 @@ def plan_cmd(
     advice = [advise(w, c, r, k) for _, c, r, k in fits]
     # The storage model (issue 14): data stall and checkpoint overhead beside communication.
     stor = [plan_storage(w, c, r) for _, c, r, _ in fits]
-    # The reliability model (issue 15): ETTR and time-to-train when the workload names a token budget.
-    gp = [plan_goodput(w, c, r, st.data_stall_s or 0.0) for (_, c, r, _), st in zip(fits, stor, strict=True)]
+    gp = _goodputs(w, fits, stor)
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
     if as_json:
+        from slowlink.report.goodput import goodput_json
         from slowlink.straggler.degraded import plan_degraded_by
 
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
@@ -112,7 +114,21 @@ def plan_cmd(
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
     for key, g in zip(names, gp, strict=True):
         if g is not None:
+            from slowlink.report.goodput import goodput_sentence
+
             out.print(f"[bold]{key}[/]: {goodput_sentence(g)}", soft_wrap=True)
+
+
+def _goodputs(w: Workload, fits: list[tuple[str, Cluster, StepResult, CommCost | None]],
+              stor: list[StoragePlan]) -> list[Goodput | str | None]:
+    """The reliability model (issue 15): ETTR and time-to-train of each cluster when the workload names a token
+    budget (:func:`~slowlink.reliability.goodput.plan_goodput`; without one it is None and the model, with
+    its Monte Carlo, does not load)."""
+    if w.training.tokens is None:
+        return [None] * len(fits)
+    from slowlink.reliability.goodput import plan_goodput
+
+    return [plan_goodput(w, c, r, st.data_stall_s or 0.0) for (_, c, r, _), st in zip(fits, stor, strict=True)]
 
 
 @clean_errors

@@ -115,10 +115,10 @@ def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | 
     given, for ``[src, dst]`` pairs)."""
     gpn = cluster.gpus_per_node
     blocks = np.asarray(node_of_block if node_of_block is not None else placement_nodes(cluster))
-    n = len(groups[0])
-    if any(len(g) != n for g in groups):  # unequal groups (a scenario's own lists): the first one's size stands
-        groups = [g for g in groups if len(g) == n]
-    ranks = np.asarray(groups, dtype=np.int64)
+    try:
+        ranks = np.asarray(groups, dtype=np.int64)
+    except ValueError:  # unequal groups (a scenario's own lists): the first one's size stands
+        ranks = np.asarray([g for g in groups if len(g) == len(groups[0])], dtype=np.int64)
     if ring_order:
         ranks = np.sort(ranks, axis=1)
     nodes = blocks[ranks // gpn]
@@ -287,8 +287,9 @@ def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
         pair = [[0, gpn if group.ranks_per_node == 1 and cluster.nodes > 1 else 1]]
         groups = pair if op == "send_recv" else block_groups(cluster, group)
         placed = place(cluster, groups, ring_order=op != "send_recv")
+        # the first group leaves its node (not np.unique: in numpy 2 it imports numpy.ma, ~30 ms of start-up)
         cross = tuple((pat, pattern_crossing(cluster, pat, placed)) for pat in patterns_of(op)) \
-            if len(np.unique(placed.nodes[0])) > 1 else ()
+            if (placed.nodes[0] != placed.nodes[0, 0]).any() else ()
         if op == "send_recv":  # groups_per_node pairs side by side, from consecutive GPUs of one node
             k = max(1, min(group.groups_per_node, gpn))
             spans = cluster.nodes > 1 and group.ranks > group.ranks_per_node  # priced across nodes

@@ -14,7 +14,6 @@ from typing import Any
 
 from slowlink import units
 from slowlink.collectives import algorithms as algo
-from slowlink.collectives.calibration import calibrated_time_s, load_profile
 from slowlink.collectives.communicator import Group, with_crossing
 from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import Links, resolve
@@ -167,6 +166,8 @@ def _choices(name: str, value: str | None, known: tuple[str, ...]) -> tuple[str,
 
 def _calibrated(path: Path, links: Links, op: str, size_bytes: float) -> Prediction | None:
     """The calibrated profile's fit for this op and scope (see calibration.py), or None if it has none."""
+    from slowlink.collectives.calibration import calibrated_time_s, load_profile  # only calibrated clusters
+
     scope = "network" if links.domains > 1 else "scale-up"
     fit = load_profile(path).fit_for(op, scope)
     if fit is None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
-from slowlink.workload.advice import Advice
-from slowlink.workload.scale import ScalePoint
 from slowlink.workload.step import DIM_WORDS, StepResult
-from slowlink.workload.validate import Case, mean_abs_error
+
+if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: their modules load when they do
+    from slowlink.workload.advice import Advice
+    from slowlink.workload.scale import ScalePoint
+    from slowlink.workload.validate import Case
 
 _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s", "{:,.0f}"),
          ("TFLOP/s per GPU (model)", "tflops_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.1%}"),
@@ -101,5 +105,7 @@ def validate_table(cases: list[Case], title: str) -> Table:
 
 
 def error_summary(cases: list[Case], what: str) -> str:
+    from slowlink.workload.validate import mean_abs_error
+
     return (f"{what} error: mean {mean_abs_error(cases):.1%}, max {max(abs(c.error) for c in cases):.1%} "
             f"over {len(cases)} cases")

@@ -10,15 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import SPEC_CONFIG, format_validation_error, read_mapping
 from slowlink.workload.spec import Workload, load_workload
 
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 Count = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0)]
 
@@ -32,7 +31,7 @@ def _nonempty(v: list[Any]) -> list[Any]:
 
 
 class HardwareAxes(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     gpu: list[str] = Field(description="Catalog GPU names with a server in the price book.")
     nodes: list[Count] = Field(description="Servers (NVL72: compute trays).")
     nics_per_node: list[Count] = Field(default_factory=lambda: [8], description="Compute NICs per server.")
@@ -48,7 +47,7 @@ class HardwareAxes(BaseModel):
 
 
 class ParallelAxes(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     tp: list[Count] = Field(default_factory=lambda: [1], description="Tensor-parallel sizes.")
     pp: list[Count] = Field(default_factory=lambda: [1], description="Pipeline stages.")
     cp: list[Count] = Field(default_factory=lambda: [1], description="Context-parallel sizes.")
@@ -63,7 +62,7 @@ class ParallelAxes(BaseModel):
 
 
 class Constraints(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     budget_usd: float | None = Field(None, gt=0, description="Most capex, USD.")
     power_kw: float | None = Field(None, gt=0, description="Most facility power, kW.")
     max_gpus: int | None = Field(None, ge=1, description="Most GPUs.")
@@ -73,7 +72,7 @@ class Constraints(BaseModel):
 class SpaceSpec(BaseModel):
     """The search file, as written."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str = Field(description="Name shown in reports.")
     workload: str = Field(description="Workload file, relative to the search file; its parallel section is "
                           "replaced by each configuration's (dp = GPUs / (tp pp cp)).")

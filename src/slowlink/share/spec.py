@@ -16,15 +16,14 @@ from typing import Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.share import mig
 from slowlink.share.jobs import Job, JobClass, Kind, synthetic_jobs
 
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 FILL_DURATION_S = 1e9  # replay fill: a run time no replay of a trace's jobs (one a second) comes near
 
 
@@ -37,14 +36,14 @@ def timeslice_defaults() -> dict[str, float]:
 
 
 class ClusterShape(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     nodes: int = Field(ge=1, description="Nodes of the shared cluster.")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per node.")
     gpu: str = Field("h100-sxm", description="Catalog GPU name (its memory; its MIG profiles for slicing mig).")
 
 
 class PolicySpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str | None = Field(None, description="Name in the report; default scheduler/slicing.")
     scheduler: Literal["per-gpu", "gang"] = Field(
         description="per-gpu: each free GPU goes to the next pending rank, as a pod-by-pod scheduler does; "
@@ -64,13 +63,13 @@ class PolicySpec(BaseModel):
 
 
 class PlanRef(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     cluster: str = Field(description="Cluster file the job would run on alone, relative to the scenario file.")
     workload: str = Field(description="Workload file, relative to the scenario file.")
 
 
 class JobSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     id: str | None = Field(None, description="Name in reports; default j<index>.")
     arrival_s: float = Field(0.0, ge=0, description="Submission time, seconds.")
     gpus: int = Field(ge=1, description="GPUs; more than one: a distributed job whose ranks all run at once.")
@@ -92,7 +91,7 @@ class JobSpec(BaseModel):
 
 
 class JobClassSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     kind: Kind = Field(description="Kind of the class's jobs.")
     share: float = Field(gt=0, description="Relative share of arrivals.")
     gpus: list[int] = Field(min_length=1, description="GPU counts, drawn uniformly.")
@@ -104,14 +103,14 @@ class JobClassSpec(BaseModel):
 
 
 class SyntheticSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     jobs: int = Field(ge=1, description="Jobs in the stream.")
     mean_interarrival_s: float = Field(gt=0, description="Mean gap between arrivals (Poisson), seconds.")
     classes: list[JobClassSpec] = Field(min_length=1, description="Job classes and their shares.")
 
 
 class TraceSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     path: str = Field(description="Trace file, relative to the scenario file.")
     format: Literal["openb", "philly", "philly-jobs"] = Field(
         description="openb: Alibaba cluster-trace-gpu-v2023 openb_pod_list_*.csv; philly: Microsoft Philly "
@@ -124,7 +123,7 @@ class TraceSpec(BaseModel):
 
 
 class TimesliceSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     replicas: int = Field(default_factory=lambda: int(timeslice_defaults()["replicas"]), ge=1,
                           description="Jobs one GPU may hold at once (the device plugin's replicas).")
     efficiency: float = Field(default_factory=lambda: timeslice_defaults()["efficiency"], gt=0, le=1,
@@ -135,7 +134,7 @@ class TimesliceSpec(BaseModel):
 
 
 class ShareSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str | None = Field(None, description="Name of the scenario.")
     cluster: ClusterShape = Field(description="The shared cluster's shape.")
     policies: list[PolicySpec] = Field(min_length=1, description="Policies to compare on the same jobs.")

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
@@ -29,8 +29,6 @@ from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
 
-# Unknown keys are errors; numbers are numbers (strict: `count: true` is not 1) and finite.
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 # Algorithms that reduce inside the NVLink switches (NVLink SHARP): they need a scale-up link whose catalog
 # entry has `sharp: true` (NVLS came with NCCL 2.17.1 for H100 NVSwitch systems, NVLS-tree with 2.18.1:
 # NCCL release notes; third-generation NVSwitch, A100, has no in-switch reduction).
@@ -39,7 +37,7 @@ MAX_COPIES = 32
 
 
 class TrafficSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str = Field(description="Name shown in the report.")
     kind: Literal["collective", "checkpoint"] = Field(description="A collective, or a checkpoint burst.")
     op: Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"] | None = Field(
@@ -62,7 +60,7 @@ class TrafficSpec(BaseModel):
 
 
 class ScenarioSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str | None = Field(None, description="Name shown in the report.")
     cluster: str = Field(description="Cluster file, relative to the scenario file.")
     traffic: list[TrafficSpec] = Field(min_length=1, description="Traffics that share the fabric.")

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.degraded import (
     Degraded,
     DegradedPartSpec,
@@ -25,12 +25,9 @@ from slowlink.spec.degraded import (
 from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
 
-# Unknown keys are errors; numbers are numbers (strict: `nodes: true` is not 1, `"8"` is not 8) and finite.
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
 
 class ScaleUpSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     link: str = Field(description="Catalog name of the scale-up link: nvlink3, nvlink4, nvlink5, pcie-gen5, xgmi.")
     domain_gpus: int = Field(8, ge=1, description="GPUs in one scale-up domain: 8 for HGX, 72 for NVL72.")
     bandwidth_gbyte_s: float | None = Field(
@@ -40,25 +37,25 @@ class ScaleUpSpec(BaseModel):
 
 
 class NicSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     per_node: int = Field(ge=0, description="NICs of this role in each node.")
     speed_gbit_s: float = Field(gt=0, description="Line rate of each NIC, Gbit/s.")
 
 
 class NicsSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     compute: NicSpec = Field(description="NICs carrying NCCL traffic (the 'rails').")
     storage: NicSpec | None = Field(None, description="NICs on a separate storage fabric; absent if none.")
 
 
 class DragonflySpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     groups: int = Field(ge=2, description="Dragonfly groups.")
     global_links_per_switch: int = Field(1, ge=1, description="Global links leaving each group switch.")
 
 
 class FabricSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     transport: Literal["infiniband", "roce", "ethernet"] = Field(description="Scale-out transport.")
     lossless: bool = Field(True, description="RoCE with PFC + ECN tuned (true) or untuned (false).")
     topology: Literal["fat-tree", "rail-optimized", "dragonfly", "single-switch"] = Field(
@@ -107,7 +104,7 @@ class FabricSpec(BaseModel):
 
 
 class StorageSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
     shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
     read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
@@ -129,7 +126,7 @@ class StorageSpec(BaseModel):
 
 
 class PlacementSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     mode: Literal["block", "fragmented", "custom"] = Field("block", description="How ranks map to nodes.")
     seed: int = Field(0, description="Seed for a fragmented placement.")
     node_order: list[int] | None = Field(None, description="custom: node index of each block of ranks.")
@@ -138,7 +135,7 @@ class PlacementSpec(BaseModel):
 class ClusterSpec(BaseModel):
     """The cluster file, exactly as written."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str = Field(description="Name shown in reports.")
     nodes: int = Field(ge=1, description="Nodes (servers) in the cluster.")
     gpus_per_node: int = Field(ge=1, description="GPUs in each node.")

@@ -20,18 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from slowlink import units
 from slowlink.errors import field_error
-
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+from slowlink.fileio import SPEC_CONFIG
 
 
 class DegradedPartSpec(BaseModel):
     """One degraded part, as written."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     node: int | None = Field(None, ge=0, description="Physical node index (0-based) the part sits in.")
     nic: int | None = Field(None, ge=0, description="Compute NIC index inside the node (needs node and rate).")
     gpu: int | None = Field(None, ge=0, description="GPU index inside the node (needs node and clock).")
@@ -66,7 +65,7 @@ class DegradedPartSpec(BaseModel):
 class VariabilitySpec(BaseModel):
     """Per-rank variability of each step's compute and network time."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     compute_cv: float = Field(0.0, ge=0, le=1, description="Coefficient of variation of one rank's compute "
                               "time per synchronisation interval (std / mean), e.g. 0.02.")
     network_cv: float = Field(0.0, ge=0, le=1, description="Coefficient of variation of one rank's "

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-# Unknown keys are errors; numbers are numbers (strict) and finite.
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+from slowlink.fileio import SPEC_CONFIG
 
 # Suffixes of a count of tokens or steps: thousand, million, billion (B or G), trillion.
 _COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -41,7 +40,7 @@ class ReliabilitySpec(BaseModel):
     """Failure rates and recovery times of a cluster; every key is optional, the defaults are Llama 3's mix
     and the recovery times of ``reliability/data/failures.yaml`` (each with its source)."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     failures_per_1000_node_days: float | None = Field(
         None, gt=0, description="Unexpected job interruptions per 1000 node-days; replaces the default mix's "
         "total (Llama 3: 419 in 54 days on 2,048 nodes = 3.79), keeping its shares for the breakdown.")

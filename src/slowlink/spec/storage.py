@@ -12,20 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink import units
+from slowlink.fileio import SPEC_CONFIG
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import StorageSpec
 
-# Unknown keys are errors; numbers are numbers (strict: `keep_last: true` is not 1) and finite.
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DEFAULT_TIER = "default"  # the name of the one tier a storage section without `tiers:` has
 
 
 class StorageTierSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str = Field(min_length=1, description="Name of the tier, e.g. hot (NVMe) or capacity (disk, object).")
     capacity_tb: float = Field(gt=0, description="Usable capacity of the tier, TB (1e12 bytes).")
     read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth of the tier's media, GB/s.")
@@ -33,7 +32,7 @@ class StorageTierSpec(BaseModel):
 
 
 class RetentionSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     keep_last: int = Field(2, ge=1, description="Most recent checkpoints kept; older ones are deleted after a "
                            "new one is complete (so keep_last + 1 exist while one is written).")
     keep_every: int | None = Field(None, ge=1, description="Also keep every k-th checkpoint for good (they "
@@ -44,7 +43,7 @@ class RetentionSpec(BaseModel):
 class DataSpec(BaseModel):
     """The workload's training data: how big a sample is, how it is laid out and read."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     samples: int | None = Field(None, ge=1, description="Samples in the dataset (its size on storage).")
     bytes_per_sample: str | float | None = Field(
         None, description="Bytes read per sample (e.g. 110KiB for an ImageNet JPEG); null: the model's seq_len "
@@ -83,7 +82,7 @@ class DataSpec(BaseModel):
 class CheckpointSpec(BaseModel):
     """The workload's checkpoints: how often, how they are written and what they hold."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     interval_steps: int | None = Field(None, ge=1, description="Steps between checkpoints.")
     interval_minutes: float | None = Field(None, gt=0, description="Minutes between checkpoints (or interval_steps).")
     mode: Literal["sync", "async"] = Field(

@@ -130,7 +130,7 @@ def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndar
 def _row_penalty(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndarray,
                  domains: np.ndarray) -> Penalty:
     d = cluster.degraded
-    n_dom = len(np.unique(domains))
+    n_dom = len(set(domains.tolist()))
     if n_dom < 2 and not (pattern == "p2p" and nodes[0] != nodes[-1]):
         return NO_PENALTY  # nothing crosses the network
     rate, part = 1.0, ""

@@ -21,10 +21,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+import numpy as np
+
 from slowlink.collectives import Group, Prediction, predict
 from slowlink.collectives.communicator import communicator
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.placement import Dimension, dimension_groups
+from slowlink.workload.placement import Dimension, dimension_array
 from slowlink.workload.spec import ParallelSpec
 
 CommCost = Callable[[str, float, list[list[int]]], float]
@@ -88,9 +90,15 @@ def _key(p: ParallelSpec) -> _Key:
 
 
 @functools.lru_cache(maxsize=256)
-def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
+def _array(key: _Key, dim: Dimension) -> np.ndarray:
     tp, cp, dp, pp, ep, order = key
-    return dimension_groups(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
+    return dimension_array(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
+
+
+@functools.lru_cache(maxsize=256)
+def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
+    out: list[list[int]] = _array(key, dim).tolist()
+    return out
 
 
 def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
@@ -107,10 +115,15 @@ def _derived(key: _Key, dim: str) -> list[list[int]]:
     ep = key[4]
     if dim == "edp":
         return [g[k::ep] for g in _groups(key, "dp") for k in range(ep)]
-    if dim == "pp_pairs":
-        return [[g[i], g[i + 1]] for g in _groups(key, "pp") for i in range(len(g) - 1)]
-    if dim == "cp_pairs":
-        return [[g[i], g[(i + 1) % len(g)]] for g in _groups(key, "cp") for i in range(len(g))]
+    # The pairs are built as arrays (one list per pair in Python is ~10x slower on thousands of ranks).
+    if dim == "pp_pairs":  # [g[i], g[i + 1]] for each group g and stage boundary i
+        a = _array(key, "pp")
+        pp_pairs: list[list[int]] = np.stack((a[:, :-1], a[:, 1:]), axis=2).reshape(-1, 2).tolist()
+        return pp_pairs
+    if dim == "cp_pairs":  # [g[i], g[(i + 1) % len(g)]] for each group g and ring position i
+        a = _array(key, "cp")
+        cp_pairs: list[list[int]] = np.stack((a, np.roll(a, -1, axis=1)), axis=2).reshape(-1, 2).tolist()
+        return cp_pairs
     if dim in ("tp", "cp", "dp", "dp_cp", "ep", "pp"):
         return _groups(key, dim)
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")

@@ -46,6 +46,12 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
     ``dp_cp`` is the gradient-reduction group of context-parallel training (Megatron reduces gradients
     over dp x cp). All groups of one dimension run the same collective at the same time.
     """
+    out: list[list[int]] = dimension_array(p, dim).tolist()
+    return out
+
+
+def dimension_array(p: ParallelSpec, dim: Dimension) -> np.ndarray:
+    """:func:`dimension_groups` as a (groups, size) array, each row sorted."""
     grid, axes = rank_grid(p)
     if dim in ("tp", "cp", "dp", "pp"):
         flat = _groups_over(grid, axes, [dim])
@@ -57,5 +63,4 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
         flat = _groups_over(split, [*axes[:k], "dp_outer", "ep", *axes[k + 1:]], ["ep"])
     else:
         raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp")
-    out: list[list[int]] = np.sort(flat, axis=1).tolist()
-    return out
+    return np.sort(flat, axis=1)

@@ -6,23 +6,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from slowlink.errors import SpecError
-from slowlink.fileio import check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
 
-# Unknown keys are errors; numbers are numbers (strict: `tp: true` is not 1) and finite.
-_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}  # bytes per element of each precision
 
 
 class MoESpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     experts: int = Field(ge=1, description="Routed experts per MoE layer.")
     top_k: int = Field(ge=1, description="Experts each token is routed to.")
     expert_ffn_hidden: int = Field(ge=1, description="Hidden size of one expert's MLP.")
@@ -37,7 +35,7 @@ class MoESpec(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     preset: str | None = Field(None, description="Name of a bundled model preset; fields given here override it.")
     layers: int | None = Field(None, ge=1, description="Transformer layers.")
     hidden: int | None = Field(None, ge=1, description="Hidden size h.")
@@ -51,7 +49,7 @@ class ModelSpec(BaseModel):
 
 
 class TrainingSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     global_batch: int = Field(ge=1, description="Sequences per optimizer step.")
     micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
     precision: Literal["fp16", "bf16", "fp8", "fp32"] = Field(
@@ -75,7 +73,7 @@ AUTO_DP = 0
 
 
 class ParallelSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     tp: int = Field(1, ge=1, description="Tensor-parallel size.")
     pp: int = Field(1, ge=1, description="Pipeline stages.")
     dp: int = Field(1, ge=0, description="Data-parallel size; `auto` (held as 0) = the cluster's GPUs / "
@@ -138,7 +136,7 @@ class ParallelSpec(BaseModel):
 
 
 class OverlapSpec(BaseModel):
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     grad_reduce: bool = Field(True, description="Overlap the DP gradient reduction with the backward pass.")
     param_gather: bool = Field(True, description="Overlap the ZeRO parameter all-gather with the forward pass.")
     tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
@@ -147,7 +145,7 @@ class OverlapSpec(BaseModel):
 class WorkloadSpec(BaseModel):
     """The workload file, exactly as written."""
 
-    model_config = _STRICT
+    model_config = SPEC_CONFIG
     name: str | None = Field(None, description="Name shown in reports.")
     model: ModelSpec = Field(description="The model: a preset and/or its fields.")
     training: TrainingSpec = Field(description="Batch, precision, recomputation.")
