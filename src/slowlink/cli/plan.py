@@ -121,19 +121,23 @@ def validate_runs(
     fail_above: float | None = typer.Option(
         None, "--fail-above", help="Exit 1 when the mean |error| of the calibration or the held-out set is above "
         "this many percent (a gate for CI).", min=0.0),
+    as_json: bool = _JSON,
 ) -> None:
     """Model every published run: predicted vs measured, the error, the mean and max (calibration and held-out)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slowlink.report.plan import error_summary, validate_table
+    from slowlink.report.plan import error_summary, validate_table, validation_json
     from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
 
-    cs = cases()
-    out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
-    out.print(error_summary(cs, "step-time"))
-    held = heldout_cases()
-    out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured (heldout_runs.yaml)"))
-    out.print(error_summary(held, "held-out MFU"))
+    cs, held = cases(), heldout_cases()
+    if as_json:
+        print_json({"calibration": validation_json(cs), "held_out": validation_json(held)})
+    else:
+        out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
+        out.print(error_summary(cs, "step-time"))
+        out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured "
+                                 "(heldout_runs.yaml)"))
+        out.print(error_summary(held, "held-out MFU"))
     over = [f"{what} {mean_abs_error(c):.1%}" for what, c in (("calibration", cs), ("held-out", held))
             if fail_above is not None and mean_abs_error(c) * 100 > fail_above]
     if over:
