@@ -151,8 +151,9 @@ _MODE = typer.Option("global-batch", "--mode", help="global-batch or per-gpu-bat
 
 @clean_errors
 def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _MODE,
-              as_json: bool = _JSON, html: Path | None = _HTML) -> None:
+              as_json: bool = _JSON, html: Path | None = _HTML, fidelity: str = _FIDELITY) -> None:
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
+    from slowlink.progress import progress
     from slowlink.report import html as report_html
     from slowlink.report.plan import scale_reason, scale_table
     from slowlink.workload.scale import MODES, scale
@@ -164,12 +165,14 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     except ValueError:
         raise SpecError(f"--nodes ({nodes!r}) must be comma-separated integers, e.g. 1,2,4,8") from None
     report_html.check_html_path(html)
+    check_fidelity(fidelity)
     w, c = load_workload(workload), load_cluster(cluster)
-    pts = scale(w, c, counts, mode)
+    with progress(f"scale ({fidelity})", len(set(counts)), enabled=fidelity == "flow") as bar:
+        pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json({"mode": mode, "points": [
+        print_json({"mode": mode, "fidelity": fidelity, "points": [
             {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
              "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
              **p.result.to_json()} for p in pts]})
