@@ -40,3 +40,46 @@ def test_up_bad_delay_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(net, "check_root", lambda: None)
     r = CliRunner().invoke(app, ["emulate", "up", "examples/emulate-flat.yaml", "--delay", "n0=abc"])
     assert r.exit_code == 2 and "LINK=NUMBER" in r.output and "Traceback" not in r.output
+
+
+def _fake_validate(calls: list[str]) -> object:
+    from slowlink.emulate.validate import Row
+
+    def validate(cluster: object, plan: object, ops: list[str], size_bytes: float, iters: int,
+                 on_step: object = None) -> list[Row]:
+        assert callable(on_step)
+        for phase in ("bring-up", *ops, "tear-down"):
+            on_step(phase)
+            calls.append(phase)
+        return [Row("flat all_reduce 4MiB", 0.5, 0.4, "flow", -0.2, 0.45, -0.11, 0.9, 0.6, True)]
+    return validate
+
+
+@pytest.mark.parametrize("drawn", [False, True])
+def test_validate_emulated_progress_goes_to_stderr_and_json_stays_valid(monkeypatch: pytest.MonkeyPatch,
+                                                                        drawn: bool) -> None:
+    """Each phase reaches the bar; with the bar drawn (as on a terminal) stdout is still only JSON."""
+    import json
+
+    from slowlink import progress
+    from slowlink.emulate import net, validate
+
+    calls: list[str] = []
+    monkeypatch.setattr(net, "check_root", lambda: None)
+    monkeypatch.setattr(validate, "validate", _fake_validate(calls))
+    monkeypatch.setattr(progress, "_draws", lambda console, enabled: drawn and enabled)
+    r = CliRunner().invoke(app, ["validate", "emulated", "examples/emulate-flat.yaml", "--json"])
+    assert r.exit_code == 0, r.output
+    assert calls == ["bring-up", "all_reduce", "all_to_all", "tear-down"]
+    assert json.loads(r.stdout)[0]["fidelity"] == "flow"
+    assert ("validate" in r.stderr or "tear-down" in r.stderr) == drawn
+
+
+def test_validate_emulated_table_and_cpu_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.emulate import net, validate
+
+    monkeypatch.setattr(net, "check_root", lambda: None)
+    monkeypatch.setattr(validate, "validate", _fake_validate([]))
+    r = CliRunner().invoke(app, ["validate", "emulated", "examples/emulate-flat.yaml"])
+    assert r.exit_code == 0, r.output
+    assert "-20.0%" in r.output and "CPU-LIMITED" in r.output and "lower --scale" in r.output

@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from slowlink import __version__
@@ -71,3 +72,18 @@ def test_inputs_do_not_leak_from_one_command_to_the_next() -> None:
     res = runner.invoke(app, ["collective", REF, "--op", "all_reduce", "--size", "1GiB", "--json"])
     assert res.exit_code == 0, res.output
     assert [i["kind"] for i in json.loads(res.stdout)["slowlink"]["inputs"]] == ["cluster"]
+
+
+def test_validate_has_json_with_both_sets_and_their_errors() -> None:
+    r = runner.invoke(app, ["validate", "--json"])
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.stdout)
+    for key, quantity in (("calibration", "step time (s)"), ("held_out", "MFU")):
+        s = js[key]
+        assert s["quantity"] == quantity and len(s["cases"]) > 5
+        errors = [abs(c["predicted"] / c["measured"] - 1) for c in s["cases"]]
+        assert s["mean_abs_error"] == pytest.approx(sum(errors) / len(errors), rel=1e-3)
+        assert s["max_abs_error"] == pytest.approx(max(errors), rel=1e-3)
+    gate = runner.invoke(app, ["validate", "--json", "--fail-above", "0.001"])
+    assert gate.exit_code == 1 and json.loads(gate.stdout)["held_out"]["cases"]
+    assert "--fail-above" in gate.stderr

@@ -166,3 +166,30 @@ def test_validate_fail_above_is_a_gate() -> None:
     assert runner.invoke(app, ["validate", "--fail-above", f"{worst * 1.1:.3f}"]).exit_code == 0
     bad = runner.invoke(app, ["validate", "--fail-above", "-1"])
     assert bad.exit_code == 2 and "--fail-above" in bad.output
+
+
+def test_scale_fidelity_flow_prices_each_size_with_the_simulator(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fidelity flow: every node count is priced by the flow simulator (its own resized cluster), the JSON
+    says so, and the progress bar begins once per node count."""
+    from slowlink import progress
+    from slowlink.sim import fidelity
+
+    priced: list[int] = []
+    real = fidelity.comm_cost
+    import slowlink.cli.plan as cli_plan
+
+    for where in (fidelity, cli_plan):  # wherever the command looks it up
+        if hasattr(where, "comm_cost"):
+            monkeypatch.setattr(where, "comm_cost", lambda f, c: priced.append(c.nodes) or real(f, c))
+    began: list[str] = []
+    real_begin = progress.Steps.begin
+    monkeypatch.setattr(progress.Steps, "begin", lambda self, what: began.append(what) or real_begin(self, what))
+    w = str(_workload(tmp_path))
+    flow = runner.invoke(app, ["scale", str(CLUSTER), w, "--nodes", "2,8", "--fidelity", "flow", "--json"])
+    assert flow.exit_code == 0, flow.output
+    js = json.loads(flow.stdout)
+    assert js["fidelity"] == "flow" and [p["nodes"] for p in js["points"]] == [2, 8]
+    assert priced == [2, 8] and began == ["2 nodes", "8 nodes"]
+    bad = runner.invoke(app, ["scale", str(CLUSTER), w, "--fidelity", "exact"])
+    assert bad.exit_code == 2 and "--fidelity ('exact') must be one of" in bad.output

@@ -73,3 +73,17 @@ def test_columns_are_keyed_by_file_when_names_collide(tmp_path: Path, auto_file:
                               "--json"])
     assert res.exit_code == 0, res.output
     assert set(json.loads(res.output)["clusters"]) == {str(EX / "ref-64gpu.yaml"), str(copy)}
+
+
+def test_a_gpu_without_the_asked_precision_is_a_column_not_an_abort(tmp_path: Path) -> None:
+    """FP8 gradients on an A100 (no FP8 tensor cores) rule out that cluster only; the H100 one still plans."""
+    a100 = tmp_path / "a100.yaml"
+    a100.write_text((EX / "ref-64gpu.yaml").read_text().replace("h100-sxm", "a100-80gb")
+                    .replace("nvlink4", "nvlink3").replace("name: ref-64gpu", "name: ref-64gpu-a100"))
+    fp8 = tmp_path / "fp8.json"
+    fp8.write_text(json.dumps({**AUTO, "training": {**AUTO["training"], "grad_comm_dtype": "fp8"}}))
+    res = runner.invoke(app, ["plan", str(EX / "ref-64gpu.yaml"), str(a100), "--workload", str(fp8), "--json"])
+    assert res.exit_code == 0, res.output
+    cols = json.loads(res.output)["clusters"]
+    assert "step_time_s" in cols["ref-64gpu"]
+    assert "grad_comm_dtype ('fp8') is not supported by gpu a100-80gb" in cols["ref-64gpu-a100"]["infeasible"]

@@ -50,8 +50,16 @@ def test_large_messages_use_ring_or_nvls(make: Callable[..., Cluster]) -> None:
 
 def test_nvls_only_where_the_switch_has_sharp(make: Callable[..., Cluster]) -> None:
     c = make(nodes=1, link="nvlink3", gpu="a100-80gb")
-    with pytest.raises(SpecError, match="algorithm"):
+    with pytest.raises(SpecError, match=r"algorithm \('nvls'\) cannot run all_reduce on 8 ranks here: scale-up "
+                       r"nvlink3 has no NVLink SHARP .*; these can: .*ring/Simple"):
         predict(c, "all_reduce", units.GiB, algorithm="nvls")
+
+
+def test_nvls_across_domains_points_to_nvls_tree(make: Callable[..., Cluster]) -> None:
+    with pytest.raises(SpecError, match=r"ranks span 8 \(nvls_tree crosses them\); these can: .*nvls_tree/Simple"):
+        predict(make(nodes=8), "all_reduce", units.GiB, algorithm="nvls")
+    with pytest.raises(SpecError, match=r"algorithm \('nvls_tree'\), protocol \('LL'\) cannot run all_reduce"):
+        predict(make(nodes=8), "all_reduce", units.GiB, algorithm="nvls_tree", protocol="LL")
 
 
 def test_oversubscription_only_hits_groups_that_cross_the_tier(make: Callable[..., Cluster]) -> None:

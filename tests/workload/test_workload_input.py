@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from slowlink.errors import SpecError
+from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.spec import check_hardware, workload_from_mapping
 
@@ -53,6 +53,6 @@ def test_fp8_on_a_gpu_without_fp8(tmp_path: Path) -> None:
     (tmp_path / "a100.yaml").write_text(text)
     a100, h100 = load_cluster(tmp_path / "a100.yaml"), load_cluster(EXAMPLES / "ref-64gpu.yaml")
     w = workload_from_mapping(_wl(training={"grad_comm_dtype": "fp8"}), "w.yaml")
-    with pytest.raises(SpecError, match=r"training.grad_comm_dtype \('fp8'\) is not supported by gpu a100-80gb"):
+    with pytest.raises(InfeasiblePlan, match=r"training.grad_comm_dtype \('fp8'\) is not supported by gpu a100-80gb"):
         check_hardware(w, a100)
     check_hardware(w, h100)

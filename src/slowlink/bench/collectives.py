@@ -395,7 +395,7 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
 
     import torch.distributed as dist
 
-    from slowlink.bench.progress import progress
+    from slowlink.progress import progress
 
     if cfg.test_delay_rank is not None and cfg.test_delay_rank >= ctx.world:
         raise BenchError(f"test_delay_rank, SLOWLINK_BENCH_TEST_DELAY ({cfg.test_delay_rank}) must be a rank of "
@@ -404,6 +404,6 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
     dist.all_gather_object(hosts, socket.gethostname())
     redops = redops_for(cfg.op, cfg.redop, cfg.backend)
     total = len(cfg.sizes_bytes) * len(halves_for(cfg.op)) * rounds_for(cfg) * len(redops)
-    with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as step:
-        rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=step)
+    with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as steps:
+        rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=steps.advance)
     return {"rows": rows, "hostnames": hosts}

@@ -66,7 +66,7 @@ class Catalog:
         try:
             parsed = CatalogFile.model_validate(data)
         except ValidationError as exc:
-            raise CatalogError(format_validation_error(exc, source)) from None
+            raise CatalogError(format_validation_error(exc, source, "catalog")) from None
         self.gpus.update({k: Gpu.from_entry(k, v) for k, v in parsed.gpus.items()})
         self.scale_up.update({k: ScaleUpLink.from_entry(k, v) for k, v in parsed.scale_up.items()})
         self.transports.update({k: Transport.from_entry(k, v) for k, v in parsed.transports.items()})

@@ -243,6 +243,7 @@ def train(
     """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
     from slowlink.bench import launch
     from slowlink.bench.train import TrainConfig, config_dict
+    from slowlink.progress import progress
     from slowlink.report.bench import train_table
     from slowlink.spec.cluster import load_cluster
 
@@ -257,10 +258,12 @@ def train(
     gpu = None if cluster is None else load_cluster(cluster).gpu
     be = launch.resolve_backend(backend)
     rows, hosts = [], []
-    for n in counts:
-        res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
-        rows += res["rows"]
-        hosts += res["hostnames"]
+    with progress("bench train", len(counts)) as bar:
+        for n in counts:
+            bar.begin(f"bench train: {n} ranks")
+            res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
+            rows += res["rows"]
+            hosts += res["hostnames"]
     for r in rows:
         peak = None if gpu is None else gpu.peak(r["precision"])
         r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None

@@ -51,6 +51,7 @@ def storage(
     from slowlink.bench.storage import StorageBenchConfig, run_storage
     from slowlink.bench.storage_data import make_dataset
     from slowlink.cli.bench import save_record
+    from slowlink.progress import status
     from slowlink.report.storage_bench import probe_line, storage_bench_table
 
     cfg = StorageBenchConfig(workers=workers, batch=batch, orders=tuple(o.strip() for o in order.split(",") if o),
@@ -61,7 +62,8 @@ def storage(
     if make is not None and make_dataset(data_dir, make, int(size_option("--file-size", file_size)), seed):
         err.print(f"wrote {make:,} files of {file_size} under {data_dir}")
     sdir = shards if shards is not None else data_dir.parent / f"{data_dir.name}-shards"
-    res = run_storage(data_dir, sdir, cfg)
+    with status(f"bench storage: {data_dir}"):
+        res = run_storage(data_dir, sdir, cfg)
     save_record("storage", data_dir.name, res, res["summary"]["config"], "none", None, results, no_results,
                 res["summary"])
     if as_json:
@@ -92,6 +94,7 @@ def checkpoint(
     from slowlink.bench import launch
     from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, mean_probe, probe_host
     from slowlink.cli.bench import save_record
+    from slowlink.progress import progress
     from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
 
     try:
@@ -105,13 +108,15 @@ def checkpoint(
                                 directory=directory, probe_bytes=int(size_option("--probe-size", probe_size)))
     cfg.check()
     rows, hosts, where = [], [], Path(directory or tempfile.gettempdir())
-    for n in counts:
-        before = probe_host(where, n, cfg.probe_bytes, cfg.state_bytes)
-        res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
-        probe = mean_probe(before, probe_host(where, n, cfg.probe_bytes, cfg.state_bytes))
-        rows += finish_rows(res["rows"], cfg, probe)
-        hosts += res["hostnames"]
-        err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
+    with progress("bench checkpoint", len(counts)) as steps:
+        for n in counts:
+            steps.begin(f"bench checkpoint: {n} ranks")
+            before = probe_host(where, n, cfg.probe_bytes, cfg.state_bytes)
+            res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
+            probe = mean_probe(before, probe_host(where, n, cfg.probe_bytes, cfg.state_bytes))
+            rows += finish_rows(res["rows"], cfg, probe)
+            hosts += res["hostnames"]
+            err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
     save_record("checkpoint", "dcp", {"rows": rows, "hostnames": sorted(set(hosts))}, asdict(cfg), "gloo", None,
                 results, no_results, {"probe": probe.to_json()})
     if as_json:

@@ -128,9 +128,7 @@ def print_json(obj: Any) -> None:
 
 
 def progress(items: Sequence[T], what: str) -> Iterator[T]:
-    """``items`` one by one, with a progress bar on stderr while they run: only on a terminal and for more
-    than one item, and erased at the end, so pipes, JSON and tests see nothing of it."""
-    from rich.progress import track
+    """``items`` one by one under the bar of :func:`slowlink.progress.track` (the flow sweeps' callback)."""
+    from slowlink.progress import track
 
-    yield from track(items, description=what, console=err, transient=True,
-                     disable=len(items) < 2 or not err.is_terminal)
+    yield from track(items, what)

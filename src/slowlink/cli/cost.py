@@ -116,9 +116,9 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
                out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME,
                html: Path | None = _HTML) -> None:
     """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
-    from slowlink.cli.common import err
     from slowlink.errors import InfeasiblePlan, SpecError
     from slowlink.fileio import check_output
+    from slowlink.progress import progress
     from slowlink.report import search as report
     from slowlink.report.html import check_html_path
     from slowlink.search.run import chunks, evaluate_space, summarize
@@ -131,11 +131,8 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
             check_output(path, flag, suffixes)
     check_html_path(html)
     s = load_space(space)
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task(f"{s.size:,} configurations", total=len(chunks(s)))
-        points = evaluate_space(s, workers, scheduler, lambda n: bar.advance(task, n), resume)
+    with progress(f"{s.size:,} configurations", len(chunks(s))) as steps:
+        points = evaluate_space(s, workers, scheduler, steps.advance, resume)
     result = summarize(s, points)
     if out_file is not None:
         report.write_points(result, out_file)

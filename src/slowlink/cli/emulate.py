@@ -6,7 +6,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from slowlink import units
 from slowlink.cli.common import clean_errors, out, print_json
@@ -39,9 +38,13 @@ def up_cmd(cluster: Path, scale: float = typer.Option(DEFAULT_SCALE, help="Link 
            nodes: int | None = typer.Option(None, help="Emulate only this many nodes."),
            delay: list[str] | None = _DELAY, loss: list[str] | None = _LOSS) -> None:
     """Build the namespaces, switches and shaped links of CLUSTER."""
+    from slowlink.progress import status
+
     net.check_root()
-    plan = net.up(build_plan(load_cluster(cluster), scale=scale, nodes=nodes,
-                             delay_s=_pairs(delay, "delay", units.MS), loss=_pairs(loss, "loss", 1.0)))
+    built = build_plan(load_cluster(cluster), scale=scale, nodes=nodes, delay_s=_pairs(delay, "delay", units.MS),
+                       loss=_pairs(loss, "loss", 1.0))
+    with status(f"emulate up: {len(built.namespaces)} namespaces, {len(built.links)} links"):
+        plan = net.up(built)
     out.print(plan_summary(plan))
 
 
@@ -70,7 +73,10 @@ def status_cmd(json_out: bool = typer.Option(False, "--json")) -> None:
 @clean_errors
 def down_cmd() -> None:
     """Remove every namespace whose name starts with sl- (idempotent)."""
-    removed = net.down()
+    from slowlink.progress import status
+
+    with status("emulate down"):
+        removed = net.down()
     out.print(f"removed {len(removed)} namespaces")
 
 
@@ -124,6 +130,8 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
                  delay: list[str] | None = _DELAY) -> None:
     """Bring CLUSTER up emulated, measure gloo collectives, compare the flow and analytical models."""
     from slowlink.emulate.validate import validate
+    from slowlink.progress import progress
+    from slowlink.report.emulate import cpu_warning, validation_table
 
     try:
         size_bytes = units.parse_size(size)
@@ -137,20 +145,14 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
     plan = build_plan(c, scale=scale, delay_s=_pairs(delay, "delay", units.MS))
     check_emulated_size(size_bytes, op_list, len(plan.nodes))  # before anything is brought up
     net.check_root()
-    rows = validate(c, plan, op_list, size_bytes, iters)
+    with progress("validate emulated", len(op_list) + 2) as steps:  # bring-up, each op, tear-down
+        rows = validate(c, plan, op_list, size_bytes, iters, on_step=steps.begin)
     if json_out:
         print_json([asdict(r) for r in rows])
         return
-    table = Table("case", "median s", "best s", "predicted s", "fidelity", "error (median)", "error (best)",
-                  "cpu busy / rank")
-    for r in rows:
-        table.add_row(r.case, f"{r.measured_s:.4f}", f"{r.best_s:.4f}", f"{r.predicted_s:.4f}", r.fidelity,
-                      f"{r.error:+.1%}", f"{r.best_error:+.1%}",
-                      f"{r.cpu_busy:.0%} / {r.rank_cpu:.0%}" + (" CPU-LIMITED" if r.cpu_limited else ""))
-    out.print(table)
-    if any(r.cpu_limited for r in rows):
-        out.print("warning: a rank was busy on the CPU for much of a measurement, so it may show the CPU "
-                  "limit, not the links: lower --scale")
+    out.print(validation_table(rows))
+    if (warning := cpu_warning(rows)) is not None:
+        out.print(warning, soft_wrap=True)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -94,6 +94,7 @@ def drill_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
+    from slowlink.progress import progress
     from slowlink.reliability.drill import DrillConfig, run_drill
     from slowlink.report.goodput import drill_lines, drill_table
 
@@ -102,12 +103,14 @@ def drill_cmd(
     if emulated is not None:
         from slowlink.reliability.drill_emulate import run_emulated_drill
 
-        r = run_emulated_drill(cfg, emulated, nodes, spare=spare, store_node=store_node)
+        with progress("drill", 4) as bar:  # bring-up, reference run, drill run, tear-down
+            r = run_emulated_drill(cfg, emulated, nodes, spare=spare, store_node=store_node, on_step=bar.begin)
     elif nodes is not None or spare or store_node:
         flag, value = next((f, v) for f, v in (("nodes", nodes), ("spare", spare), ("store-node", store_node)) if v)
         raise SpecError(f"--{flag} ({value}) needs --emulated CLUSTER.yaml; locally the ranks are --nproc")
     else:
-        r = run_drill(cfg)
+        with progress("drill", 2) as bar:  # reference run, drill run
+            r = run_drill(cfg, on_step=bar.begin)
     if as_json:
         print_json(r.to_json())
     else:

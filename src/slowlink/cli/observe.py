@@ -115,8 +115,10 @@ def doctor(
     extra = []
     if emulated is not None:
         from slowlink.observe.emulated import probe
+        from slowlink.progress import progress
 
-        extra = probe(emulated, cluster, tolerance / 100)
+        with progress(f"doctor: emulated run {emulated}", 3) as steps:  # shapers, throughput, collective
+            extra = probe(emulated, cluster, tolerance / 100, on_step=steps.begin)
     predictor = model_predictor(cluster) if cluster and inp.tables else None
     diag = diagnose(inp, predictor, baseline, tolerance / 100, extra)
     if as_json:
@@ -149,8 +151,10 @@ def inventory(
             return
     elif emulated is not None:
         from slowlink.observe.emulated import inventory as emulated_inventory
+        from slowlink.progress import status
 
-        records = emulated_inventory(emulated)
+        with status(f"inventory: emulated run {emulated}") as steps:
+            records = emulated_inventory(emulated, on_step=steps.begin)
     else:
         records = [load_node(p) for p in nodes] if nodes else [collect()]
     diff = mismatches(records) if len(records) > 1 else {}

@@ -137,19 +137,23 @@ def validate_runs(
     fail_above: float | None = typer.Option(
         None, "--fail-above", help="Exit 1 when the mean |error| of the calibration or the held-out set is above "
         "this many percent (a gate for CI).", min=0.0),
+    as_json: bool = _JSON,
 ) -> None:
     """Model every published run: predicted vs measured, the error, the mean and max (calibration and held-out)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slowlink.report.plan import error_summary, validate_table
+    from slowlink.report.plan import error_summary, validate_table, validation_json
     from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
 
-    cs = cases()
-    out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
-    out.print(error_summary(cs, "step-time"))
-    held = heldout_cases()
-    out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured (heldout_runs.yaml)"))
-    out.print(error_summary(held, "held-out MFU"))
+    cs, held = cases(), heldout_cases()
+    if as_json:
+        print_json({"calibration": validation_json(cs), "held_out": validation_json(held)})
+    else:
+        out.print(validate_table(cs, "calibration set: step time, predicted vs measured (published_runs.yaml)"))
+        out.print(error_summary(cs, "step-time"))
+        out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured "
+                                 "(heldout_runs.yaml)"))
+        out.print(error_summary(held, "held-out MFU"))
     over = [f"{what} {mean_abs_error(c):.1%}" for what, c in (("calibration", cs), ("held-out", held))
             if fail_above is not None and mean_abs_error(c) * 100 > fail_above]
     if over:
@@ -163,8 +167,9 @@ _MODE = typer.Option("global-batch", "--mode", help="global-batch or per-gpu-bat
 
 @clean_errors
 def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _MODE,
-              as_json: bool = _JSON, html: Path | None = _HTML) -> None:
+              as_json: bool = _JSON, html: Path | None = _HTML, fidelity: str = _FIDELITY) -> None:
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
+    from slowlink.progress import progress
     from slowlink.report import html as report_html
     from slowlink.report.plan import scale_reason, scale_table
     from slowlink.workload.scale import MODES, scale
@@ -176,12 +181,14 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     except ValueError:
         raise SpecError(f"--nodes ({nodes!r}) must be comma-separated integers, e.g. 1,2,4,8") from None
     report_html.check_html_path(html)
+    check_fidelity(fidelity)
     w, c = load_workload(workload), load_cluster(cluster)
-    pts = scale(w, c, counts, mode)
+    with progress(f"scale ({fidelity})", len(set(counts)), enabled=fidelity == "flow") as bar:
+        pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json({"mode": mode, "points": [
+        print_json({"mode": mode, "fidelity": fidelity, "points": [
             {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
              "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
              **p.result.to_json()} for p in pts]})

@@ -34,6 +34,7 @@ def simulate(
                                                "utilisation heatmap) to this file.")] = None,
 ) -> None:
     """Run several traffics (collectives, checkpoint bursts) at once on the cluster's fabric."""
+    from slowlink.progress import status
     from slowlink.report import html as report_html
     from slowlink.report.simulate import hottest_table, to_json, traffic_table, write_heatmap
     from slowlink.sim.scenario import load_scenario, run_scenario
@@ -42,7 +43,8 @@ def simulate(
     if heatmap_png is not None:  # before the simulation, which can take minutes
         check_heatmap(heatmap_png)
     spec, cluster = load_scenario(scenario)
-    result = run_scenario(spec, cluster)
+    with status(f"simulate: {len(spec.traffic)} traffics"):
+        result = run_scenario(spec, cluster)
     if html is not None:
         from slowlink.report.html_simulate import write_simulate
 

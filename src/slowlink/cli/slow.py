@@ -130,6 +130,7 @@ def _find_emulated(emulated: Path, op: str, size: str, iters: int, run_id: str |
     from slowlink.cli.emulate import check_emulated_size
     from slowlink.emulate import net
     from slowlink.errors import EmulationError
+    from slowlink.progress import progress
     from slowlink.spec.cluster import load_cluster
     from slowlink.straggler.emulated import find_slow_emulated
 
@@ -146,7 +147,9 @@ def _find_emulated(emulated: Path, op: str, size: str, iters: int, run_id: str |
     if run_id is not None and not run_id.isalnum():
         raise EmulationError(field_error("--run-id", run_id, "must be letters and digits only"))
     net.check_root()
-    return find_slow_emulated(c, op=op, size_bytes=size_bytes, iters=iters, run_id=run_id)
+    with progress("find-slow", 5) as steps:  # bring-up, healthy, inject and probe, degraded, tear-down
+        return find_slow_emulated(c, op=op, size_bytes=size_bytes, iters=iters, run_id=run_id,
+                                  on_step=steps.begin)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -64,7 +64,7 @@ def _load(path: str, mtime_ns: int) -> Profile:
     try:
         return Profile.model_validate(read_mapping(path))
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, f"calibration {path}")) from None
+        raise SpecError(format_validation_error(exc, f"calibration {path}", "calibration")) from None
 
 
 def load_profile(path: Path) -> Profile:

@@ -185,6 +185,22 @@ def _calibrated(path: Path, links: Links, op: str, size_bytes: float) -> Predict
                       protocol=fit.backend, bottleneck=where, reason=reason)
 
 
+def cannot_run(cluster: Cluster, links: Links, op: str, size: float, algorithm: str | None,
+               protocol: str | None) -> str:
+    """Why the asked algorithm/protocol has no candidate here, and which ones would run."""
+    asked = ", ".join(f"{k} ({v!r})" for k, v in (("algorithm", algorithm), ("protocol", protocol)) if v)
+    why = ""
+    if algorithm in ("nvls", "nvls_tree") and not cluster.scale_up.sharp:
+        why = (f": scale-up {cluster.scale_up.link.name} has no NVLink SHARP (NCCL's NVLS needs an NVSwitch "
+               "that reduces)")
+    elif algorithm == "nvls" and links.domains > 1:
+        why = (f": nvls runs inside one NVLink domain and these ranks span {links.domains} (nvls_tree crosses "
+               "them)")
+    can = sorted({f"{x.algorithm}/{x.protocol}" for x in candidates(cluster, links, op, size,
+                                                                      ALGORITHMS + EXPLICIT_ALGORITHMS, PROTOCOLS)})
+    return f"{asked} cannot run {op} on {links.ranks} ranks here{why}; these can: {', '.join(can) or 'none'}"
+
+
 def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = None,
             *, algorithm: str | None = None, protocol: str | None = None) -> Prediction:
     """Predict one collective. ``size_bytes`` follows nccl-tests (see ``ops``); ``group`` None = all GPUs."""
@@ -207,8 +223,7 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
             return measured
     cands = candidates(cluster, links, op, size_bytes, algs, protos)
     if not cands:
-        raise SpecError(f"algorithm ({algorithm!r}) cannot run {op} on {grp.ranks} ranks here "
-                        f"(protocol {protocol!r})")
+        raise SpecError(cannot_run(cluster, links, op, size_bytes, algorithm, protocol))
     best = min(cands, key=lambda x: x.time_s)
     links = links.for_pattern(pattern_of(best.algorithm, op))
     algbw = size_bytes / best.time_s

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from slowlink.collectives import predict
 from slowlink.emulate import net
@@ -29,6 +30,9 @@ from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster, NicGroup
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
 
 TCP_PAYLOAD_FRACTION = 1448 / 1514
 RANK_CPU_LIMIT = 0.5
@@ -95,14 +99,19 @@ def cpu_limited(cpu_busy: float, rank_cpu: float) -> bool:
     return rank_cpu >= RANK_CPU_LIMIT or (cpu_busy >= 0.95 and rank_cpu >= RANK_CPU_LIMIT / 2)
 
 
-def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, iters: int = 3) -> list[Row]:
-    """Bring ``plan`` up, measure each op, predict it with both models, tear down (also on failure)."""
+def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, iters: int = 3,
+             on_step: OnStep | None = None) -> list[Row]:
+    """Bring ``plan`` up, measure each op, predict it with both models, tear down (also on failure).
+    ``on_step`` is told as each phase begins: ``bring-up``, each op, ``tear-down``."""
+    step = on_step or (lambda what: None)
     scaled = emulated_cluster(cluster, plan)
     topo = emulated_topology(scaled, plan)
     rows: list[Row] = []
+    step(f"bring-up ({len(plan.namespaces)} namespaces)")
     net.up(plan)
     try:
         for op in ops:
+            step(f"{op} x {iters} iterations")
             measured, best, busy, rank_cpu = measure_case(plan, op, size_bytes, iters)
             flow, _ = simulate_collective(scaled, op, size_bytes, topo=topo)
             analytical = predict(scaled, op, size_bytes)
@@ -113,5 +122,6 @@ def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, it
                                 (pred - best) / best, busy, rank_cpu,
                                 cpu_limited(busy, rank_cpu)))
     finally:
+        step("tear-down")
         net.down(plan.run_id)
     return rows

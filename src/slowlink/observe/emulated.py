@@ -17,13 +17,16 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slowlink import units
 from slowlink.emulate.plan import Plan
 from slowlink.errors import EmulationError
 from slowlink.observe.checks import Finding
 from slowlink.observe.inventory import tbf_rate_mbit_s
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
 
 PROBE_SIZE_BYTES = 4 * units.MiB  # bandwidth-bound at the emulated rates (0.3-1 s at 100 Mbit/s), like issue 13
 PROBE_ITERS = 2
@@ -121,18 +124,25 @@ def check_collective(plan: Plan, cluster_path: Path | None, tolerance: float) ->
     return [Finding("collective", "ok", f"all_reduce busbw within {100 * tolerance:.0f}% of the model", (ev,))]
 
 
-def probe(run_id: str, cluster_path: Path | None, tolerance: float) -> list[Finding]:
-    """Every emulated check, bottom-up."""
+def probe(run_id: str, cluster_path: Path | None, tolerance: float,
+          on_step: OnStep | None = None) -> list[Finding]:
+    """Every emulated check, bottom-up; ``on_step`` is told as each of the three begins."""
     from slowlink.emulate.net import check_root, current
 
+    step = on_step or (lambda what: None)
     check_root()
     plan = current(run_id)
-    return [*check_shapers(plan, tolerance), *check_throughput(plan, tolerance),
-            *check_collective(plan, cluster_path, tolerance)]
+    step("shapers")
+    found = check_shapers(plan, tolerance)
+    step("throughput")
+    found += check_throughput(plan, tolerance)
+    step("collective")
+    return [*found, *check_collective(plan, cluster_path, tolerance)]
 
 
-def inventory(run_id: str) -> list[dict[str, Any]]:
-    """``python -m slowlink.observe.inventory`` in every node of the emulation, host named ``n<k>``."""
+def inventory(run_id: str, on_step: OnStep | None = None) -> list[dict[str, Any]]:
+    """``python -m slowlink.observe.inventory`` in every node of the emulation, host named ``n<k>``;
+    ``on_step`` is told as the wait for each node's answer begins."""
     from slowlink.emulate.net import check_root, current
 
     check_root()
@@ -142,6 +152,8 @@ def inventory(run_id: str) -> list[dict[str, Any]]:
              for ns in plan.nodes]
     out = []
     for k, p in enumerate(procs):
+        if on_step is not None:
+            on_step(f"node {k} of {len(procs)}")
         stdout, stderr = p.communicate(timeout=180)
         if p.returncode != 0:
             raise EmulationError(f"inventory in node {k} failed: {stderr.strip()[-300:]}")

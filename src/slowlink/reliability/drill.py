@@ -34,10 +34,13 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slowlink.errors import BenchError, SpecError
 from slowlink.reliability.recovery import RecoveryCost
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
 
 FAULTS = ("kill-rank", "kill-node", "hang", "exception")
 PHASES = ("step", "save")
@@ -328,8 +331,11 @@ def _tail(log: str, lines: int = 3) -> str:
     return " | ".join(keep[-lines:]) or "no output"
 
 
-def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
-    """The reference run, the faulted run, and their comparison (module docstring)."""
+def run_drill(cfg: DrillConfig, workdir: Path | None = None,
+              on_step: OnStep | None = None) -> DrillResult:
+    """The reference run, the faulted run, and their comparison (module docstring); ``on_step`` is told as
+    each run begins."""
+    step = on_step or (lambda what: None)
     cfg.check()
     try:
         import torch  # noqa: F401
@@ -337,7 +343,9 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None) -> DrillResult:
         raise BenchError("slowlink drill needs torch: pip install 'slowlink[bench]'") from None
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
+        step(f"reference run ({cfg.steps} steps)")
         ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
+        step(f"drill run ({cfg.fault} at step {cfg.fault_step})")
         run = launch(cfg, work, "drill", faulty=True)
         return summarize(cfg, ref, run)
 

@@ -38,7 +38,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slowlink.errors import SpecError
 from slowlink.reliability.drill import (
@@ -51,6 +51,9 @@ from slowlink.reliability.drill import (
     job_config,
     summarize,
 )
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
 
 NODE_FAULTS = ("kill-node", "cut-link")
 REPAIR_AFTER_S = 2.0  # the link comes back, or the replacement agent starts, this long after a survivor saw the fault
@@ -219,11 +222,12 @@ def replacement(cfg: DrillConfig) -> AgentReplacement | None:
 
 def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None = None,
                        workdir: Path | None = None, run_prefix: str = "gp", spare: bool = False,
-                       store_node: bool = False) -> DrillResult:
+                       store_node: bool = False, on_step: OnStep | None = None) -> DrillResult:
     """Bring up the emulated cluster (run id ``<run_prefix>...``), run the reference and the faulted job on
     it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`). With ``spare`` (kill-node
     only) one more node is brought up, outside the job, and the replacement agent starts there; with
-    ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too."""
+    ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too. ``on_step`` is
+    told as each phase begins: bring-up, the two runs, tear-down."""
     from slowlink.emulate.net import check_root, down, up
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
@@ -235,12 +239,17 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     n = nodes or cluster.nodes
     cfg = check_emulated(cfg, n, store_node)
     plan = build_plan(cluster, nodes=n + int(spare) + int(store_node), run_id=f"{run_prefix}{secrets.token_hex(3)}")
+    step = on_step or (lambda what: None)
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
+        step(f"bring-up ({len(plan.nodes)} nodes)")
         up(plan)
         try:
+            step(f"reference run ({cfg.steps} steps)")
             ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare, store_node)
+            step(f"drill run ({cfg.fault} at step {cfg.fault_step})")
             run = launch_emulated(plan, cfg, work, "drill", True, spare, store_node)
         finally:
+            step("tear-down")
             down(plan.run_id)
         return summarize(cfg, ref, run, replacement(cfg))

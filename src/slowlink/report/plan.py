@@ -104,6 +104,17 @@ def validate_table(cases: list[Case], title: str) -> Table:
     return table
 
 
+def validation_json(cases: list[Case]) -> dict[str, object]:
+    """One set of ``slowlink validate --json``: each case (predicted, measured, error) and the mean and max
+    |error|; ``quantity`` says what was compared (step time in s, or MFU as a fraction)."""
+    from slowlink.workload.validate import mean_abs_error
+
+    return {"quantity": cases[0].quantity if cases else None,
+            "cases": [{"id": c.id, "predicted": c.predicted_s, "measured": c.measured_s, "error": c.error}
+                      for c in cases],
+            "mean_abs_error": mean_abs_error(cases), "max_abs_error": max((abs(c.error) for c in cases), default=0.0)}
+
+
 def error_summary(cases: list[Case], what: str) -> str:
     from slowlink.workload.validate import mean_abs_error
 

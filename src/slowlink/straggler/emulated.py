@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slowlink.collectives import predict
 from slowlink.emulate import net
@@ -34,6 +34,9 @@ from slowlink.spec.cluster import Cluster
 from slowlink.spec.degraded import DegradedPartSpec, resolve_degraded
 from slowlink.straggler.degraded import healthy
 from slowlink.straggler.find import Suspect, delayed_nodes, probe_pairs, rtt_pairs, slow_links
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
 
 
 @dataclass(frozen=True)
@@ -165,9 +168,10 @@ def predicted(cluster: Cluster, plan: Plan, op: str, size_bytes: float,
 
 def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: float = 2**20, iters: int = 3,
                        scale: float | None = None, run_id: str | None = None, probe_s: float = 1.5,
-                       timeout_s: float = 110.0) -> FindSlowResult:
+                       timeout_s: float = 110.0, on_step: OnStep | None = None) -> FindSlowResult:
     """Up, start the ranks and time the collective healthy, inject ``cluster.degraded``, probe, time it
-    degraded in the same ranks, predict, down (always)."""
+    degraded in the same ranks, predict, down (always). ``on_step`` is told as each of these phases begins."""
+    step = on_step or (lambda what: None)
     if not cluster.degraded:
         raise EmulationError(field_error("degraded", [], "is empty: name the parts to break in the cluster file"))
     if cluster.nodes < 5:
@@ -179,6 +183,7 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
     clean = plan
     pred = predicted(cluster, clean, op, size_bytes)
     expected = plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION
+    step(f"bring-up ({cluster.nodes} nodes)")
     net.up(plan)
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -186,15 +191,19 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
             prefix, go = Path(tmp) / "times", Path(tmp) / "go"
             procs = net.spawn(plan, [sys.executable, "-m", "slowlink.straggler.worker", op, str(size_bytes),
                                      str(iters), str(prefix), str(go)])
+            step(f"{op} healthy")
             before = _wait_for(Path(f"{prefix}.healthy.json"), procs, timeout_s)
+            step("inject and probe")
             plan, done, skipped = inject(plan, cluster)
             suspects, streams, rtts = probe(plan, expected, probe_s)
+            step(f"{op} degraded")
             go.touch()
             after = _wait_for(Path(f"{prefix}.degraded.json"), procs, timeout_s)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+        step("tear-down")
         net.down(plan.run_id)
     ranks = tuple(tuple(statistics.median(r) for r in x["rank_times_s"]) for x in (before, after))
     # On the plan as built (healthy): the broken one's delays would read as every path's latency.

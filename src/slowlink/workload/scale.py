@@ -7,12 +7,18 @@ Scaling efficiency = per-GPU tokens/s at a size / per-GPU tokens/s at the smalle
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, fit_dp, plan
+
+if TYPE_CHECKING:
+    from slowlink.progress import OnStep
+    from slowlink.workload.comm import CommCost
 
 MODES = ("global-batch", "per-gpu-batch")
 
@@ -27,8 +33,12 @@ class ScalePoint:
     efficiency: float
 
 
-def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch") -> list[ScalePoint]:
-    """Plan ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp)."""
+def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch",
+          cost_for: Callable[[Cluster], CommCost | None] | None = None,
+          on_step: OnStep | None = None) -> list[ScalePoint]:
+    """Plan ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp). ``cost_for`` gives
+    the collective pricing of each resized cluster (None: the analytical model); ``on_step`` is told as each
+    node count begins."""
     if mode not in MODES:
         raise SpecError(f"mode ({mode!r}) must be one of {', '.join(MODES)}")
     if not nodes or min(nodes) < 1:
@@ -37,6 +47,8 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
     per_rank = w.training.global_batch // p.dp
     points: list[ScalePoint] = []
     for n in sorted(set(nodes)):
+        if on_step is not None:
+            on_step(f"{n} nodes")
         c = replace(cluster, nodes=n)
         model_par = p.tp * p.pp * p.cp
         if c.gpus % model_par:
@@ -45,7 +57,7 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
         gb = w.training.global_batch if mode == "global-batch" else per_rank * dp
         wn = replace(w, parallel=p.model_copy(update={"dp": dp, "ep": min(p.ep, dp)}),
                      training=w.training.model_copy(update={"global_batch": gb}))
-        r = plan(wn, c)
+        r = plan(wn, c, cost_for(c) if cost_for is not None else None)
         tpg = r.tokens_per_s / c.gpus
         eff = tpg / points[0].tokens_per_s_per_gpu if points else 1.0
         points.append(ScalePoint(n, c.gpus, gb, r, tpg, eff))

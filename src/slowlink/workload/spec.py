@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from slowlink.errors import SpecError
+from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
@@ -229,12 +229,14 @@ def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
 
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
-    (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet)."""
+    (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
+    the pair infeasible, not the file wrong: a multi-cluster plan shows that cluster as a column with this
+    reason."""
     gpu = cluster.gpu
     for field, dtype in (("training.precision", w.training.precision),
                          ("training.grad_comm_dtype", w.training.grad_comm_dtype)):
         if dtype not in gpu.peak_flops:
-            raise SpecError(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
+            raise InfeasiblePlan(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
                             f"it has {', '.join(sorted(gpu.peak_flops))}")
 
 
