@@ -107,14 +107,20 @@ def _philly_job(entry: Any, where: str) -> Job | None:
     return Job(str(entry["jobid"]), submitted, gpus, run, "training")
 
 
-def read_philly(path: Path, limit: int | None = None) -> list[Job]:
-    """The jobs of a Philly ``cluster_job_log`` (JSON list), arrivals from the first submission."""
+def _json_list(path: Path, what: str) -> list[Any]:
+    """The JSON list of jobs in ``path``; a file that is not JSON, or not a list, names itself and the rule."""
     try:
         data = json.loads(read_text(path, "trace.path"))
     except json.JSONDecodeError as exc:
         raise SpecError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, list):
-        raise SpecError(f"{path}: a Philly cluster_job_log is a JSON list of jobs, got {type(data).__name__}")
+        raise SpecError(f"{path}: {what} is a JSON list of jobs, got {type(data).__name__}")
+    return data
+
+
+def read_philly(path: Path, limit: int | None = None) -> list[Job]:
+    """The jobs of a Philly ``cluster_job_log`` (JSON list), arrivals from the first submission."""
+    data = _json_list(path, "a Philly cluster_job_log")
     jobs = [j for i, e in enumerate(data) if (j := _philly_job(e, f"{path}: job {i}")) is not None]
     jobs.sort(key=lambda j: j.arrival_s)
     jobs = jobs[:limit] if limit else jobs
@@ -192,12 +198,7 @@ def _philly_jobs_entry(entry: Any, where: str) -> TracedRun:
 
 def philly_jobs_runs(path: Path) -> list[TracedRun]:
     """The runs of a ``philly-jobs`` file as the trace recorded them, in submission order."""
-    try:
-        data = json.loads(read_text(path, "trace.path"))
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise SpecError(f"{path}: a philly-jobs file is a JSON list of jobs, got {type(data).__name__}")
+    data = _json_list(path, "a philly-jobs file")
     runs = [_philly_jobs_entry(e, f"{path}: job {i}") for i, e in enumerate(data)]
     return sorted(runs, key=lambda r: r.submitted_s)
 
