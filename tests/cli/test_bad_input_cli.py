@@ -102,6 +102,11 @@ def test_forced_nvls_without_nvlink_sharp(tmp_path: Path) -> None:
     _fails(["simulate", s], "s.yaml: traffic.0.algorithm ('nvls') needs NVLink SHARP", "nvlink3")
 
 
+def test_forced_algorithm_on_all_to_all(tmp_path: Path) -> None:
+    s = _scenario(tmp_path, "  - {name: a, kind: collective, op: all_to_all, size: 64MiB, algorithm: ring}\n")
+    _fails(["simulate", s], "s.yaml: traffic.0.algorithm ('ring') does not apply to all_to_all")
+
+
 def test_two_traffics_with_one_name(tmp_path: Path) -> None:
     t = "  - {name: a, kind: collective, op: all_reduce, size: 1MiB}\n"
     _fails(["simulate", _scenario(tmp_path, t + t)], "traffic.1.name ('a') is also the name of traffic.0")
