@@ -1,5 +1,6 @@
-"""Small clusters of every topology, shared by the simulator and topology tests (fixtures ``make_cluster``,
-``topology_cluster``; tests taking ``topology`` run once per topology)."""
+"""Fixtures shared across the test packages: small clusters of every topology for the simulator and topology
+tests (``make_cluster``, ``topology_cluster``; tests taking ``topology`` run once per topology), and
+``cli_fails``, the check that a command refuses its input cleanly (exit 2, no traceback, the message)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,25 @@ def topology_cluster() -> Callable[[str], Cluster]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "topology" in metafunc.fixturenames:
         metafunc.parametrize("topology", sorted(TOPOLOGIES))
+
+
+def _cli_fails(args: list[str], *needles: str) -> str:
+    """Run ``slowlink ARGS`` in-process and check a clean refusal: exit 2, no traceback, every needle in the
+    output; returns the output."""
+    from typer.testing import CliRunner
+
+    from slowlink.cli.main import app
+
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    for n in needles:
+        assert n in res.output, res.output
+    return res.output
+
+
+@pytest.fixture
+def cli_fails() -> Callable[..., str]:
+    """``cli_fails(args, *needles)``: the one bad-input check of every CLI test (exit 2, no traceback, the
+    message's needles), returning the output."""
+    return _cli_fails

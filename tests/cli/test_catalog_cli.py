@@ -54,7 +54,11 @@ def test_entry_sources_reads_the_first_comment_under_each_entry() -> None:
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["catalog", "switches"], "SECTION ('switches') must be one of gpus, scale-up, transports"),
+    (["catalog", "switches"], "SECTION ('switches') is not a catalog section; known: gpus, scale-up, transports"),
+    # Suggestions are the sections' names, never their aliases (gpu, links, nics, ...) nor one twice.
+    (["catalog", "bogus"], "SECTION ('bogus') is not a catalog section; did you mean gpus?"),
+    (["catalog", "tranport"], "did you mean transports?"),
+    (["catalog", "scale"], "did you mean scale-up?"),
     (["catalog", "gpus", "h100"], "NAME ('h100') is not in the catalog's gpus; did you mean"),
     (["catalog", "--catalog", "/nonexistent.yaml"], "does not exist"),
 ])

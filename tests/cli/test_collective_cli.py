@@ -136,6 +136,19 @@ def test_flow_fidelity_unsupported_op_is_a_clean_error() -> None:
     assert "not simulated" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.parametrize("fidelity", ["analytical", "flow"])
+@pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
+def test_algorithm_on_a_point_to_point_op_is_refused(op: str, fidelity: str) -> None:
+    """NCCL_ALGO selects among ring/tree/collnet/nvls/pat for the collectives only; all_to_all and send_recv
+    are ncclSend/ncclRecv, so a forced algorithm would be silently ignored (issue 19)."""
+    code, out = _run("collective", str(REF), "--op", op, "--size", "1MiB", "--algorithm", "tree",
+                     "--fidelity", fidelity)
+    assert code == 2, out
+    assert f"--algorithm ('tree') does not apply to {op}" in " ".join(out.split())
+    assert "all_reduce, all_gather, reduce_scatter, broadcast, reduce only" in " ".join(out.split())
+    assert "Traceback" not in out
+
+
 def test_nccl_tests_flags_and_forced_algorithm() -> None:
     code, out = _run("collective", str(REF), "-b", "1MiB", "-e", "4MiB", "-f", "2", "-d", "half",
                      "--algorithm", "ring", "--protocol", "Simple", "--json")

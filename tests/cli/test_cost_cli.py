@@ -4,6 +4,7 @@ no traceback)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -15,15 +16,6 @@ SUPERPOD = str(EX / "cost-superpod-1su.yaml")
 REF = str(EX / "ref-64gpu.yaml")
 LLAMA = str(EX / "llama3-8b.yaml")
 runner = CliRunner()
-
-
-def _fails(args: list[str], *needles: str) -> str:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
-    return res.output
 
 
 def _file(tmp_path: Path, src: str, old: str, new: str) -> str:
@@ -73,53 +65,53 @@ def test_user_quotes_replace_bundled_prices(tmp_path: Path) -> None:
     assert mine["capex_usd"] < base["capex_usd"]
 
 
-def test_bad_prices_file(tmp_path: Path) -> None:
+def test_bad_prices_file(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     p = tmp_path / "q.yaml"
     p.write_text("nics:\n  - {speed_gbit_s: 400, price_usd: -5, source: x}\n")
-    _fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.price_usd (-5)", "greater than 0")
+    cli_fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.price_usd (-5)", "greater than 0")
     p.write_text("nics:\n  - {speed_gbit_s: 400, price_usd: 5}\n")
-    _fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.source: required key is missing")
+    cli_fails(["bom", SUPERPOD, "--prices", str(p)], "nics.0.source: required key is missing")
     p.write_text("switchez: []\n")
-    _fails(["bom", SUPERPOD, "--prices", str(p)], "switchez: unknown key", "docs/cost.md")
-    _fails(["bom", SUPERPOD, "--prices", str(tmp_path / "none.yaml")], "does not exist")
+    cli_fails(["bom", SUPERPOD, "--prices", str(p)], "switchez: unknown key", "docs/cost.md")
+    cli_fails(["bom", SUPERPOD, "--prices", str(tmp_path / "none.yaml")], "does not exist")
 
 
-def test_unpriced_parts(tmp_path: Path) -> None:
+def test_unpriced_parts(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     radix = _file(tmp_path, SUPERPOD, "switch_radix: 64", "switch_radix: 48")
-    _fails(["bom", radix], "no infiniband switch of 48 ports at 400 Gbit/s", "--prices")
+    cli_fails(["bom", radix], "no infiniband switch of 48 ports at 400 Gbit/s", "--prices")
     gpu = _file(tmp_path, SUPERPOD, "gpu: h100-sxm", "gpu: mi300x")
-    _fails(["bom", gpu], "servers.mi300x", "no price")
+    cli_fails(["bom", gpu], "servers.mi300x", "no price")
 
 
-def test_management_ports_that_do_not_fit(tmp_path: Path) -> None:
+def test_management_ports_that_do_not_fit(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     full = _file(tmp_path, SUPERPOD, "nodes: 31", "nodes: 32")
-    _fails(["bom", full], "fabric.management_ports (4) must fit the 0 free leaf ports")
+    cli_fails(["bom", full], "fabric.management_ports (4) must fit the 0 free leaf ports")
     neg = _file(tmp_path, SUPERPOD, "management_ports: 4", "management_ports: -1")
-    _fails(["bom", neg], "fabric.management_ports (-1)", "greater than or equal to 0")
+    cli_fails(["bom", neg], "fabric.management_ports (-1)", "greater than or equal to 0")
 
 
-def test_cost_of_an_infeasible_plan(tmp_path: Path) -> None:
+def test_cost_of_an_infeasible_plan(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     bad = _file(tmp_path, LLAMA, "tp: 2", "tp: 3")
-    _fails(["cost", REF, bad], "parallel")
-    _fails(["cost", LLAMA, REF], "this looks like a workload file")
+    cli_fails(["cost", REF, bad], "parallel")
+    cli_fails(["cost", LLAMA, REF], "this looks like a workload file")
 
 
-def test_cost_of_a_token_budget(tmp_path: Path) -> None:
+def test_cost_of_a_token_budget(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     res = runner.invoke(app, ["cost", REF, LLAMA, "--json", "--tokens", "1e12"])
     assert res.exit_code == 0, res.output
     js = json.loads(res.output)
     assert abs(js["run_usd"] - js["usd_per_million_tokens"] * 1e6) < 1e-3 * js["run_usd"]
     assert abs(js["days"] - 1e12 / (js["tokens_per_s"] * js["ettr"]) / 86400) < 1e-3 * js["days"]
-    _fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
-    _fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
+    cli_fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
+    cli_fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
 
 
-def test_reference_network_share_table() -> None:
+def test_reference_network_share_table(cli_fails: Callable[..., str]) -> None:
     res = runner.invoke(app, ["bom", "--reference", "--json"])
     assert res.exit_code == 0, res.output
     rows = {(r["fabric"], r["gpus"]): r for r in json.loads(res.output)}
     assert len(rows) == 9 and rows[("IB NDR fat tree 1:1", 8192)]["switches"] == {"leaf": 256, "spine": 256,
                                                                                    "core": 128}
     assert "network share" in runner.invoke(app, ["bom", "--reference"]).output
-    _fails(["bom"], "give a CLUSTER.yaml or --reference")
-    _fails(["bom", SUPERPOD, "--reference"], "not both")
+    cli_fails(["bom"], "give a CLUSTER.yaml or --reference")
+    cli_fails(["bom", SUPERPOD, "--reference"], "not both")

@@ -4,6 +4,7 @@ or field and the value named, no traceback)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,6 @@ DATA = Path(__file__).parents[1] / "data" / "observe"
 H100 = DATA / "nccl-tests-2.13-all_reduce-2x8-h100.txt"
 SOCKET = DATA / "nccl-tests-2.13-all_reduce-2x8-h100-socket.txt"
 runner = CliRunner()
-
-
-def _fails(args: list[str], *needles: str) -> str:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
-    return res.output
 
 
 def test_read_nccl_tests_json_contract(tmp_path: Path) -> None:
@@ -82,23 +74,23 @@ def test_doctor_table_keeps_bracketed_evidence() -> None:
     assert "[receive]" in res.output or "[send]" in res.output
 
 
-def test_bad_inputs(tmp_path: Path) -> None:
+def test_bad_inputs(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     garbled = tmp_path / "all_reduce_perf.txt"
     garbled.write_text(H100.read_text().replace("136.6  122.81", "136.6  12?.81"))
-    _fails(["read", "nccl-tests", str(garbled)], "all_reduce_perf.txt:32:", "column algbw ('12?.81')",
+    cli_fails(["read", "nccl-tests", str(garbled)], "all_reduce_perf.txt:32:", "column algbw ('12?.81')",
            "16777216")
-    _fails(["compare", str(H100), str(garbled)], ":32:", "must be a number")
-    _fails(["read", "nccl-tests", str(tmp_path / "missing.txt")], "does not exist")
-    _fails(["read", "nccl-tests", str(H100), "--op", "allreduce"], "--op ('allreduce')")
-    _fails(["read", "nccl-log", str(H100.parent / "ibstat-2port-healthy.txt")], "no NCCL log line")
-    _fails(["read", "ibstat", str(H100)], "is not ibstat output")
-    _fails(["read", "nvidia-smi", str(H100)], "CSV header with 'index'")
-    _fails(["doctor"], "FILES (none)")
-    _fails(["doctor", str(H100), "--tolerance", "0"], "--tolerance (0%)")
+    cli_fails(["compare", str(H100), str(garbled)], ":32:", "must be a number")
+    cli_fails(["read", "nccl-tests", str(tmp_path / "missing.txt")], "does not exist")
+    cli_fails(["read", "nccl-tests", str(H100), "--op", "allreduce"], "--op ('allreduce')")
+    cli_fails(["read", "nccl-log", str(H100.parent / "ibstat-2port-healthy.txt")], "no NCCL log line")
+    cli_fails(["read", "ibstat", str(H100)], "is not ibstat output")
+    cli_fails(["read", "nvidia-smi", str(H100)], "CSV header with 'index'")
+    cli_fails(["doctor"], "FILES (none)")
+    cli_fails(["doctor", str(H100), "--tolerance", "0"], "--tolerance (0%)")
     notes = tmp_path / "notes.txt"
     notes.write_text("hello\n")
-    _fails(["doctor", str(notes)], "notes.txt", "is not nccl-tests output")
-    _fails(["doctor", str(H100), "--cluster", str(notes)], "notes.txt")
+    cli_fails(["doctor", str(notes)], "notes.txt", "is not nccl-tests output")
+    cli_fails(["doctor", str(H100), "--cluster", str(notes)], "notes.txt")
 
 
 def test_calibrate_takes_an_nccl_tests_file(tmp_path: Path) -> None:
@@ -113,15 +105,15 @@ def test_calibrate_takes_an_nccl_tests_file(tmp_path: Path) -> None:
     assert fit["hop_latency_us"] * 2 * 15 == pytest.approx(48.0, rel=0.05)  # 2(n-1) ring steps of latency
 
 
-def test_read_counters() -> None:
+def test_read_counters(cli_fails: Callable[..., str]) -> None:
     res = runner.invoke(app, ["read", "counters", str(DATA / "perfquery-symbol-errors.txt"), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["errors"]["SymbolErrorCounter"] == 1843
-    _fails(["read", "counters", str(H100)], "neither perfquery nor ethtool")
+    cli_fails(["read", "counters", str(H100)], "neither perfquery nor ethtool")
 
 
-def test_read_topo() -> None:
+def test_read_topo(cli_fails: Callable[..., str]) -> None:
     res = runner.invoke(app, ["read", "topo", str(DATA / "nvidia-smi-topo-m-4gpu-2nic.txt"), "--json"])
     assert res.exit_code == 0, res.output
     assert [g["gdr"] for g in json.loads(res.stdout)] == [True, True, False, False]
-    _fails(["read", "topo", str(H100)], "not nvidia-smi topo -m")
+    cli_fails(["read", "topo", str(H100)], "not nvidia-smi topo -m")

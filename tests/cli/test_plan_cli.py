@@ -51,6 +51,16 @@ def test_bad_plans_exit_2_with_message(tmp_path: Path, changes: dict[str, dict[s
     assert "Traceback" not in res.output
 
 
+def test_single_cluster_infeasible_names_workload_and_cluster_files(tmp_path: Path) -> None:
+    """One cluster: the message names the workload file, the cluster file and the cluster, as a multi-cluster
+    plan's error does."""
+    w = _workload(tmp_path, parallel={"dp": 3})
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(w)])
+    assert res.exit_code == 2, res.output
+    assert (f"{w} on {CLUSTER} (cluster ref-64gpu): parallel: tp (2) * pp (1) * dp (3) * cp (1) = 6 != gpus (64)"
+            in " ".join(res.output.split()))
+
+
 def test_ep_not_dividing_experts(tmp_path: Path) -> None:
     path = tmp_path / "moe.yaml"
     path.write_text(yaml.safe_dump({"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 64},

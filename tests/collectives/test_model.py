@@ -138,3 +138,16 @@ def test_slow_transport_latency_scales_small_messages(make: Callable[..., Cluste
     eth = predict(make(nodes=8, transport="ethernet", lossless=False, speed=100), "all_reduce", 8 * units.KiB)
     # 14 network hops of 64 at 50 us (kernel TCP) instead of 14 us: the LL ring's latency grows 1.87x.
     assert eth.time_s > 1.8 * ib.time_s
+
+
+@pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
+def test_a_forced_algorithm_on_a_point_to_point_op_is_refused(ref: Cluster, op: str) -> None:
+    """NCCL_ALGO applies to the collectives only; all_to_all / send_recv are p2p (collectives/ops.py)."""
+    with pytest.raises(SpecError, match=rf"algorithm \('ring'\) does not apply to {op}"):
+        predict(ref, op, 1 * units.MiB, algorithm="ring")
+    assert predict(ref, op, 1 * units.MiB).time_s > 0  # without one it runs
+
+
+def test_a_forced_algorithm_still_applies_to_the_collectives(ref: Cluster) -> None:
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+        assert predict(ref, op, 1 * units.MiB, algorithm="ring").algorithm == "ring"

@@ -4,6 +4,7 @@ and the same result on a Dask LocalCluster of 1 and 2 workers as in-process."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,9 @@ def test_search_json_contract_and_outputs(tmp_path: Path) -> None:
     assert len(csv.read_text().splitlines()) == 49 and png.stat().st_size > 0
 
 
-def test_bad_search_files(tmp_path: Path) -> None:
+def test_bad_search_files(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     def fails(path: Path, *needles: str, args: tuple[str, ...] = ()) -> None:
-        res = runner.invoke(app, ["search", str(path), "--workers", "0", *args])
-        assert res.exit_code == 2, res.output
-        assert "Traceback" not in res.output
-        for n in needles:
-            assert n in res.output, res.output
+        cli_fails(["search", str(path), "--workers", "0", *args], *needles)
 
     fails(_space(tmp_path, hardware={"gpu": ["h100-sxm"], "nodes": []}), "hardware.nodes", "at least one value")
     fails(_space(tmp_path, hardware={"gpu": ["h100-sxm"], "nodes": [0]}), "hardware.nodes.0 (0)", "greater than")

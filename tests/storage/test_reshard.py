@@ -4,6 +4,7 @@ through the CLI (exit 2, the field and value named, nothing written)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,31 +97,24 @@ def test_cli_json_contract(tmp_path: Path) -> None:
     assert data["samples"] == 40 and data["shards"] >= 2 and data["verified"] is True
 
 
-def _fails(args: list[str], *needles: str) -> None:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
-
-
 @pytest.mark.parametrize("size, needles", [("0", ("--shard-size ('0')", "must be > 0")),
                                            ("0GB", ("--shard-size ('0')", "must be > 0")),
                                            ("big", ("--shard-size ('big')", "is not a size"))])
-def test_cli_bad_shard_size_writes_nothing(tmp_path: Path, size: str, needles: tuple[str, ...]) -> None:
+def test_cli_bad_shard_size_writes_nothing(tmp_path: Path, size: str, needles: tuple[str, ...],
+                                           cli_fails: Callable[..., str]) -> None:
     src = _dataset(tmp_path)
-    _fails(["reshard", str(src), str(tmp_path / "dst"), "--shard-size", size], *needles)
+    cli_fails(["reshard", str(src), str(tmp_path / "dst"), "--shard-size", size], *needles)
     assert not (tmp_path / "dst").exists()
 
 
-def test_cli_missing_empty_and_nested_dirs(tmp_path: Path) -> None:
-    _fails(["reshard", str(tmp_path / "nope"), str(tmp_path / "dst")], "SRC", "nope", "does not exist")
+def test_cli_missing_empty_and_nested_dirs(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+    cli_fails(["reshard", str(tmp_path / "nope"), str(tmp_path / "dst")], "SRC", "nope", "does not exist")
     (tmp_path / "empty" / ".only-hidden").mkdir(parents=True)
-    _fails(["reshard", str(tmp_path / "empty"), str(tmp_path / "dst")], "SRC", "empty", "holds no files")
+    cli_fails(["reshard", str(tmp_path / "empty"), str(tmp_path / "dst")], "SRC", "empty", "holds no files")
     src = _dataset(tmp_path)
-    _fails(["reshard", str(src), str(src / "out")], "DST", "must lie outside SRC")
+    cli_fails(["reshard", str(src), str(src / "out")], "DST", "must lie outside SRC")
     (tmp_path / "afile").write_text("x")
-    _fails(["reshard", str(src), str(tmp_path / "afile")], "DST", "is not a directory")
+    cli_fails(["reshard", str(src), str(tmp_path / "afile")], "DST", "is not a directory")
     assert not (tmp_path / "dst").exists() and not (src / "out").exists()
 
 

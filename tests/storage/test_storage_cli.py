@@ -4,6 +4,7 @@ of the storage, data and checkpoint sections: exit 2, the field and value named,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,6 @@ WORKLOAD = EX / "llama3-8b-storage.yaml"
 CONTRACT = {"read_demand_gbyte_s", "data_stall_s", "checkpoint_bytes", "checkpoint_write_s", "checkpoint_blocking_s",
             "checkpoint_restore_s", "checkpoints_that_fit"}
 runner = CliRunner()
-
-
-def _fails(args: list[str], *needles: str) -> str:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
-    return res.output
 
 
 def _edit(tmp_path: Path, src: Path, old: str, new: str) -> str:
@@ -71,8 +63,8 @@ def test_checkpoint_size_json() -> None:
     assert sum(data["parts"].values()) == pytest.approx(data["checkpoint_bytes"])
 
 
-def test_checkpoint_size_of_a_missing_file() -> None:
-    _fails(["checkpoint-size", "no-such.yaml"], "does not exist")
+def test_checkpoint_size_of_a_missing_file(cli_fails: Callable[..., str]) -> None:
+    cli_fails(["checkpoint-size", "no-such.yaml"], "does not exist")
 
 
 BAD_CLUSTER = [
@@ -88,8 +80,8 @@ BAD_CLUSTER = [
 
 
 @pytest.mark.parametrize(("old", "new", "needle"), BAD_CLUSTER, ids=[b[2][:30] for b in BAD_CLUSTER])
-def test_bad_storage_section(tmp_path: Path, old: str, new: str, needle: str) -> None:
-    _fails(["plan", _edit(tmp_path, CLUSTER, old, new), str(WORKLOAD)], needle)
+def test_bad_storage_section(tmp_path: Path, old: str, new: str, needle: str, cli_fails: Callable[..., str]) -> None:
+    cli_fails(["plan", _edit(tmp_path, CLUSTER, old, new), str(WORKLOAD)], needle)
 
 
 BAD_WORKLOAD = [
@@ -108,20 +100,21 @@ BAD_WORKLOAD = [
 
 
 @pytest.mark.parametrize(("old", "new", "needle"), BAD_WORKLOAD, ids=[b[2][:30] for b in BAD_WORKLOAD])
-def test_bad_data_or_checkpoint_section(tmp_path: Path, old: str, new: str, needle: str) -> None:
-    _fails(["plan", str(CLUSTER), _edit(tmp_path, WORKLOAD, old, new)], needle)
+def test_bad_data_or_checkpoint_section(tmp_path: Path, old: str, new: str, needle: str,
+                                        cli_fails: Callable[..., str]) -> None:
+    cli_fails(["plan", str(CLUSTER), _edit(tmp_path, WORKLOAD, old, new)], needle)
 
 
-def test_checkpoint_size_rejects_a_bad_checkpoint_section(tmp_path: Path) -> None:
-    _fails(["checkpoint-size", _edit(tmp_path, WORKLOAD, "mode: async", "mode: 3")], "checkpoint.mode (3)")
+def test_checkpoint_size_rejects_a_bad_checkpoint_section(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+    cli_fails(["checkpoint-size", _edit(tmp_path, WORKLOAD, "mode: async", "mode: 3")], "checkpoint.mode (3)")
 
 
-def test_async_on_a_gpu_without_a_known_host_link(tmp_path: Path) -> None:
+def test_async_on_a_gpu_without_a_known_host_link(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     (tmp_path / "mine.yaml").write_text(
         "gpus:\n  my-gpu: {bf16_tflops: 989.4, fp16_tflops: 989.4, fp8_tflops: 1978.9, fp32_tflops: 67, "
         "hbm_gib: 79.6, hbm_gbyte_s: 3350, arch: hopper}\n")
     cluster = _edit(tmp_path, CLUSTER, "gpu: h100-sxm", "gpu: my-gpu\ncatalog: [mine.yaml]")
-    _fails(["plan", cluster, str(WORKLOAD)], "checkpoint.host_link (None): gpu my-gpu")
+    cli_fails(["plan", cluster, str(WORKLOAD)], "checkpoint.host_link (None): gpu my-gpu")
     fixed = tmp_path / "w.yaml"
     fixed.write_text(WORKLOAD.read_text().replace("host_staging_gib: 64", "host_staging_gib: 64, host_link: nvlink4"))
     assert runner.invoke(app, ["plan", cluster, str(fixed)]).exit_code == 0

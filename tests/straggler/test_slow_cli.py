@@ -4,6 +4,7 @@ exits 2 naming the field, the value and the rule, without a traceback."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -14,15 +15,6 @@ EX = Path(__file__).parents[2] / "examples"
 CLUSTER = EX / "straggler-64node.yaml"
 LLAMA = EX / "straggler-llama3-70b.yaml"
 runner = CliRunner()
-
-
-def _fails(args: list[str], *needles: str) -> str:
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.output, res.output
-    return res.output
 
 
 def _edit(tmp_path: Path, old: str, new: str) -> str:
@@ -58,30 +50,31 @@ def test_jitter_json_points() -> None:
     assert all(abs(p["error"]) < 0.02 and p["loss"] > 0 for p in js["points"])
 
 
-def test_bad_inputs_exit_2(tmp_path: Path) -> None:
-    _fails(["degraded", str(CLUSTER), str(LLAMA), "--fidelity", "exact"], "--fidelity ('exact')", "must be one of")
-    _fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "8,x"], "--gpus ('8,x')", "comma-separated")
-    _fails(["jitter", str(CLUSTER), str(LLAMA), "--cv", "2"], "compute_cv (2.0) must be between 0 and 1")
-    _fails(["jitter", str(CLUSTER), str(LLAMA), "--distribution", "cauchy"], "distribution ('cauchy')")
-    _fails(["jitter", str(CLUSTER), str(LLAMA), "--trials", "1"], "--trials (1) must be >= 2")
-    _fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "0"], "--gpus ('0')", "must be one or more counts >= 1")
+def test_bad_inputs_exit_2(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+    cli_fails(["degraded", str(CLUSTER), str(LLAMA), "--fidelity", "exact"], "--fidelity ('exact')", "must be one of")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "8,x"], "--gpus ('8,x')", "comma-separated")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--cv", "2"], "compute_cv (2.0) must be between 0 and 1")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--distribution", "cauchy"], "distribution ('cauchy')")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--trials", "1"], "--trials (1) must be >= 2")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "0"], "--gpus ('0')", "must be one or more counts >= 1")
     bad = _edit(tmp_path, "{node: 3, nic: 0, rate: 0.5}", "{node: 64, nic: 0, rate: 0.5}")
-    _fails(["degraded", bad, str(LLAMA)], "degraded.0.node (64) must be < nodes (64)")
+    cli_fails(["degraded", bad, str(LLAMA)], "degraded.0.node (64) must be < nodes (64)")
     bad = _edit(tmp_path, "{node: 3, nic: 0, rate: 0.5}", "{node: 3, nic: 0, rate: 0.5, speed: 2}")
-    _fails(["degraded", bad, str(LLAMA)], "degraded.0.speed: unknown key")
+    cli_fails(["degraded", bad, str(LLAMA)], "degraded.0.speed: unknown key")
     bad = _edit(tmp_path, "{node: 3, nic: 0, rate: 0.5}", '{link: "leaf:99->spine:0", rate: 0.5}')
-    _fails(["degraded", bad, str(LLAMA), "--fidelity", "flow"], "degraded.link ('leaf:99->spine:0')",
+    cli_fails(["degraded", bad, str(LLAMA), "--fidelity", "flow"], "degraded.link ('leaf:99->spine:0')",
            "is not a link of the fabric")
 
 
-def test_find_slow_bad_inputs_exit_2(tmp_path: Path) -> None:
+def test_find_slow_bad_inputs_exit_2(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     emu = str(EX / "straggler-emulate.yaml")
-    _fails(["find-slow"], "--emulated/--record ((None, None)) give exactly one")
-    _fails(["find-slow", "--emulated", emu, "--op", "broadcast"], "--op ('broadcast') must be all_reduce or all_to_all")
-    _fails(["find-slow", "--emulated", emu, "--iters", "0"], "--iters (0) must be >= 1")
-    _fails(["find-slow", "--emulated", emu, "--size", "3"], "--size (3)", "multiple of 4 B")
-    _fails(["find-slow", "--emulated", emu, "--size", "lots"], "--size")
-    _fails(["find-slow", "--emulated", emu, "--run-id", "sw-1"], "--run-id ('sw-1') must be letters and digits")
+    cli_fails(["find-slow"], "--emulated/--record ((None, None)) give exactly one")
+    cli_fails(["find-slow", "--emulated", emu, "--op", "broadcast"],
+              "--op ('broadcast') must be all_reduce or all_to_all")
+    cli_fails(["find-slow", "--emulated", emu, "--iters", "0"], "--iters (0) must be >= 1")
+    cli_fails(["find-slow", "--emulated", emu, "--size", "3"], "--size (3)", "multiple of 4 B")
+    cli_fails(["find-slow", "--emulated", emu, "--size", "lots"], "--size")
+    cli_fails(["find-slow", "--emulated", emu, "--run-id", "sw-1"], "--run-id ('sw-1') must be letters and digits")
 
 
 def test_plan_and_collective_json_report_degraded_by() -> None:
@@ -122,12 +115,12 @@ def test_find_slow_names_the_slow_rank_and_node_from_a_train_record(tmp_path: Pa
     assert res.exit_code == 0 and "node" in res.output and "all 2 of its ranks" in res.output, res.output
 
 
-def test_find_slow_record_without_per_rank_times_exits_2(tmp_path: Path) -> None:
+def test_find_slow_record_without_per_rank_times_exits_2(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     rec = tmp_path / "old.json"
     rec.write_text(json.dumps({"kind": "train", "rows": [{"mode": "ddp", "ranks": 2, "step_time_s": 1.0}]}))
-    _fails(["find-slow", "--record", str(rec)], "rows.rank_compute_s (None) is missing")
-    _fails(["find-slow", "--record", str(tmp_path / "none.json")], "does not exist")
-    _fails(["find-slow", "--record", str(rec), "--emulated", str(EX / "straggler-emulate.yaml")],
+    cli_fails(["find-slow", "--record", str(rec)], "rows.rank_compute_s (None) is missing")
+    cli_fails(["find-slow", "--record", str(tmp_path / "none.json")], "does not exist")
+    cli_fails(["find-slow", "--record", str(rec), "--emulated", str(EX / "straggler-emulate.yaml")],
            "give exactly one")
 
 
@@ -153,8 +146,8 @@ def test_find_slow_names_the_late_rank_of_a_collectives_record(tmp_path: Path) -
     assert res.exit_code == 0 and "all 2 of its ranks arrive late" in res.output, res.output
 
 
-def test_find_slow_collectives_record_without_waits_exits_2(tmp_path: Path) -> None:
+def test_find_slow_collectives_record_without_waits_exits_2(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     rec = _collectives_record(tmp_path, None, ["a", "b"])
-    _fails(["find-slow", "--record", rec], "rows.rank_wait_s (None) is missing", "over gloo")
+    cli_fails(["find-slow", "--record", rec], "rows.rank_wait_s (None) is missing", "over gloo")
     rec = _collectives_record(tmp_path, [1e-3], ["a", "b"])
-    _fails(["find-slow", "--record", rec], "rank_wait_s has 1 values: must have one per rank (2)")
+    cli_fails(["find-slow", "--record", rec], "rank_wait_s has 1 values: must have one per rank (2)")

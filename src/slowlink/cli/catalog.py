@@ -9,7 +9,9 @@ import typer
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.errors import SpecError
 
-# What a user may type for each section (the file's own key, and the words people use for it).
+# The sections by the names the help and the messages use; what a user may type for each (the file's own
+# key, and the words people use for it) maps to its key. Suggestions name the sections only, never an alias.
+_SECTIONS = ("gpus", "scale-up", "transports")
 _ALIASES = {"gpus": "gpus", "gpu": "gpus", "scale_up": "scale_up", "scale-up": "scale_up", "links": "scale_up",
             "link": "scale_up", "transports": "transports", "transport": "transports", "nics": "transports",
             "nic": "transports"}
@@ -34,8 +36,7 @@ def catalog_cmd(
     entries = catalog_entries(list(catalog))
     if section is not None:
         if section not in _ALIASES:
-            raise SpecError(f"SECTION ({section!r}) must be one of gpus, scale-up, transports"
-                            f"{nearest(section, sorted(_ALIASES))}")
+            raise SpecError(f"SECTION ({section!r}) is not a catalog section{nearest(section, list(_SECTIONS))}")
         entries = {_ALIASES[section]: entries[_ALIASES[section]]}
     if name is not None:
         (sec, found), = entries.items()

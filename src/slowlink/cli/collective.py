@@ -29,7 +29,8 @@ def collective(
     dtype: Annotated[str, typer.Option("-d", "--datatype", "--dtype",
                                        help=f"Element type: {', '.join(DTYPE_BYTES)}.")] = "float",
     algorithm: Annotated[str | None, typer.Option("--algorithm", help="Force an algorithm, as NCCL_ALGO does: "
-                                                  "ring, tree, nvls, nvls_tree, pat, hierarchical.")] = None,
+                                                  "ring, tree, nvls, nvls_tree, pat, hierarchical (not for "
+                                                  "all_to_all, send_recv).")] = None,
     protocol: Annotated[str | None, typer.Option("--protocol", help="Force a protocol, as NCCL_PROTO does: LL, "
                                                  "LL128, Simple (analytical only).")] = None,
     fidelity: Annotated[str, typer.Option("--fidelity", help="analytical (NCCL's model) or flow (simulator).")]

@@ -10,7 +10,7 @@ import typer
 from slowlink import units
 from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.emulate import net
-from slowlink.emulate.plan import DEFAULT_SCALE, build_plan, plan_summary
+from slowlink.emulate.plan import DEFAULT_SCALE, build_plan
 from slowlink.errors import EmulationError, field_error
 from slowlink.spec.cluster import load_cluster
 
@@ -39,6 +39,7 @@ def up_cmd(cluster: Path, scale: float = typer.Option(DEFAULT_SCALE, help="Link 
            delay: list[str] | None = _DELAY, loss: list[str] | None = _LOSS) -> None:
     """Build the namespaces, switches and shaped links of CLUSTER."""
     from slowlink.progress import status
+    from slowlink.report.emulate import plan_summary
 
     net.check_root()
     built = build_plan(load_cluster(cluster), scale=scale, nodes=nodes, delay_s=_pairs(delay, "delay", units.MS),
@@ -63,6 +64,8 @@ def run_cmd(cmd: list[str] = _CMD, node: list[int] | None = _NODE) -> None:
 @clean_errors
 def status_cmd(json_out: bool = typer.Option(False, "--json")) -> None:
     """Show the emulation that is up."""
+    from slowlink.report.emulate import plan_summary
+
     plan = net.current()
     if json_out:
         print_json(net.plan_to_json(plan))

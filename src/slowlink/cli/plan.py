@@ -26,21 +26,20 @@ _FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collectiv
 _HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
 
 
-def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, path: Path, several: bool) -> StepResult | str:
+def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, files: tuple[Path, Path],
+                several: bool) -> StepResult | str:
     """The plan of one cluster; with several clusters an infeasible one is its reason (a column of its own,
-    not an abort), and any other error names the cluster it is about."""
+    not an abort); any other error, and an infeasible plan on one cluster, names both ``files`` (workload,
+    cluster) and the cluster."""
     from slowlink.workload.step import plan
 
     try:
         return plan(w, c, cost)
-    except InfeasiblePlan as exc:
-        if not several:
-            raise
-        return str(exc)
     except SlowlinkError as exc:
-        if not several:
-            raise
-        raise type(exc)(f"{path} (cluster {c.name}): {exc}") from None
+        if several and isinstance(exc, InfeasiblePlan):
+            return str(exc)
+        wpath, cpath = files
+        raise type(exc)(f"{wpath} on {cpath} (cluster {c.name}): {exc}") from None
 
 
 def column_keys(clusters: list[Cluster], paths: list[Path]) -> list[str]:
@@ -79,12 +78,12 @@ def plan_cmd(
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     costs = [comm_cost(fidelity, c) for c in loaded]
-    planned = [_plan_named(w, c, k, path, len(loaded) > 1)
+    planned = [_plan_named(w, c, k, (wpath, path), len(loaded) > 1)
                for c, k, path in zip(loaded, costs, clusters, strict=True)]
     keys = column_keys(loaded, clusters)
     infeasible = {key: r for key, r in zip(keys, planned, strict=True) if isinstance(r, str)}
     if len(infeasible) == len(planned):
-        raise InfeasiblePlan("no cluster can run this workload:\n" + "\n".join(
+        raise InfeasiblePlan(f"no cluster can run this workload ({wpath}):\n" + "\n".join(
             f"  {key}: {why}" for key, why in infeasible.items()))
     fits = [(key, c, r, k) for key, c, r, k in zip(keys, loaded, planned, costs, strict=True)
             if not isinstance(r, str)]

@@ -15,7 +15,7 @@ from slowlink import units
 from slowlink.collectives import constants as c
 from slowlink.collectives import protocols as proto
 from slowlink.collectives.links import Links
-from slowlink.collectives.ops import busbw_factor, inter_steps, ring_steps
+from slowlink.collectives.ops import P2P, busbw_factor, inter_steps, ring_steps
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
     lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
     bw_term = max(t_in, t_net)
     where = "network" if t_net >= t_in else "scale-up"
-    return Candidate("p2p", p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)
+    return Candidate(P2P, p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)
 
 
 def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) -> Candidate:
@@ -295,4 +295,4 @@ def send_recv(links: Links, size: float, p: str, arch: str, nics_per_node: int) 
         bw, where, hop = links.intra_bw_bytes_s, "scale-up", proto.hop_lat_s(links.intra_hw, "ring", p)
     bw = proto.ring_bw(bw, p, "send_recv", links.domains > 1, links.ranks_per_domain < 2, arch)
     lat = proto.base_lat_s("ring", p) + hop
-    return Candidate("p2p", p, lat + size / bw, lat, bw, where)
+    return Candidate(P2P, p, lat + size / bw, lat, bw, where)

@@ -17,7 +17,7 @@ from slowlink.collectives import algorithms as algo
 from slowlink.collectives.communicator import Group, with_crossing
 from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
 from slowlink.collectives.links import Links, resolve
-from slowlink.collectives.ops import busbw_factor, check_op
+from slowlink.collectives.ops import P2P, busbw_factor, check_algorithm_applies, check_op
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 
@@ -27,7 +27,7 @@ __all__ = ["Group", "Prediction", "default_group", "predict"]
 # NVLS inside one domain crosses no network. PAT's log-distance exchanges are priced as the ring's crossings,
 # an approximation that undercounts the far steps (they carry the smaller pieces).
 PATTERN = {"ring": "ring", "tree": "tree", "nvls": "tree", "nvls_tree": "tree", "pat": "ring",
-           "hierarchical": "ring", "p2p": "a2a"}
+           "hierarchical": "ring", P2P: "a2a"}
 
 
 def pattern_of(algorithm: str, op: str) -> str:
@@ -205,6 +205,7 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
             *, algorithm: str | None = None, protocol: str | None = None) -> Prediction:
     """Predict one collective. ``size_bytes`` follows nccl-tests (see ``ops``); ``group`` None = all GPUs."""
     check_op(op)
+    check_algorithm_applies(op, algorithm)
     if not size_bytes >= 0:
         raise SpecError(f"size_bytes ({size_bytes!r}) must be >= 0")
     grp = group if group is not None else default_group(cluster)

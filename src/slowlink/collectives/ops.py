@@ -5,6 +5,13 @@ from __future__ import annotations
 from slowlink.errors import SpecError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+# The ops whose algorithm NCCL chooses, and NCCL_ALGO can force (ring, tree, collnet, nvls, pat): NCCL's
+# collectives (src/enqueue.cc picks an algorithm per collective task from the tuning model). all_to_all and
+# send_recv are point-to-point: nccl-tests builds all_to_all from grouped ncclSend/ncclRecv
+# (src/alltoall.cu), and NCCL runs send/recv on its p2p path, where no algorithm is chosen.
+ALGORITHM_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+# What the model names the way all_to_all and send_recv run (algorithms.py): the only "algorithm" they have.
+P2P = "p2p"
 
 
 def check_op(op: str) -> str:
@@ -12,6 +19,15 @@ def check_op(op: str) -> str:
     if op not in OPS:
         raise SpecError(f"op ({op!r}) is not a collective: use one of {', '.join(OPS)}")
     return op
+
+
+def check_algorithm_applies(op: str, algorithm: str | None, field: str = "algorithm") -> None:
+    """A :class:`SpecError` when an algorithm is forced on an op that has no algorithm choice (all_to_all,
+    send_recv: point-to-point in NCCL, see ``ALGORITHM_OPS``), rather than silently ignoring it; ``P2P``, the
+    name the model gives their own way (a prediction's ``algorithm``), may be passed back."""
+    if algorithm not in (None, P2P) and op not in ALGORITHM_OPS:
+        raise SpecError(f"{field} ({algorithm!r}) does not apply to {op}: NCCL_ALGO selects an algorithm for "
+                        f"{', '.join(ALGORITHM_OPS)} only, and {op} is point-to-point sends and receives")
 
 
 def busbw_factor(op: str, ranks: int) -> float:

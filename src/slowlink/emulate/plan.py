@@ -172,15 +172,3 @@ def _impair(links: list[Link], delay_s: dict[str, float], loss: dict[str, float]
     return [Link(x.name, x.a, x.dev_a, x.b, x.dev_b, x.rate_bytes_s, x.rail, delay_s.get(x.name, 0.0),
                  loss.get(x.name, 0.0)) for x in links]
 
-
-def plan_summary(plan: Plan) -> str:
-    """A few lines for the terminal: run id, topology, nodes with addresses, links with rates."""
-    lines = [f"emulation {plan.run_id}: {plan.topology}, {len(plan.nodes)} nodes, {plan.rails} rail(s), "
-             f"scale {plan.scale:g}"]
-    lines += [f"  node {k}: {ns} {', '.join(plan.address(k, r) for r in range(plan.rails))}"
-              for k, ns in enumerate(plan.nodes)]
-    for x in plan.links:
-        extra = (f", +{x.delay_s / units.MS:g} ms" if x.delay_s else "") + (f", {x.loss:.2%} loss"
-                                                                              if x.loss else "")
-        lines.append(f"  link {x.name}: {x.a} <-> {x.b} {x.rate_bytes_s / units.Mbit:g} Mbit/s{extra}")
-    return "\n".join(lines)

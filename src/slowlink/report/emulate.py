@@ -1,5 +1,6 @@
-"""Rendering of ``slowlink validate emulated``: measured against predicted time for each case and fidelity,
-and the warning when a rank was CPU-bound during a measurement."""
+"""Rendering of the emulate area: the plan of an emulated cluster (``slowlink emulate up|status``) and
+``slowlink validate emulated``'s measured against predicted time for each case and fidelity, with the
+warning when a rank was CPU-bound during a measurement."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from slowlink import units
+
 if TYPE_CHECKING:
+    from slowlink.emulate.plan import Plan
     from slowlink.emulate.validate import Row
 
 
@@ -28,3 +32,16 @@ def cpu_warning(rows: list[Row]) -> str | None:
         return None
     return ("warning: a rank was busy on the CPU for much of a measurement, so it may show the CPU limit, not "
             "the links: lower --scale")
+
+
+def plan_summary(plan: Plan) -> str:
+    """A few lines for the terminal: run id, topology, nodes with their addresses, links with their rates."""
+    lines = [f"emulation {plan.run_id}: {plan.topology}, {len(plan.nodes)} nodes, {plan.rails} rail(s), "
+             f"scale {plan.scale:g}"]
+    lines += [f"  node {k}: {ns} {', '.join(plan.address(k, r) for r in range(plan.rails))}"
+              for k, ns in enumerate(plan.nodes)]
+    for x in plan.links:
+        extra = (f", +{x.delay_s / units.MS:g} ms" if x.delay_s else "") + (f", {x.loss:.2%} loss"
+                                                                              if x.loss else "")
+        lines.append(f"  link {x.name}: {x.a} <-> {x.b} {x.rate_bytes_s / units.Mbit:g} Mbit/s{extra}")
+    return "\n".join(lines)

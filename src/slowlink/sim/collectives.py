@@ -15,7 +15,7 @@ import numpy as np
 
 from slowlink.collectives.communicator import communicator as shared_communicator
 from slowlink.collectives.model import Group, Prediction, predict
-from slowlink.collectives.ops import busbw_factor
+from slowlink.collectives.ops import busbw_factor, check_algorithm_applies
 from slowlink.sim.engine import SimResult
 from slowlink.sim.flows import RING_STEPS, phases
 from slowlink.sim.phase import Phase, phase_time_s
@@ -54,6 +54,7 @@ def simulate_collective(cluster: Cluster, op: str, size_bytes: float, ranks: lis
     the engine result of the phase that took longest. ``algorithm`` forces ring / tree / nvls /
     hierarchical instead of the analytical model's pick.
     """
+    check_algorithm_applies(op, algorithm)
     topo = topo or build(cluster)
     rk = ranks if ranks is not None else list(range(cluster.gpus))
     n = len(rk)

@@ -59,7 +59,7 @@ class CollectiveQuery:
         """From the command's options: exactly one of ``--size``, ``--sweep MIN:MAX:FACTOR`` or nccl-tests'
         ``-b/-e/-f``; every option checked, each error naming its flag, value and rule."""
         from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
-        from slowlink.collectives.ops import check_op
+        from slowlink.collectives.ops import check_algorithm_applies, check_op
 
         given = [name for name, v in (("--size", size), ("--sweep", sweep)) if v is not None]
         if minbytes is not None or maxbytes is not None or stepfactor is not None:
@@ -89,6 +89,7 @@ class CollectiveQuery:
         if q.algorithm is not None and q.algorithm not in ALGORITHMS + EXPLICIT_ALGORITHMS:
             raise SpecError(f"--algorithm ({q.algorithm!r}) must be one of "
                             f"{', '.join(ALGORITHMS + EXPLICIT_ALGORITHMS)}")
+        check_algorithm_applies(q.op, q.algorithm, "--algorithm")
         if q.protocol is not None and q.protocol not in PROTOCOLS:
             raise SpecError(f"--protocol ({q.protocol!r}) must be one of {', '.join(PROTOCOLS)}")
         if q.protocol is not None and q.fidelity == "flow":

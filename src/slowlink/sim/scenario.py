@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from slowlink import units
+from slowlink.collectives.ops import check_algorithm_applies
 from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.sim.checkpoint import checkpoint_flows
@@ -158,6 +159,7 @@ def check_traffic(t: TrafficSpec, cluster: Cluster, where: str) -> None:
         raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size!r}) are required for kind collective "
                         f"(op: one of {', '.join(SIMULATED)})")
     _ranks(t, cluster, where)
+    check_algorithm_applies(t.op, t.algorithm, f"{where}.algorithm")
     if t.algorithm in NEEDS_SHARP and not cluster.scale_up.sharp:
         raise SpecError(f"{where}.algorithm ({t.algorithm!r}) needs NVLink SHARP, which cluster {cluster.name}'s "
                         f"scale-up link ({cluster.scale_up.link.name}) does not have: use ring or tree, or "
