@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from slowlink.collectives.communicator import Group, communicator, tree_edges, with_crossing
+from slowlink.collectives.communicator import Group, communicator, domain_channels, tree_edges, with_crossing
+from slowlink.collectives.links import resolve
 from slowlink.spec.cluster import Cluster
 
 
@@ -51,3 +52,27 @@ def test_tree_edges_are_nccls_two_trees() -> None:
     # n odd: tree 1 is tree 0 shifted by one.
     assert tree_edges(3) == [(1, 2), (2, 0), (2, 0), (0, 1)]
     assert len(tree_edges(1)) == 0
+
+
+def test_a_domain_spanning_nodes_has_a_channel_per_member_nic_on_every_node() -> None:
+    # 8 GPUs over 2 nodes of 4 (multi-node NVLink): NCCL's fused clique spreads channels over both trays.
+    nodes = [0, 0, 0, 0, 1, 1, 1, 1]
+    assert domain_channels(list(range(8)), nodes, 4, 1) == [(0, 0, 0), (4, 1, 0)]
+    four = domain_channels(list(range(8)), nodes, 4, 4)
+    assert [(n, ln) for _, n, ln in four] == [(n, ln) for n in (0, 1) for ln in range(4)]
+    assert [r for r, _, _ in four] == list(range(8))  # each NIC headed by its own GPU
+    # a member alone on its tray reaches only its GPU's NIC(s), wherever it sits in the domain
+    assert domain_channels([5], [1], 4, 4) == [(5, 1, 1)]
+
+
+def test_placed_groups_count_their_members_per_spanning_domain(make_cluster: Callable[..., Cluster]) -> None:
+    c = make_cluster(nodes=8, gpn=4, nics=4, domain=16, topology="rail-optimized", switch_radix=8)
+    nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    whole = communicator(c, "all_reduce", [list(range(32))])
+    assert whole.domain == (16, 4, 2)
+    assert resolve(c, whole).net_bw_bytes_s == pytest.approx(16 * nic)  # 4 trays x 4 NICs
+    lone = communicator(c, "all_reduce", [[0, 16]])  # one rank per domain: its GPU's one NIC
+    assert lone.domain == (1, 1, 2)
+    links = resolve(c, lone)
+    assert (links.ranks_per_domain, links.domains) == (1, 2)
+    assert links.net_bw_bytes_s == pytest.approx(nic)

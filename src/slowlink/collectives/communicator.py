@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty, group_nics, group_penalty, nic_share
+from slowlink.topology.degraded import NO_PENALTY, Penalty, affine_nics, group_nics, group_penalty, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
 
 PATTERNS = ("ring", "tree", "a2a", "p2p")
@@ -45,6 +46,9 @@ class Group:
     nic_share: float | None = field(default=None, compare=False)  # NICs' worth of a node's bandwidth it gets
     # (topology.degraded.nic_share: the NICs its GPUs reach, shared with the groups using them); None: a
     # hand-made Group not yet placed, priced at all NICs / groups_per_node
+    domain: tuple[int, int, int] | None = field(default=None, compare=False)  # placed: (its most ranks in one
+    # scale-up domain, the nodes they sit on, the domains it spans): a domain's channels are its members' NICs
+    # on those nodes (domain_channels); None: block placement, ranks_per_node on every node of a domain
 
     def crossing_for(self, pattern: str) -> Crossing:
         for name, c in self.crossing or ():
@@ -136,8 +140,67 @@ def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | 
     return Placed(ranks, nodes, domains)
 
 
+def domain_channels(ranks: list[int], nodes: list[int], gpus_per_node: int,
+                    nics_per_node: int) -> list[tuple[int, int, int]]:
+    """The network channels of a communicator's members in one scale-up domain, as (head rank, node, local
+    NIC): one per NIC affine to a member GPU (:func:`affine_nics`), headed by the first member nearest it,
+    in ring order. Both models send a domain's network traffic (ring and tree alike) over these, channel
+    ``c`` of one domain to channel ``c`` of the next (rail to rail).
+
+    When the domain spans nodes (multi-node NVLink, e.g. GB200 NVL72), NCCL treats the whole clique as one
+    node: ``ncclTopoGetSystem`` (src/graph/topo.cc) fuses the topology of every rank of the clique
+    (``comm->MNNVL``: ``clique.ranks`` instead of the host's ranks), so ``ncclTopoCompute`` searches rings and
+    trees over all the clique's GPUs and NICs, and ``ncclTopoSelectNets`` (src/graph/search.cc) orders the
+    NICs GPU first (``ncclTopoPrefNetsGpuFirst``, ``NCCL_MNNVL_SCATTER_NETS_ENABLE``, default on) so
+    successive channels leave by NICs of different GPUs, on every tray. A domain's exit traffic is therefore
+    spread over all its members' NICs, not only those of the tray whose GPU is last in the ring.
+    """
+    seen: set[tuple[int, int]] = set()
+    out: list[tuple[int, int, int]] = []
+    for r, n in zip(ranks, nodes, strict=True):
+        for ln in affine_nics(nics_per_node, gpus_per_node, int(r) % gpus_per_node):
+            if (int(n), ln) not in seen:
+                seen.add((int(n), ln))
+                out.append((int(r), int(n), ln))
+    return out
+
+
+def _spans_nodes(cluster: Cluster) -> bool:
+    return cluster.scale_up.domain_gpus > cluster.gpus_per_node
+
+
+def _channel_edges(cluster: Cluster, p: Placed, pairs: list[tuple[int, int]] | None,
+                   weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Node-to-node edges of domain-to-domain traffic spread over :func:`domain_channels`: for each
+    (from, to) pair of domain indices (ring order; None: each domain to the next, a ring), ``weight`` units
+    split evenly over the sender's channels, channel ``c`` to the receiver's ``c``-th (mod its count)."""
+    gpn, nics = cluster.gpus_per_node, _nics(cluster)
+    src: list[int] = []
+    dst: list[int] = []
+    w: list[float] = []
+    for ranks, nodes, doms in zip(p.ranks.tolist(), p.nodes.tolist(), p.domains.tolist(), strict=True):
+        cuts = [0] + [i for i in range(1, len(doms)) if doms[i] != doms[i - 1]] + [len(doms)]
+        chans = [[n for _, n, _ in domain_channels(ranks[a:b], nodes[a:b], gpn, nics)]
+                 for a, b in pairwise(cuts)]
+        d = len(chans)
+        ring = [(i, (i + 1) % d) for i in range(d)] if d > 1 else []
+        for a, b in ring if pairs is None else pairs:
+            if max(a, b) >= d:  # unequal groups (a scenario's own lists): edges past this one's domains
+                continue
+            ca, cb = chans[a], chans[b]
+            src += ca
+            dst += [cb[c % len(cb)] for c in range(len(ca))]
+            w += [weight / len(ca)] * len(ca)
+    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(w, dtype=float)
+
+
 def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
-    """Every ring edge between scale-up domains carries one unit from the sender's node to the receiver's."""
+    """Every ring edge between scale-up domains carries one unit, spread over the sending domain's channels
+    (:func:`domain_channels`). A domain of one node has its channels on that node: the edge goes from the
+    sender's node to the receiver's (the fast path below, the same rule)."""
+    if _spans_nodes(cluster):
+        src, dst, w = _channel_edges(cluster, p, None, 1.0)
+        return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
     nxt = np.roll(np.arange(p.ranks.shape[1]), -1)
     leave = p.domains != p.domains[:, nxt]
     src, dst = p.nodes[leave], p.nodes[:, nxt][leave]
@@ -155,7 +218,15 @@ def _leaders(p: Placed) -> np.ndarray:
 
 
 def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
-    """Each edge of both trees carries half the data up and half down (NCCL's double binary tree)."""
+    """Each edge of both trees carries half the data up and half down (NCCL's double binary tree), over
+    the domains' channels (:func:`domain_channels`; a domain of one node: its node)."""
+    if _spans_nodes(cluster):
+        d = len(set(p.domains[0].tolist()))
+        both = [(a, b) for c, par in tree_edges(d) for a, b in ((c, par), (par, c))]
+        if not both:
+            return NONE
+        src, dst, w = _channel_edges(cluster, p, both, 0.5)
+        return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
     lead = _leaders(p)
     edges = np.asarray(tree_edges(lead.shape[1]), dtype=np.int64).reshape(-1, 2)
     if len(edges) == 0:
@@ -256,7 +327,15 @@ def communicator(cluster: Cluster, op: str, groups: list[list[int]],
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
     return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
-                 penalties(cluster, op, p), share_of(cluster, p, op))
+                 penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(p))
+
+
+def busiest_domain(p: Placed) -> tuple[int, int, int]:
+    """The first group's busiest scale-up domain: (its members there, the nodes they sit on), and the
+    domains the group spans (like ``ranks_per_node``: the most members on one node)."""
+    doms, counts = np.unique(p.domains[0], return_counts=True)
+    here = p.domains[0] == doms[int(np.argmax(counts))]
+    return int(counts.max()), len(set(p.nodes[0][here].tolist())), len(doms)
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:

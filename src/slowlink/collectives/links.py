@@ -78,17 +78,21 @@ def resolve(cluster: Cluster, group: Group) -> Links:
     """The links of ``group`` (its crossings already attached: ``communicator.with_crossing``)."""
     ranks, ranks_per_node, groups_per_node = group.ranks, group.ranks_per_node, group.groups_per_node
     g = cluster.gpus_per_node
-    nodes_in_domain = max(1, cluster.scale_up.domain_gpus // g)
-    rpd = min(ranks, ranks_per_node * nodes_in_domain, cluster.scale_up.domain_gpus)
-    domains = math.ceil(ranks / rpd)
     nodes = group.span_nodes or math.ceil(ranks / ranks_per_node)
+    if group.domain is not None:  # placed: its members per domain, on the nodes they occupy there
+        rpd, domain_nodes, domains = group.domain
+    else:  # block placement: ranks_per_node on each node of a domain
+        nodes_in_domain = max(1, cluster.scale_up.domain_gpus // g)
+        rpd = min(ranks, ranks_per_node * nodes_in_domain, cluster.scale_up.domain_gpus)
+        domains = math.ceil(ranks / rpd)
+        domain_nodes = min(nodes_in_domain, nodes)
     t = cluster.fabric.transport
     link = cluster.scale_up.link
     nics = cluster.compute_nics
     return Links(
         ranks=ranks, ranks_per_domain=rpd, domains=domains, nodes=nodes,
         intra_bw_bytes_s=scale_up_bw(cluster),
-        net_bw_bytes_s=network_bw(cluster, min(nodes_in_domain, nodes), groups_per_node, group.nic_share),
+        net_bw_bytes_s=network_bw(cluster, domain_nodes, groups_per_node, group.nic_share),
         net_lat_scale=t.latency_s / (NET_REFERENCE_LAT_US * units.US),
         intra_hw="pci" if link.name.startswith("pcie") else "nvlink",
         scale_up_name=link.name,

@@ -6,8 +6,9 @@ accumulates per step. Phases run one after the other. Every builder takes *all* 
 ranks) so that groups sharing links contend; each flow records its group (``Phase.group_of``).
 
 * ring (all_reduce ``2(n-1)`` steps, all_gather / reduce_scatter ``n-1``, of ``size/n``): ranks ordered
-  by scale-up domain then node (NCCL builds rings along the topology); a hop leaving a node is split over
-  the NICs affine to the group's GPUs on that node (NCCL's channels over the rails). Per-step latency: the
+  by scale-up domain then node (NCCL builds rings along the topology); a hop leaving a scale-up domain is
+  split over the domain's channels, one per NIC affine to the group's GPUs anywhere in the domain (NCCL's
+  channels over the rails; every tray of a multi-node NVLink domain: :func:`exit_paths`). Per-step latency: the
   mean hop latency round the ring (a pipelined ring pays each hop's latency once per step on the chain, as
   NCCL's ``(nsteps - ninter) intra + ninter net``), not the slowest hop.
 * tree (all_reduce, NCCL's double binary tree across domains, a chain inside, one channel per NIC) and
@@ -24,29 +25,22 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
 from __future__ import annotations
 
 from slowlink.sim.engine import Flow
-from slowlink.sim.phase import Phase, domains, path_latency, ring_order
-from slowlink.sim.trees import nvls_phase, tree_phase
+from slowlink.sim.phase import Phase, domains, path_latency
+from slowlink.sim.trees import Channel, channels, nvls_phase, tree_phase
 from slowlink.topology.fabric import Paths, Topology, tag_id
 
-__all__ = ["RING_STEPS", "Phase", "nvls_phase", "phases", "ring_phase", "ring_step_flows", "tree_phase"]
+__all__ = ["RING_STEPS", "Phase", "exit_paths", "nvls_phase", "phases", "ring_phase", "ring_step_flows", "tree_phase"]
 
 
-def _node_nics(topo: Topology, ranks: list[int]) -> dict[int, list[int]]:
-    """Per physical node, the NICs affine to the group's GPUs there (the rails its channels use)."""
-    out: dict[int, set[int]] = {}
-    for r in ranks:
-        out.setdefault(topo.node_of(r), set()).update(topo.affine_nics(r))
-    return {n: sorted(s) for n, s in out.items()}
-
-
-def hop_paths(topo: Topology, src: int, dst: int, nics: dict[int, list[int]], key: int) -> Paths:
-    """One ring hop ``src -> dst``: scale-up inside a domain, else split over the source node's rails."""
-    if topo.domain_of(src) == topo.domain_of(dst):
-        return topo.gpu_paths(src, dst)
-    a, b = nics[topo.node_of(src)], nics[topo.node_of(dst)]
+def exit_paths(topo: Topology, a: list[Channel], b: list[Channel], key: int) -> Paths:
+    """One ring hop from a scale-up domain (channels ``a``) to the next (channels ``b``): split evenly over
+    the sending domain's channels, channel ``c`` from its head's NIC to the ``c``-th of ``b`` (mod its count).
+    A domain spanning nodes (multi-node NVLink) leaves by every member tray's NICs, as NCCL's fused clique
+    topology does (:func:`slowlink.collectives.communicator.domain_channels`)."""
     out: Paths = []
-    for c, ln in enumerate(a):
-        for w, p in topo.gpu_paths(src, dst, ln, key + c, b[c % len(b)]):
+    for c, (src, ln) in enumerate(a):
+        dst, ld = b[c % len(b)]
+        for w, p in topo.gpu_paths(src, dst, ln, key + c, ld):
             out.append((w / len(a), p))
     return out
 
@@ -57,14 +51,20 @@ def ring_phase(topo: Topology, groups: list[list[int]], chunk_bytes: float, step
     ph = Phase(steps=steps, name=tag)
     key = tag_id(tag)
     for gi, g in enumerate(groups):
-        order = ring_order(topo, g)
-        nics = _node_nics(topo, order)
-        lat = 0.0
-        for i, src in enumerate(order):
-            paths = hop_paths(topo, src, order[(i + 1) % len(order)], nics, key)
+        doms = domains(topo, g)
+        chans = [channels(topo, dm) for dm in doms]
+        lat, hops = 0.0, 0
+        for d, dm in enumerate(doms):
+            for i in range(len(dm) - 1):
+                paths = topo.gpu_paths(dm[i], dm[i + 1])
+                ph.add(paths, chunk_bytes, tag, gi)
+                lat += path_latency(topo, paths)
+            nxt = (d + 1) % len(doms)
+            paths = exit_paths(topo, chans[d], chans[nxt], key) if nxt != d else topo.gpu_paths(dm[-1], dm[0])
             ph.add(paths, chunk_bytes, tag, gi)
             lat += path_latency(topo, paths)
-        ph.step_latency_s = max(ph.step_latency_s, lat / max(1, len(order)))
+            hops += len(dm)
+        ph.step_latency_s = max(ph.step_latency_s, lat / max(1, hops))
     return ph
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from slowlink.collectives.algorithms import nvls_channels, nvls_fill_fraction, nvls_transfer, tree_fill_fraction
-from slowlink.collectives.communicator import btree_parent, dtree_edges
+from slowlink.collectives.communicator import btree_parent, domain_channels, dtree_edges
 from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.topology.fabric import Topology, tag_id
@@ -54,15 +54,10 @@ def tree_depth(n: int) -> int:
 
 
 def channels(topo: Topology, dom: list[int]) -> list[Channel]:
-    """One channel per NIC affine to the group's GPUs in the domain, headed by the first GPU nearest it."""
-    seen: set[tuple[int, int]] = set()
-    out: list[Channel] = []
-    for r in dom:
-        for ln in topo.affine_nics(r):
-            if (topo.node_of(r), ln) not in seen:
-                seen.add((topo.node_of(r), ln))
-                out.append((r, ln))
-    return out
+    """The domain's network channels (:func:`slowlink.collectives.communicator.domain_channels`, the rule
+    both models share): one per NIC affine to the group's GPUs in it, headed by the first GPU nearest it."""
+    return [(r, ln) for r, _, ln in domain_channels(dom, [topo.node_of(r) for r in dom], topo.gpus_per_node,
+                                                   topo.nics_per_node)]
 
 
 def _network_trees(topo: Topology, ph: Phase, group: int, chans: list[list[Channel]], share_bytes: float,
