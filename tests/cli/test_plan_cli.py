@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,10 @@ def test_scale_fidelity_flow_prices_each_size_with_the_simulator(tmp_path: Path,
     assert priced == [2, 8] and began == ["2 nodes", "8 nodes"]
     bad = runner.invoke(app, ["scale", str(CLUSTER), w, "--fidelity", "exact"])
     assert bad.exit_code == 2 and "--fidelity ('exact') must be one of" in bad.output
+
+
+def test_scale_error_names_both_files(cli_fails: Callable[..., str]) -> None:
+    # 3 nodes x 8 GPUs / tp 2 = dp 12, which does not divide the global batch of 512
+    cli_fails(["scale", "examples/ref-64gpu.yaml", "examples/llama3-8b.yaml", "--nodes", "1,2,3"],
+              "examples/llama3-8b.yaml on examples/ref-64gpu.yaml (cluster ref-64gpu):",
+              "must be divisible by micro_batch")

@@ -183,7 +183,10 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     check_fidelity(fidelity)
     w, c = load_workload(workload), load_cluster(cluster)
     with progress(f"scale ({fidelity})", len(set(counts)), enabled=fidelity == "flow") as bar:
-        pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
+        try:
+            pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
+        except SlowlinkError as exc:  # name the files, as plan does
+            raise type(exc)(f"{workload} on {cluster} (cluster {c.name}): {exc}") from None
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
