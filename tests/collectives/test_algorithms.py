@@ -48,7 +48,9 @@ def test_no_prediction_beats_the_nic_bytes_bound(make: Callable[..., Cluster], g
                                                  speed: float) -> None:
     """Every node must move at least 2(d-1)/d x S (all_reduce) or (d-1)/d x S (all_gather, reduce_scatter)
     through its NICs, d = nodes (the reduce-scatter + all-gather lower bound). Without in-switch reduction,
-    ring, tree and PAT move more, so their busbw also stays under the node's line rate."""
+    ring, tree and PAT move more, so their busbw also stays under the node's line rate; except a tree over
+    two nodes, a chain of two that moves exactly the bound (S each way), so its algbw stays under the line
+    rate and its busbw may exceed it (NVIDIA/nccl-tests issues 22 and 196, NCCL maintainers)."""
     for nodes, rpn, op, size in itertools.product((2, 4, 16), (1, 4, 8), ("all_reduce", "all_gather",
                                                                           "reduce_scatter"), SIZES):
         c = make(nodes=nodes, gpu=gpu, link=link, nics=nics, speed=speed)
@@ -56,7 +58,9 @@ def test_no_prediction_beats_the_nic_bytes_bound(make: Callable[..., Cluster], g
         line = nics * speed * units.Gbit
         need = (2.0 if op == "all_reduce" else 1.0) * (nodes - 1) / nodes * size
         assert p.time_s >= need / line, (nodes, rpn, op, size, p)
-        if p.algorithm in ("ring", "tree", "pat"):
+        if p.algorithm == "tree" and nodes == 2:
+            assert p.algbw_bytes_s <= line * 1.0001, (nodes, rpn, op, size, p)
+        elif p.algorithm in ("ring", "tree", "pat"):
             assert p.busbw_bytes_s <= line * 1.0001, (nodes, rpn, op, size, p)
 
 

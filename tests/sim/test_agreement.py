@@ -218,3 +218,19 @@ def test_sparse_groups_in_a_domain_spanning_nodes(make_cluster: Callable[..., Cl
               "two per node": [[k * gpn + g for k in range(c.nodes) for g in (0, gpn - 1)]]}[shape]
     ana, flow = _sparse(c, op, groups)
     assert abs(ana - flow) / flow < 0.10, (ana, flow)
+
+
+
+@pytest.mark.parametrize(("nodes", "gpn", "nics", "domain"), [(2, 4, 4, None), (4, 4, 4, None), (8, 4, 4, None),
+                                                               (2, 8, 1, None), (4, 8, 1, None), (8, 8, 1, None),
+                                                               (4, 4, 1, 8), (8, 4, 1, 8)])
+def test_tree_over_two_domains_agrees(make_cluster: Callable[..., Cluster], nodes: int, gpn: int, nics: int,
+                                      domain: int | None) -> None:
+    """A tree over exactly two domains is a chain of two: each domain is the root of one tree and the leaf of
+    the other, so every NIC carries the data once each way, not twice (NCCL: tuning.cc ncclTopoTuneModel takes
+    bwIntra for nNodes <= 2, which search.cc ncclTopoCompute raises to at most 2 x bwInter for trees). The
+    analytical model once halved it as for more domains: 2x the flow's time on two nodes (or two multi-node
+    NVLink domains, ``domain`` 8 over 4-GPU trays), equal on 4 and 8. Network-bound cases, 1 GiB x 8."""
+    c = make_cluster(nodes=nodes, gpn=gpn, nics=nics, domain=domain, switch_radix=8, routing="adaptive")
+    ana, flow = _both(c, "all_reduce", "tree")
+    assert abs(ana - flow) / flow < 0.10, (nodes, gpn, nics, domain, ana, flow)

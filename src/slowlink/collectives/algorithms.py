@@ -28,13 +28,22 @@ class Candidate:
     bottleneck: str         # 'scale-up' or 'network'
 
 
-def bus_link(links: Links) -> tuple[float, str]:
-    """The ring's bus bandwidth and the link that sets it: min(scale-up if >1 rank per domain, network)."""
+def bus_link(links: Links, net_factor: float = 1.0) -> tuple[float, str]:
+    """The ring's bus bandwidth and the link that sets it: min(scale-up if >1 rank per domain, network x
+    ``net_factor``; a tree passes :func:`tree_net_factor`)."""
+    net = links.net_bw_bytes_s * net_factor
     if links.domains <= 1:
         return links.intra_bw_bytes_s, "scale-up"
-    if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < links.net_bw_bytes_s:
+    if links.ranks_per_domain > 1 and links.intra_bw_bytes_s < net:
         return links.intra_bw_bytes_s, "scale-up"
-    return links.net_bw_bytes_s, "network"
+    return net, "network"
+
+
+def tree_net_factor(domains: int) -> float:
+    """How much more of the network a tree (and NVLS-tree) over ``domains`` domains gets than NCCL's ``busBw x
+    0.5`` allows for: TREE_TWO_DOMAIN_NET_FACTOR on two (a chain of two: each NIC carries the data once each
+    way, not twice; tuning.cc ncclTopoTuneModel, nNodes <= 2), else 1."""
+    return c.TREE_TWO_DOMAIN_NET_FACTOR if domains == 2 else 1.0
 
 
 def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
@@ -120,11 +129,12 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     """Double binary tree across domains, chain inside (all_reduce, > 1 domain).
 
     lat = base + 2((ranks/domain - 1) x intra hop + log2(domains) x net hop);
-    algbw = 0.5 x tree bus bw (NCCL ratio); time = lat + size / algbw + the tree's fill (:func:`tree_fill_s`).
+    algbw = 0.5 x tree bus bw (NCCL ratio), the network's share x :func:`tree_net_factor` (two domains);
+    time = lat + size / algbw + the tree's fill (:func:`tree_fill_s`).
     """
     if op != "all_reduce" or links.domains < 2:
         return None
-    bus, where = bus_link(links)
+    bus, where = bus_link(links, tree_net_factor(links.domains))
     algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
     depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
     intra = proto.hop_lat_s(links.intra_hw, "tree", p)
@@ -198,8 +208,8 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
               channels: int) -> Candidate | None:
     """NVLS inside each domain, a tree of domains over the network (NCCL NVLS_TREE), all_reduce, Simple.
 
-    Network algbw = the domain's NICs x 0.9 (tree refinement), halved by the double binary tree for more
-    than two domains (two domains exchange directly: tuning.cc doubles their interBw). The NVLink and the
+    Network algbw = the domain's NICs x 0.9 (tree refinement), halved by the double binary tree, x
+    :func:`tree_net_factor` (two domains exchange directly: tuning.cc doubles their interBw). The NVLink and the
     network stages pipeline: time = lat + max(NVLS bytes term, size / net algbw) + NVLS fill + a fill of
     one NVLS loop per tree level on the network; lat = NVLS hop + 2 log2(domains) net hops (tuning.cc).
     """
@@ -207,7 +217,7 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
         return None
     bytes_s, fill, bw = nvls_transfer(size, links.ranks_per_domain, channels, line_bw, arch)
     levels = max(1, math.ceil(math.log2(links.domains)))
-    net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * (1.0 if links.domains == 2 else c.TREE_ALGBW_RATIO)
+    net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
     net_s = size / net_bw
     loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
     lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * (proto.hop_lat_s(

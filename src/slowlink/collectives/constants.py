@@ -65,6 +65,11 @@ TREE_LL128_FACTOR_ONE_NODE = 7.0 / 9.0
 # NCCL: tree bandwidth is 0.9 of the link (busBw * .9) and algbw = busBw * 0.5 for tree and NVLS-tree.
 TREE_BW_FACTOR = 0.9
 TREE_ALGBW_RATIO = 0.5
+# NCCL: a tree over exactly two nodes (domains) is a chain of two, each the root of one tree and the leaf of
+# the other, so its network carries the data once each way: tuning.cc ncclTopoTuneModel takes bwIntra, not
+# bwInter, for nNodes <= 2 (search.cc ncclTopoCompute raises a tree's bwIntra to at most 2 x bwInter) and
+# doubles NVLS_TREE's interBw ("Handle 2 node case of NVLSTree"). Factor on the network's tree bandwidth.
+TREE_TWO_DOMAIN_NET_FACTOR = 2.0
 # NCCL llMaxBws, GB/s per GPU: the LL protocol cannot exceed this, by GPU generation (one node).
 LL_MAX_GBYTE_S: dict[str, float] = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 141.0}
 LL_MAX_DEFAULT_GBYTE_S = 87.7

@@ -13,7 +13,8 @@ the group's GPUs in a domain, headed by the GPU nearest that NIC):
 * network (tree and NVLS-tree): per channel and per tree, every tree edge carries ``S / 2k`` up (reduce)
   and ``S / 2k`` down (broadcast) at once. An inner node of one tree (two children) is a leaf of the other,
   so each NIC sends and receives ``3 S/2k + S/2k = 2 S/k``: the node's NICs move ``2 S`` each way, NCCL's
-  ``algbw = busBw / 2`` (tuning.cc's ``nRanks / nsteps`` ratio).
+  ``algbw = busBw / 2`` (tuning.cc's ``nRanks / nsteps`` ratio). Over two domains the two trees are the
+  two directions of one edge: each NIC moves ``S / k`` each way (``algorithms.tree_net_factor``).
 * tree inside a domain: per channel a chain from the head through the domain's GPUs (rotated so every GPU
   heads one channel); each chain edge carries ``S / k`` each way (both trees' halves).
 * NVLS inside a domain (one domain, or the NVLS part of NVLS-tree): every GPU pushes its buffer to the
