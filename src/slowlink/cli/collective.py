@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, print_json, progress
+from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.collectives.ops import OPS
 from slowlink.spec.cluster import load_cluster
 from slowlink.units import DTYPE_BYTES
@@ -57,7 +57,9 @@ def collective(
     query = CollectiveQuery.from_options(op, size, sweep, minbytes, maxbytes, stepfactor, dtype=dtype, ranks=ranks,
                                          fidelity=fidelity, algorithm=algorithm, protocol=protocol)
     cluster = load_cluster(cluster_file)
-    preds = predict_collective(cluster, query, progress)
+    from slowlink.progress import track
+
+    preds = predict_collective(cluster, query, track)
     if html is not None:
         report_html.write_collective(html, cluster, preds)
     if as_json:

@@ -7,7 +7,7 @@ import json
 import math
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import typer
@@ -80,7 +80,6 @@ err = Console(stderr=True, highlight=False)
 
 P = ParamSpec("P")
 R = TypeVar("R")
-T = TypeVar("T")
 
 
 def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -125,10 +124,3 @@ def print_json(obj: Any) -> None:
 
         obj = {"slowlink": {"version": __version__, "inputs": inputs_read()}, **obj}
     print(json.dumps(rounded(obj), indent=2, sort_keys=False, default=float))
-
-
-def progress(items: Sequence[T], what: str) -> Iterator[T]:
-    """``items`` one by one under the bar of :func:`slowlink.progress.track` (the flow sweeps' callback)."""
-    from slowlink.progress import track
-
-    yield from track(items, what)
