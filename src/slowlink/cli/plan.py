@@ -38,8 +38,13 @@ def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, files: tuple[Pat
     except SlowlinkError as exc:
         if several and isinstance(exc, InfeasiblePlan):
             return str(exc)
-        wpath, cpath = files
-        raise type(exc)(f"{wpath} on {cpath} (cluster {c.name}): {exc}") from None
+        raise _named(exc, files, c) from None
+
+
+def _named(exc: SlowlinkError, files: tuple[Path, Path], c: Cluster) -> SlowlinkError:
+    """``exc`` again, its message led by the workload and cluster ``files`` and the cluster's name."""
+    wpath, cpath = files
+    return type(exc)(f"{wpath} on {cpath} (cluster {c.name}): {exc}")
 
 
 def column_keys(clusters: list[Cluster], paths: list[Path]) -> list[str]:
@@ -186,7 +191,7 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
         try:
             pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
         except SlowlinkError as exc:  # name the files, as plan does
-            raise type(exc)(f"{workload} on {cluster} (cluster {c.name}): {exc}") from None
+            raise _named(exc, (workload, cluster), c) from None
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
