@@ -149,6 +149,17 @@ def test_algorithm_on_a_point_to_point_op_is_refused(op: str, fidelity: str) -> 
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
+def test_ll128_on_a_point_to_point_op_is_refused(op: str) -> None:
+    """NCCL runs p2p with LL or Simple by P2P_LL_THRESHOLD, never LL128: a forced LL128 would price a transfer
+    NCCL does not make."""
+    code, out = _run("collective", str(REF), "--op", op, "--size", "1MiB", "--protocol", "LL128")
+    assert code == 2, out
+    flat = " ".join(out.split())
+    assert f"--protocol ('LL128') does not apply to {op}" in flat and "force one of LL, Simple" in flat
+    assert "Traceback" not in out
+
+
 def test_nccl_tests_flags_and_forced_algorithm() -> None:
     code, out = _run("collective", str(REF), "-b", "1MiB", "-e", "4MiB", "-f", "2", "-d", "half",
                      "--algorithm", "ring", "--protocol", "Simple", "--json")

@@ -148,6 +148,26 @@ def test_a_forced_algorithm_on_a_point_to_point_op_is_refused(ref: Cluster, op: 
     assert predict(ref, op, 1 * units.MiB).time_s > 0  # without one it runs
 
 
+@pytest.mark.parametrize(("op", "ranks", "size", "proto"), [
+    ("send_recv", 64, 16 * units.KiB, "LL"), ("send_recv", 64, 16 * units.KiB + 1, "Simple"),
+    ("all_to_all", 64, 64 * 16 * units.KiB, "LL"), ("all_to_all", 64, 64 * 16 * units.KiB + 64, "Simple"),
+    ("all_to_all", 8, 1 * units.MiB, "Simple"), ("all_to_all", 64, 8 * units.GiB, "Simple"),
+])
+def test_point_to_point_runs_ll_up_to_the_p2p_threshold_per_peer(ref: Cluster, op: str, ranks: int, size: float,
+                                                                 proto: str) -> None:
+    """NCCL picks a p2p protocol by bytes per peer against P2P_LL_THRESHOLD (16 KiB; src/enqueue.cc), not by the
+    tuning model's fastest: LL128 never, even where the model would price it fastest."""
+    assert predict(ref, op, size, Group(ranks, 8)).protocol == proto
+
+
+def test_point_to_point_never_runs_ll128(ref: Cluster) -> None:
+    for op in ("send_recv", "all_to_all"):
+        assert {predict(ref, op, s).protocol for s in SIZES} == {"LL", "Simple"}
+        with pytest.raises(SpecError, match=rf"protocol \('LL128'\) does not apply to {op}: .*never LL128"):
+            predict(ref, op, units.MiB, protocol="LL128")
+        assert predict(ref, op, units.MiB, protocol="Simple").protocol == "Simple"  # a forced LL or Simple runs
+
+
 def test_a_forced_algorithm_still_applies_to_the_collectives(ref: Cluster) -> None:
     for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         assert predict(ref, op, 1 * units.MiB, algorithm="ring").algorithm == "ring"

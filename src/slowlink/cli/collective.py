@@ -32,7 +32,8 @@ def collective(
                                                   "ring, tree, nvls, nvls_tree, pat, hierarchical (not for "
                                                   "all_to_all, send_recv).")] = None,
     protocol: Annotated[str | None, typer.Option("--protocol", help="Force a protocol, as NCCL_PROTO does: LL, "
-                                                 "LL128, Simple (analytical only).")] = None,
+                                                 "LL128, Simple (analytical only; all_to_all, send_recv: LL or "
+                                                 "Simple, as P2P_LL_THRESHOLD would).")] = None,
     fidelity: Annotated[str, typer.Option("--fidelity", help="analytical (NCCL's model) or flow (simulator).")]
     = "analytical",
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,

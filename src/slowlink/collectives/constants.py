@@ -19,6 +19,13 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 # hierarchical = intra reduce-scatter, inter all_reduce on each rank's share, intra all-gather.
 EXPLICIT_ALGORITHMS = ("hierarchical",)
 PROTOCOLS = ("LL", "LL128", "Simple")
+# Point-to-point (send/recv, and all_to_all built from them) has no protocol choice by the tuning model:
+# NCCL's addP2pToPlan (src/enqueue.cc, NCCL 2.19-2.27) runs a transfer with LL when its bytes are at most
+# nChannels x P2P_LL_THRESHOLD (default 16384) and with Simple otherwise; LL128 is never used for p2p.
+# Below NCCL's smallest p2p part (half a 128 KiB network chunk, an eighth of a 512 KiB NVLink chunk: 64 KiB)
+# a transfer runs on one channel, so the test is bytes per peer <= 16 KiB.
+P2P_PROTOCOLS = ("LL", "Simple")
+P2P_LL_THRESHOLD_BYTES = 16384
 
 # NCCL baseLat[algorithm][protocol], microseconds: launch + protocol set-up cost of one collective.
 BASE_LAT_US: dict[str, dict[str, float]] = {

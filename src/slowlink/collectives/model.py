@@ -15,9 +15,24 @@ from typing import Any
 from slowlink import units
 from slowlink.collectives import algorithms as algo
 from slowlink.collectives.communicator import Group, with_crossing
-from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
+from slowlink.collectives.constants import (
+    ALGORITHMS,
+    EXPLICIT_ALGORITHMS,
+    P2P_LL_THRESHOLD_BYTES,
+    P2P_PROTOCOLS,
+    PROTOCOLS,
+)
 from slowlink.collectives.links import Links, resolve
-from slowlink.collectives.ops import P2P, busbw_factor, check_algorithm_applies, check_op
+from slowlink.collectives.ops import (
+    ALGORITHM_OPS,
+    P2P,
+    busbw_factor,
+    check_algorithm_applies,
+    check_op,
+    check_protocol_applies,
+    p2p_bytes_per_peer,
+    p2p_protocol,
+)
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 
@@ -95,6 +110,11 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
     if links.domains > 1 and not cluster.fabric.transport.rdma:
         # NCCL enables LL128 only with NVLink inside and GPUDirect RDMA between nodes (tuning.cc).
         protocols = tuple(p for p in protocols if p != "LL128") or protocols
+    if op not in ALGORITHM_OPS:  # point-to-point: no tuning-model pick (constants.P2P_PROTOCOLS)
+        if len(protocols) == 1:  # forced, as NCCL_P2P_LL_THRESHOLD set to 0 or above the size would; never LL128
+            protocols = tuple(p for p in protocols if p in P2P_PROTOCOLS)
+        else:  # NCCL's own: LL up to P2P_LL_THRESHOLD per peer, Simple above
+            protocols = (p2p_protocol(p2p_bytes_per_peer(op, size, links.ranks)),)
     ring_l, tree_l = links.for_pattern("ring"), links.for_pattern("tree")
     sharp, line = cluster.scale_up.sharp, cluster.scale_up.bw_bytes_s
     channels = algo.nvls_channels(arch, cluster.scale_up.domain_gpus > cluster.gpus_per_node)
@@ -151,7 +171,12 @@ def _reason(best: algo.Candidate, links: Links, forced: bool = False) -> str:
             extra += f", +{pen.extra_hop_lat_s * 1e6:.0f} us per network hop"
     if links.domains > 1 and links.tail_penalty > 0:
         extra += f"; untuned transport loses {links.tail_penalty:.0%} to tail latency"
-    pick = "as forced (NCCL_ALGO/NCCL_PROTO)" if forced else "is fastest"
+    if best.algorithm == P2P:
+        pick = ("as forced (P2P_LL_THRESHOLD)" if forced else
+                f"as NCCL runs p2p ({P2P_PROTOCOLS[0]} up to {P2P_LL_THRESHOLD_BYTES} B per peer, "
+                f"{P2P_PROTOCOLS[1]} above)")
+    else:
+        pick = "as forced (NCCL_ALGO/NCCL_PROTO)" if forced else "is fastest"
     return (f"{best.algorithm}/{best.protocol} {pick}: {bound} ({share:.0%} latency), "
             f"{links.ranks} ranks in {links.domains} scale-up domain(s){extra}")
 
@@ -206,6 +231,7 @@ def predict(cluster: Cluster, op: str, size_bytes: float, group: Group | None = 
     """Predict one collective. ``size_bytes`` follows nccl-tests (see ``ops``); ``group`` None = all GPUs."""
     check_op(op)
     check_algorithm_applies(op, algorithm)
+    check_protocol_applies(op, protocol)
     if not size_bytes >= 0:
         raise SpecError(f"size_bytes ({size_bytes!r}) must be >= 0")
     grp = group if group is not None else default_group(cluster)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from slowlink.collectives.constants import P2P_LL_THRESHOLD_BYTES, P2P_PROTOCOLS
 from slowlink.errors import SpecError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
@@ -28,6 +29,26 @@ def check_algorithm_applies(op: str, algorithm: str | None, field: str = "algori
     if algorithm not in (None, P2P) and op not in ALGORITHM_OPS:
         raise SpecError(f"{field} ({algorithm!r}) does not apply to {op}: NCCL_ALGO selects an algorithm for "
                         f"{', '.join(ALGORITHM_OPS)} only, and {op} is point-to-point sends and receives")
+
+
+def p2p_bytes_per_peer(op: str, size: float, ranks: int) -> float:
+    """What one send carries: all_to_all sends size / n to each peer (nccl-tests alltoall), send_recv all."""
+    return size / max(ranks, 1) if op == "all_to_all" else size
+
+
+def p2p_protocol(bytes_per_peer: float) -> str:
+    """The protocol NCCL runs a point-to-point transfer with: LL up to P2P_LL_THRESHOLD, else Simple
+    (constants.P2P_LL_THRESHOLD_BYTES, from src/enqueue.cc addP2pToPlan)."""
+    return "LL" if bytes_per_peer <= P2P_LL_THRESHOLD_BYTES else "Simple"
+
+
+def check_protocol_applies(op: str, protocol: str | None, field: str = "protocol") -> None:
+    """A :class:`SpecError` when a protocol NCCL never runs point-to-point (LL128) is forced on all_to_all or
+    send_recv, rather than pricing a transfer NCCL would not make."""
+    if protocol is not None and op not in ALGORITHM_OPS and protocol not in P2P_PROTOCOLS:
+        raise SpecError(f"{field} ({protocol!r}) does not apply to {op}: NCCL sends point-to-point with LL up to "
+                        f"P2P_LL_THRESHOLD ({P2P_LL_THRESHOLD_BYTES} B per peer) and Simple above, never LL128; "
+                        f"force one of {', '.join(P2P_PROTOCOLS)}")
 
 
 def busbw_factor(op: str, ranks: int) -> float:

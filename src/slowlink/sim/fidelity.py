@@ -59,7 +59,7 @@ class CollectiveQuery:
         """From the command's options: exactly one of ``--size``, ``--sweep MIN:MAX:FACTOR`` or nccl-tests'
         ``-b/-e/-f``; every option checked, each error naming its flag, value and rule."""
         from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
-        from slowlink.collectives.ops import check_algorithm_applies, check_op
+        from slowlink.collectives.ops import check_algorithm_applies, check_op, check_protocol_applies
 
         given = [name for name, v in (("--size", size), ("--sweep", sweep)) if v is not None]
         if minbytes is not None or maxbytes is not None or stepfactor is not None:
@@ -92,6 +92,7 @@ class CollectiveQuery:
         check_algorithm_applies(q.op, q.algorithm, "--algorithm")
         if q.protocol is not None and q.protocol not in PROTOCOLS:
             raise SpecError(f"--protocol ({q.protocol!r}) must be one of {', '.join(PROTOCOLS)}")
+        check_protocol_applies(q.op, q.protocol, "--protocol")
         if q.protocol is not None and q.fidelity == "flow":
             raise SpecError("--protocol applies to --fidelity analytical only: the flow simulator moves bytes, "
                             "not LL/LL128 packets")
