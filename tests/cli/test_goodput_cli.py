@@ -52,8 +52,10 @@ def test_validate_goodput() -> None:
     assert res.exit_code == 0, res.output
     assert "reliability error: mean" in res.output and "metaseq" in res.output
     assert "[second-hand]" in res.output  # shown, not eaten as rich markup
+    assert "interval: mean" in res.output  # the best-interval cases are summarised apart from the fleets'
     js = json.loads(runner.invoke(app, ["validate", "goodput", "--json"]).output)
     assert js["max_abs_error"] >= js["mean_abs_error"] > 0
+    assert js["by_kind"]["interval"]["scored_cases"] == 3 and {c["kind"] for c in js["cases"]} == set(js["by_kind"])
 
 
 @pytest.mark.parametrize(("args", "needles"), [

@@ -91,3 +91,11 @@ def test_a_segment_that_never_completes_is_refused() -> None:
     p = _inputs(131072, 10 * 24 * 3600.0)
     with pytest.raises(InfeasiblePlan, match="MTTF"):
         ettr_closed_form(p)
+
+
+def test_daly_interval_reproduces_his_published_optima() -> None:
+    # Daly 2006 (FGCS 22(3)), Figs. 3-5: delta = 5 min and M = 24 h, 6 h, 15 min -> tau_opt 117, 57, 9.1 min
+    # (rounded as printed).
+    assert daly_interval_s(300, 86400) / 60 == pytest.approx(117, abs=0.5)
+    assert daly_interval_s(300, 21600) / 60 == pytest.approx(57, abs=0.5)
+    assert daly_interval_s(300, 900) / 60 == pytest.approx(9.1, abs=0.05)

@@ -50,15 +50,14 @@ def goodput_cmd(cluster: Path, workload: Path, tokens: str | None = _TOKENS, ste
 
 @clean_errors
 def validate_goodput(as_json: bool = _JSON) -> None:
-    """Compare the reliability model with published MTTF and ETTR figures, each with its source."""
-    from slowlink.reliability.validate import cases
+    """Compare the reliability model with published MTTF, lost-work, ETTR and best-interval figures, each with its
+    source."""
+    from slowlink.reliability.validate import cases, summary
     from slowlink.report.goodput import error_summary, validation_table
 
     cs = cases()
-    scored = [abs(c.error) for c in cs if c.scored]
     if as_json:
-        print_json({"cases": [c.to_json() for c in cs], "mean_abs_error": sum(scored) / len(scored),
-                    "max_abs_error": max(scored)})
+        print_json({"cases": [c.to_json() for c in cs], **summary(cs)})
         return
     out.print(validation_table(cs))
     out.print(error_summary(cs))

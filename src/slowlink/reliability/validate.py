@@ -1,12 +1,16 @@
 """The reliability model against published figures (``data/published.yaml``): MTTF against job size, the work
-a failure loses against the checkpoint interval, and ETTR of a published run, each with its source.
+a failure loses against the checkpoint interval, ETTR of a published run, and the checkpoint interval that
+maximises ETTR, each with its source.
 
 Like for like: a case from another fleet runs the model with that fleet's own failure rate (``fleet_rate``,
 from the same source), so the score is the model's form, not the default (Llama 3) rates carried to another
 fleet. MTTF cases: ``1 / (nodes x rate)``. Lost-work cases: the exact closed form's work lost per failure at
 the published checkpoint interval (:func:`~slowlink.reliability.ettr.segment_times`). The ETTR case plans the
 published run with the step and storage models and the default recovery times, at the Daly interval; its
-published figure is a lower bound, so the error is signed against the bound.
+published figure is a lower bound, so the error is signed against the bound. Interval cases: the exact closed
+form's optimum (:func:`~slowlink.reliability.ettr.best_interval_s`) at the published MTTF, checkpoint and
+recovery times. Every case carries its ``kind`` so the error is also summarised kind by kind (:func:`summary`):
+the interval cases check the ETTR model against a published model's optimum, not a fleet.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from slowlink.reliability.ettr import EttrInputs, segment_times
+from slowlink.reliability.ettr import EttrInputs, best_interval_s, daly_interval_s, segment_times
 from slowlink.reliability.failures import FailureModel, failure_model, rate_per_1000_node_days
 from slowlink.spec.reliability import ReliabilitySpec
-from slowlink.units import HOUR
+from slowlink.units import HOUR, MINUTE
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class ReliabilityCase:
     predicted: float
     published: float
     source: str
+    kind: str  # the section of published.yaml: mttf, lost_work, ettr or interval
     scored: bool = True
     second_hand: bool = False
 
@@ -38,7 +43,7 @@ class ReliabilityCase:
         return self.predicted / self.published - 1.0
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "quantity": self.quantity, "predicted": self.predicted,
+        return {"id": self.id, "kind": self.kind, "quantity": self.quantity, "predicted": self.predicted,
                 "published": self.published, "error": self.error, "scored": self.scored,
                 "second_hand": self.second_hand, "source": self.source}
 
@@ -60,15 +65,16 @@ def case_model(c: dict[str, Any]) -> tuple[FailureModel, str]:
             f"its fleet's {rate:.3g} / 1000 node-days")
 
 
-def _case(c: dict[str, Any], quantity: str, predicted: float, published_value: float) -> ReliabilityCase:
-    return ReliabilityCase(c["id"], quantity, predicted, published_value, c["source"], c.get("scored", True),
+def _case(c: dict[str, Any], kind: str, quantity: str, predicted: float, published_value: float
+          ) -> ReliabilityCase:
+    return ReliabilityCase(c["id"], quantity, predicted, published_value, c["source"], kind, c.get("scored", True),
                            c.get("second_hand", False))
 
 
 def mttf_case(c: dict[str, Any]) -> ReliabilityCase:
     """MTTF (h) at the case's job size under its fleet's rate (or the default mix)."""
     fm, rate = case_model(c)
-    return _case(c, f"MTTF (h) at {c['gpus']:,} GPUs, {rate}", fm.mttf_h(c["gpus"], c["gpus_per_node"]),
+    return _case(c, "mttf", f"MTTF (h) at {c['gpus']:,} GPUs, {rate}", fm.mttf_h(c["gpus"], c["gpus_per_node"]),
                  c["published_h"])
 
 
@@ -78,8 +84,8 @@ def lost_work_case(c: dict[str, Any]) -> ReliabilityCase:
     lam = 1.0 / (fm.mttf_h(c["gpus"], c["gpus_per_node"]) * HOUR)
     seg = segment_times(EttrInputs(float(c["interval_s"]), float(c["checkpoint_s"]), lam, 0.0))
     interval_h = c["interval_s"] / HOUR
-    return _case(c, f"work lost per failure (h), checkpoint every {interval_h:.3g} h, {c['gpus']:,} GPUs, {rate}",
-                 seg.lost_work_s / seg.failures / HOUR, c["published_h"])
+    return _case(c, "lost_work", f"work lost per failure (h), checkpoint every {interval_h:.3g} h, "
+                 f"{c['gpus']:,} GPUs, {rate}", seg.lost_work_s / seg.failures / HOUR, c["published_h"])
 
 
 def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
@@ -93,11 +99,37 @@ def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
     w = workload_from_mapping(c["workload"], f"{c['id']}.workload")
     g = goodput(w, cluster, plan(w, cluster, check_memory=False))  # the run fit; see workload/validate.py
     bound = " (published: a lower bound)" if c.get("bound") == "lower" else ""
-    return _case(c, f"ETTR at {g.gpus:,} GPUs{bound}", g.ettr, c["published"])
+    return _case(c, "ettr", f"ETTR at {g.gpus:,} GPUs{bound}", g.ettr, c["published"])
+
+
+def interval_case(c: dict[str, Any]) -> ReliabilityCase:
+    """The checkpoint interval (min) that maximises the exact closed form at the published MTTF, checkpoint and
+    recovery times (searched from the Daly estimate, no shorter than 1 s)."""
+    mttf_s, ck_s, rec_s = float(c["mttf_s"]), float(c["checkpoint_s"]), float(c["recovery_s"])
+    best = best_interval_s(EttrInputs(daly_interval_s(ck_s, mttf_s), ck_s, 1.0 / mttf_s, rec_s), lo_s=1.0)
+    return _case(c, "interval", f"best checkpoint interval (min), MTTF {mttf_s / HOUR:.3g} h, checkpoint "
+                 f"{ck_s / MINUTE:.3g} min, recovery {rec_s / MINUTE:.3g} min", best / MINUTE,
+                 c["published_s"] / MINUTE)
 
 
 def cases() -> list[ReliabilityCase]:
-    """Every published reliability case: MTTF against job size, lost work against interval, then ETTR."""
+    """Every published reliability case: MTTF against job size, lost work against interval, ETTR, then the best
+    interval."""
     data = published()
     return ([mttf_case(c) for c in data["mttf"]] + [lost_work_case(c) for c in data.get("lost_work", [])]
-            + [ettr_case(c) for c in data["ettr"]])
+            + [ettr_case(c) for c in data["ettr"]] + [interval_case(c) for c in data.get("interval", [])])
+
+
+def _errors(cs: list[ReliabilityCase]) -> dict[str, float]:
+    errs = [abs(c.error) for c in cs]
+    return {"mean_abs_error": sum(errs) / len(errs), "max_abs_error": max(errs), "scored_cases": len(errs)}
+
+
+def summary(cs: list[ReliabilityCase]) -> dict[str, Any]:
+    """Mean and max absolute error over the scored cases, overall and kind by kind (the keys are the contract of
+    ``slowlink validate goodput --json``); empty when no case is scored."""
+    scored = [c for c in cs if c.scored]
+    if not scored:
+        return {}
+    kinds = dict.fromkeys(c.kind for c in scored)
+    return {**_errors(scored), "by_kind": {k: _errors([c for c in scored if c.kind == k]) for k in kinds}}

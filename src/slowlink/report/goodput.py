@@ -91,11 +91,17 @@ def validation_table(cases: list[ReliabilityCase]) -> Table:
 
 
 def error_summary(cases: list[ReliabilityCase]) -> str:
-    scored = [abs(c.error) for c in cases if c.scored]
-    if not scored:
+    """The mean and max error over the scored cases, then kind by kind (an interval case checks the model against
+    a published model's optimum, not a fleet, so its error is shown apart too)."""
+    from slowlink.reliability.validate import summary
+
+    s = summary(cases)
+    if not s:
         return "reliability error: no scored case"
-    return (f"reliability error: mean {sum(scored) / len(scored):.1%}, max {max(scored):.1%} over {len(scored)} "
-            "scored cases")
+    kinds = "; ".join(f"{k}: mean {v['mean_abs_error']:.1%}, max {v['max_abs_error']:.1%} over {v['scored_cases']}"
+                      for k, v in s["by_kind"].items())
+    return (f"reliability error: mean {s['mean_abs_error']:.1%}, max {s['max_abs_error']:.1%} over {s['scored_cases']} "
+            f"scored cases ({kinds})")
 
 
 def drill_table(r: DrillResult) -> Table:
