@@ -267,3 +267,38 @@ def test_all_gather_context_parallelism_is_exposed() -> None:
     assert ag.comm_s["cp"] == pytest.approx(ag.comm_total_s["cp"])
     assert ring.comm_s["cp"] < ring.comm_total_s["cp"]
     assert ag.comm_s["cp"] > ring.comm_s["cp"]
+
+
+def test_hidden_communication_slows_the_compute_beside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.workload import step as step_module
+
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    w = replace(w, overlap=w.overlap.model_copy(update={"grad_reduce": True, "param_gather": True}))
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    with_sms = plan(w, cluster)
+    hidden_dp = with_sms.comm_total_s["dp"] - with_sms.comm_s["dp"]
+    assert hidden_dp > 0
+    share = 24 / cluster.gpu.sms  # one SM per NCCL channel (traffic.comm_sm_share)
+    assert with_sms.contention_s == pytest.approx(share * hidden_dp)
+    monkeypatch.setattr(step_module, "comm_sm_share", lambda sms: 0.0)
+    free = plan(w, cluster)
+    assert free.contention_s == 0.0
+    assert with_sms.step_time_s - free.step_time_s == pytest.approx(share * hidden_dp)
+    assert with_sms.to_json()["overlap_contention_s"] == with_sms.contention_s
+
+
+def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.workload import step as step_module
+
+    w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
+    w = replace(w, overlap=w.overlap.model_copy(update={"tp_comm": True, "grad_reduce": False,
+                                                        "param_gather": False}))
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    assert w.parallel.tp > 1
+    slowed = plan(w, cluster)
+    monkeypatch.setattr(step_module, "comm_sm_share", lambda sms: 0.0)
+    free = plan(w, cluster)
+    hidden_tp = slowed.comm_total_s["tp"] - slowed.comm_s["tp"]
+    assert hidden_tp > 0
+    assert slowed.contention_s == pytest.approx(24 / cluster.gpu.sms * hidden_tp)
+    assert slowed.step_time_s - free.step_time_s == pytest.approx(slowed.contention_s)  # pp 1: no bubble

@@ -32,8 +32,8 @@ SUFFIXES = (".html", ".htm")
 DIMS = ("tp", "cp", "ep", "pp", "dp")
 # Step segments in drawing order, with the colour each keeps on every page (matplotlib's tab10 palette).
 SEGMENTS = (("compute", "#4c72b0"), ("pipeline bubble", "#b0b0b0"), ("optimizer", "#8c6d31"),
-            ("TP exposed", "#dd8452"), ("CP exposed", "#937860"), ("EP exposed", "#da8bc3"),
-            ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
+            ("overlap contention", "#ccb974"), ("TP exposed", "#dd8452"), ("CP exposed", "#937860"),
+            ("EP exposed", "#da8bc3"), ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
 _NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( ?/ ?[0-9][0-9.,]*)?$")  # 1.5 s, 12%, 0.3 / 0.9, 8/10
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
@@ -174,12 +174,13 @@ def _inputs(clusters: Sequence[Cluster], w: Workload | None) -> str:
 
 def step_segments_s(r: StepResult) -> list[float]:
     """Seconds of each :data:`SEGMENTS` entry; they add up to the step time (step.py's composition)."""
-    return [r.compute_s, r.bubble_s, r.optimizer_s, *(r.comm_s.get(d, 0.0) for d in DIMS)]
+    return [r.compute_s, r.bubble_s, r.optimizer_s, r.contention_s, *(r.comm_s.get(d, 0.0) for d in DIMS)]
 
 
 def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str = "plan",
                   share: bool = False) -> str:
-    """Stacked horizontal bars, one per cluster: compute, bubble, optimizer, each dimension's exposed comm.
+    """Stacked horizontal bars, one per cluster: compute, bubble, optimizer, overlap contention, each
+    dimension's exposed comm.
 
     In seconds, or with ``share`` in percent of each bar's step (for steps of very different lengths).
     """
@@ -229,6 +230,7 @@ def _plan_metrics(names: Sequence[str], results: Sequence[StepResult]) -> str:
         ["compute (s)", *(f"{r.compute_s:.3f}" for r in results)],
         ["bubble (s)", *(f"{r.bubble_s:.3f}" for r in results)],
         ["exposed comm (s)", *(f"{r.exposed_comm_s:.3f}" for r in results)],
+        ["overlap contention (s)", *(f"{r.contention_s:.3f}" for r in results)],
         ["memory per GPU (GiB)", *(f"{r.memory.total_bytes / units.GiB:.1f}" for r in results)]]
     for d in DIMS:
         if any(r.comm_total_s.get(d, 0.0) > 0 for r in results):
@@ -276,7 +278,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
         ax1.set_title("scaling efficiency")
         ratio = [comm_compute_ratio(p.result) for p in points]
         ax2.plot(nodes, ratio, "s-", color="#c44e52", label="comm / compute (total comm)")
-        for d, (label, colour) in zip(DIMS, SEGMENTS[3:], strict=True):
+        for d, (label, colour) in zip(DIMS, SEGMENTS[4:], strict=True):
             share = [p.result.comm_s.get(d, 0.0) / p.result.step_time_s for p in points]
             if any(s > 0 for s in share):
                 ax2.plot(nodes, share, ".--", color=colour, label=f"{label} / step")

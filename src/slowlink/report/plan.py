@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: th
 _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s", "{:,.0f}"),
          ("TFLOP/s per GPU (model)", "tflops_per_gpu", "{:.0f}"), ("MFU", "mfu", "{:.1%}"),
          ("HFU", "hfu", "{:.1%}"), ("compute (s)", "compute_s", "{:.3f}"), ("bubble (s)", "bubble_s", "{:.3f}"),
-         ("exposed comm (s)", "exposed_comm_s", "{:.3f}"), ("comm / compute", "comm_compute_ratio", "{:.2f}"),
+         ("exposed comm (s)", "exposed_comm_s", "{:.3f}"), ("overlap contention (s)", "overlap_contention_s", "{:.3f}"),
+         ("comm / compute", "comm_compute_ratio", "{:.2f}"),
          ("memory per GPU (GiB)", "memory_gib_per_gpu", "{:.1f}"))
 
 

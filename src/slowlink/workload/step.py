@@ -6,7 +6,10 @@
                                               Narayanan et al. 2021 Sec. 2.2)
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
-  step      = pipeline + exposed DP + optimizer
+  step      = pipeline + exposed DP + optimizer + DP contention
+Overlapped communication slows the compute it hides behind (its CTAs hold SMs:
+:func:`~slowlink.workload.traffic.overlap_contention_s`): the TP (when overlapped) and CP traffic of a layer
+lengthen that layer, the hidden DP traffic the step.
 Communication is priced by a :data:`~slowlink.workload.comm.CommCost` (analytical by default) on the
 groups of :mod:`slowlink.workload.placement`; exposure rules are in :mod:`slowlink.workload.traffic`.
 """
@@ -24,7 +27,7 @@ from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
-from slowlink.workload.traffic import DimComm, all_dims
+from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, overlap_contention_s
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
 DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
@@ -43,6 +46,7 @@ class StepResult:
     bubble_s: float
     optimizer_s: float
     memory: Memory
+    contention_s: float = 0.0
     comm_s: dict[str, float] = field(default_factory=dict)
     comm_total_s: dict[str, float] = field(default_factory=dict)
     tp_spans_nodes: bool = False
@@ -61,6 +65,7 @@ class StepResult:
             "tflops_per_gpu": self.tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
             "compute_s": self.compute_s, "exposed_comm_s": exposed, "comm_s": self.comm_s,
             "total_comm_s": self.comm_total_s, "bubble_s": self.bubble_s, "optimizer_s": self.optimizer_s,
+            "overlap_contention_s": self.contention_s,
             "comm_compute_ratio": total / self.compute_s if self.compute_s else 0.0,
             "memory_gib_per_gpu": self.memory.total_bytes / units.GiB, "memory": self.memory.to_json(),
             "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
@@ -137,7 +142,10 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     tp = dims["tp"]
     tp_exp = max(0.0, tp.total_s - lc.total_s) if w.overlap.tp_comm else tp.exposed_s
     per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
-    per_layer = lc.total_s + per_layer_wait
+    share = comm_sm_share(paced.sms)
+    beside = (tp.total_s if w.overlap.tp_comm else 0.0) + dims["cp"].total_s - dims["cp"].exposed_s
+    layer_slow = overlap_contention_s(beside, lc.total_s, share)
+    per_layer = lc.total_s + per_layer_wait + layer_slow
     logits = logits_compute_s(w, paced)
     pp_mb = dims["pp"].exposed_s
     t_mb = max(first * per_layer, mid * per_layer, last * per_layer + logits) + pp_mb
@@ -147,7 +155,10 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     gpu = cluster.gpu
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
     opt = per_param * params_per_gpu(w) / shard
-    step = micro * t_mb + bubble + opt + dims["dp"].exposed_s
+    # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
+    dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)
+    step = micro * t_mb + bubble + opt + dims["dp"].exposed_s + dp_slow
+    contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
                "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
     totals = {"tp": micro * busiest * tp.total_s, "cp": micro * busiest * dims["cp"].total_s,
@@ -161,7 +172,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     dim, words = bottleneck(w, cluster, dims, exposed, step, compute, bubble, spans)
     return StepResult(step_time_s=step, tokens_per_s=gb * w.model.seq_len / step, tflops_per_gpu=mf / 1e12,
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
-                      memory=mem, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
+                      memory=mem, contention_s=contention, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
                       bottleneck=words, bottleneck_dim=dim)
 
 

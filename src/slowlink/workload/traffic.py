@@ -12,12 +12,15 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
       overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
       nothing follows; ZeRO 3 gathers the parameters forward and backward and reduce-scatters them every
       micro-batch (:mod:`slowlink.workload.zero3`: FSDP per layer with prefetch, or DeepSpeed 2021 per tensor).
+Hidden is not free: while a collective runs beside compute, its CTAs hold SMs the compute loses
+(:func:`overlap_contention_s`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
@@ -36,6 +39,28 @@ class DimComm:
     op: str
     size_bytes: float
     groups: str
+
+
+def comm_sm_share(sms: int, comm_ctas: int = CHANNELS) -> float:
+    """Share of a GPU's SMs a running collective holds: one CTA per NCCL channel, each on an SM of its own
+    ("NCCL CTAs won't share an SM with compute kernels", sjeaugey, NVIDIA/nccl issue 689). Channels: 24
+    (:data:`~slowlink.collectives.constants.CHANNELS`, the HGX A100 NCCL log of nccl-tests issue 100; an
+    H100 ncclAllGather beside a GEMM also launched 24 blocks, NVIDIA developer forum thread 337991)."""
+    return min(1.0, comm_ctas / sms)
+
+
+def overlap_contention_s(comm_s: float, compute_s: float, share: float) -> float:
+    """Seconds a collective of ``comm_s`` adds to the ``compute_s`` it overlaps, when it holds ``share`` of
+    the SMs while it runs: the compute beside it runs at (1 - share) of its rate, so the window lasts
+    max(comm, compute + share x comm) instead of max(comm, compute).
+
+    Only the SMs are counted, not the HBM bandwidth the collective also takes (sjeaugey, NVIDIA/nccl issue
+    1433): a lower bound of the contention. Measured compute slowdowns under overlap, 4x A100/H100/MI250/MI210,
+    GPT and Llama layers: 18.9% on average, 40% at most (Lee et al. 2025, arXiv 2507.03114); 24 of 108 SMs
+    (A100) is 28.6%, 24 of 132 (H100) 22.2%."""
+    if comm_s <= 0.0 or compute_s <= 0.0:
+        return 0.0
+    return max(comm_s, compute_s + share * comm_s) - max(comm_s, compute_s)
 
 
 def _act(w: Workload) -> float:
