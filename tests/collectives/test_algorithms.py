@@ -135,3 +135,31 @@ def test_a_forced_ll_tree_at_1mib_on_8_nodes_is_latency_plus_bytes(make: Callabl
     (tree,) = candidates(c, resolve(c, Group(64, 8, 1)), "all_reduce", units.MiB, ("tree",), ("LL",))
     assert tree.time_s == pytest.approx(tree.lat_s + units.MiB / tree.bw_bytes_s)
     assert tree.time_s < 300e-6
+
+
+def test_nvls_tree_per_channel_cap_is_nccls_table() -> None:
+    """NCCL 2.28+ tuning.cc perChMaxNVLSTreeBws: busBw <= heads x cap (Hopper 57.7 GB/s on 2 nodes, 45.5 on
+    more), algbw = busBw x n / (2 (n - 1)); none on one node or without NVLS."""
+    from slowlink.collectives.algorithms import nvls_tree_cap_bytes_s, nvls_tree_heads
+
+    assert nvls_tree_heads(8, 8) == 8 and nvls_tree_heads(8, 4) == 4 and nvls_tree_heads(72, 72) == 32
+    assert nvls_tree_cap_bytes_s("hopper", 16, 2, 8) * 2 * 15 / 16 == pytest.approx(8 * 57.7 * units.GB)
+    assert nvls_tree_cap_bytes_s("hopper", 64, 8, 8) * 2 * 63 / 64 == pytest.approx(8 * 45.5 * units.GB)
+    assert nvls_tree_cap_bytes_s("blackwell", 16, 2, 8) * 2 * 15 / 16 == pytest.approx(8 * 96.0 * units.GB)
+    assert nvls_tree_cap_bytes_s("hopper", 8, 1, 8) == float("inf")
+    assert nvls_tree_cap_bytes_s("ampere", 16, 2, 8) == float("inf")
+
+
+def test_two_hgx_h100_nodes_nvls_tree_busbw_stops_at_heads_x_cap(make: Callable[..., Cluster]) -> None:
+    """2 x 8 H100, 8 x 400G: NVLS-tree's NVLink stage (274.8 GB/s algbw at 8 GiB) is faster than NCCL's
+    per-channel cap over its 8 heads allows (8 x 57.7 = 461.6 GB/s busbw), so the cap binds: busbw just under
+    461.6 (latency and fills), where it was 510.6. Published: 440.6 (coreweave/nccl-tests PR 92). With 4 NICs,
+    4 heads: the cap halves and NVLS-tree no longer wins."""
+    size = 8 * units.GiB
+    eight = predict(make(nodes=2, nics=8), "all_reduce", size)
+    assert eight.algorithm == "nvls_tree"
+    assert 0.97 * 461.6 < eight.busbw_bytes_s / units.GB <= 461.6
+    four = predict(make(nodes=2, nics=4), "all_reduce", size, algorithm="nvls_tree")
+    assert four.busbw_bytes_s / units.GB <= 4 * 57.7
+    b200 = predict(make(nodes=2, nics=8, gpu="b200", link="nvlink5"), "all_reduce", size)
+    assert b200.algorithm == "nvls_tree" and b200.busbw_bytes_s / units.GB < 8 * 96.0 * 0.9  # network-bound

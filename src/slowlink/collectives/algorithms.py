@@ -191,6 +191,23 @@ def nvls_channels(arch: str, multi_node_domain: bool) -> int:
     return c.NVLS_CHANNELS.get(arch, c.NVLS_CHANNELS["hopper"])
 
 
+def nvls_tree_heads(ranks_per_domain: int, nics_per_domain: int) -> int:
+    """NCCL's NVLS graph channels (search.cc): one head per NIC with its own GPU, at most
+    min(NVLS_MAX_ARITY, the domain's GPUs of this communicator)."""
+    return max(1, min(c.NVLS_MAX_ARITY, ranks_per_domain, nics_per_domain))
+
+
+def nvls_tree_cap_bytes_s(arch: str, ranks: int, domains: int, heads: int) -> float:
+    """The most algbw NCCL's NVLS-tree reaches (NCCL 2.28+ tuning.cc, perChMaxNVLSTreeBws): busBw <= heads x
+    the per-channel cap (2 domains: N2, more: N4), algbw = busBw x ranks / (2 (ranks - 1)). Infinite where
+    NCCL has no cap (one domain, or a generation without NVLS)."""
+    caps = c.NVLS_TREE_PER_CHANNEL_MAX_GBYTE_S.get(arch)
+    if caps is None or domains < 2 or ranks < 2:
+        return math.inf
+    per_channel = caps[0] if domains == 2 else caps[1]
+    return heads * per_channel * units.GB * ranks / (2 * (ranks - 1))
+
+
 def nvls(links: Links, op: str, size: float, p: str, line_bw: float, arch: str,
          channels: int) -> Candidate | None:
     """NVLS (in-switch reduction) all_reduce inside one scale-up domain, Simple only (tuning.cc).
@@ -205,17 +222,21 @@ def nvls(links: Links, op: str, size: float, p: str, line_bw: float, arch: str,
 
 
 def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: str,
-              channels: int) -> Candidate | None:
+              channels: int, heads: int) -> Candidate | None:
     """NVLS inside each domain, a tree of domains over the network (NCCL NVLS_TREE), all_reduce, Simple.
 
     Network algbw = the domain's NICs x 0.9 (tree refinement), halved by the double binary tree, x
-    :func:`tree_net_factor` (two domains exchange directly: tuning.cc doubles their interBw). The NVLink and the
-    network stages pipeline: time = lat + max(NVLS bytes term, size / net algbw) + NVLS fill + a fill of
+    :func:`tree_net_factor` (two domains exchange directly: tuning.cc doubles their interBw). The NVLink stage
+    runs at the NVLS rate, at most NCCL's per-channel cap over ``heads`` channels (:func:`nvls_tree_cap_bytes_s`).
+    The stages pipeline: time = lat + max(NVLS bytes term, size / net algbw) + NVLS fill + a fill of
     one NVLS loop per tree level on the network; lat = NVLS hop + 2 log2(domains) net hops (tuning.cc).
     """
     if op != "all_reduce" or p != "Simple" or links.ranks_per_domain < 2 or links.domains < 2:
         return None
     bytes_s, fill, bw = nvls_transfer(size, links.ranks_per_domain, channels, line_bw, arch)
+    cap = nvls_tree_cap_bytes_s(arch, links.ranks, links.domains, heads)
+    if cap < bw:
+        bytes_s, bw = size / cap, cap
     levels = max(1, math.ceil(math.log2(links.domains)))
     net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
     net_s = size / net_bw

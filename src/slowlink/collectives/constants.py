@@ -111,6 +111,15 @@ NVLS_PEAK_LINE_FRACTION_HOPPER = 293.6 / 450.0
 # Other generations follow NCCL's own NVLS efficiency table (tuning.cc nvlsEfficiency: Hopper 0.85,
 # Blackwell 0.74): Blackwell's NVLink5 switch delivers 0.74 / 0.85 of Hopper's share of its line rate.
 NVLS_EFFICIENCY: dict[str, float] = {"hopper": 0.85, "blackwell": 0.74}
+# NVLS-tree's per-channel cap (NCCL 2.28.3+, src/graph/tuning.cc perChMaxNVLSTreeBws[compCap][N2 / N4+], GB/s;
+# not in 2.19-2.27): ncclTopoTuneModel takes a channel's bandwidth as min(NVLS intra, inter (x2 on two nodes),
+# this cap) and busBw = nChannels x that, so NCCL's NVLS-tree busbw is at most nChannels x cap. One node has
+# no NVLS-tree (N1 0.0). Blackwell N4 is 43.1 in 2.28.3, 43.8 from 2.28.9 (used here). Only sm90+ run NVLS.
+NVLS_TREE_PER_CHANNEL_MAX_GBYTE_S: dict[str, tuple[float, float]] = {"hopper": (57.7, 45.5),
+                                                                     "blackwell": (96.0, 43.8)}
+# NVLS graph channels (search.cc ncclTopoCompute / ncclTopoSearchRecNet, NCCL 2.19-2.29): one head per NIC that
+# has a GPU of its own, distinct GPUs, at most min(NCCL_MAX_NVLS_ARITY (device.h: 32), GPUs).
+NVLS_MAX_ARITY = 32
 
 # PAT (NCCL 2.23+, all_gather / reduce_scatter with one rank per node): tuning.cc charges busBw x 0.75 and
 # latency baseLat + log2(nodes) x net latency / 3.5 + 2.8 us per rank.

@@ -118,6 +118,8 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
     ring_l, tree_l = links.for_pattern("ring"), links.for_pattern("tree")
     sharp, line = cluster.scale_up.sharp, cluster.scale_up.bw_bytes_s
     channels = algo.nvls_channels(arch, cluster.scale_up.domain_gpus > cluster.gpus_per_node)
+    nodes_per_domain = -(-links.nodes // max(1, links.domains))
+    heads = algo.nvls_tree_heads(links.ranks_per_domain, cluster.compute_nics.per_node * nodes_per_domain)
     for p in protocols:
         if op == "all_to_all":
             out.append(algo.all_to_all(links.for_pattern("a2a"), size, p, arch))
@@ -132,7 +134,7 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
         if "nvls" in algorithms and sharp:
             out.append(algo.nvls(links, op, size, p, line, arch, channels))
         if "nvls_tree" in algorithms and sharp:
-            out.append(algo.nvls_tree(tree_l, op, size, p, line, arch, channels))
+            out.append(algo.nvls_tree(tree_l, op, size, p, line, arch, channels, heads))
         if "pat" in algorithms:
             out.append(algo.pat(ring_l, op, size, p, arch))
         if "hierarchical" in algorithms:

@@ -22,7 +22,8 @@ the group's GPUs in a domain, headed by the GPU nearest that NIC):
 
 Efficiencies and fills are the analytical model's (:mod:`slowlink.collectives.algorithms`): NVLS traffic on
 a scale-up link moves at its rate for this size (``nvls_transfer``: peak by GPU generation x chunk / (chunk
-+ per-chunk cost)) where ring traffic gets ``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so
++ per-chunk cost); across domains at most NCCL's NVLS-tree per-channel cap, ``nvls_tree_cap_bytes_s``) where
+ring traffic gets ``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so
 NVLS flows carry ``S x SCALE_UP / NVLS`` wire-equivalent bytes, and the phase pays the same pipeline fills
 (``nvls_fill_fraction``, ``tree_fill_fraction``) on top of its drain; tree flows on the network carry
 ``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's tree refinement, ``busBw x 0.9`` in tuning.cc
@@ -33,7 +34,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from slowlink.collectives.algorithms import nvls_channels, nvls_fill_fraction, nvls_transfer, tree_fill_fraction
+from slowlink.collectives.algorithms import (
+    nvls_channels,
+    nvls_fill_fraction,
+    nvls_transfer,
+    nvls_tree_cap_bytes_s,
+    nvls_tree_heads,
+    tree_fill_fraction,
+)
 from slowlink.collectives.communicator import btree_parent, domain_channels, dtree_edges
 from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
 from slowlink.sim.phase import Phase, domains, path_latency
@@ -124,9 +132,14 @@ def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
     for gi, g in enumerate(groups):
         doms = domains(topo, g)
         rpd = max(len(dm) for dm in doms)
-        # NVLS moves at the analytical model's rate for this size (peak x chunk / (chunk + per-chunk cost))
+        chans = [channels(topo, dm) for dm in doms] if len(doms) > 1 else []
+        k = max((len(c) for c in chans), default=0)
+        # NVLS moves at the analytical model's rate for this size (peak x chunk / (chunk + per-chunk cost)), at
+        # most NCCL's NVLS-tree per-channel cap over its heads (a kernel limit, no link's: the same function)
         nvls_frac = nvls_transfer(size_bytes, rpd, chans_nvls, 1.0, topo.arch)[2]
-        nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / nvls_frac
+        line = topo.capacity_bytes_s[topo.gpu_up[topo.gpu_of(g[0])]] / SCALE_UP_EFFICIENCY
+        cap = nvls_tree_cap_bytes_s(topo.arch, len(g), len(doms), nvls_tree_heads(rpd, k))
+        nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / min(nvls_frac, cap / line)
         ph.fill_fraction = max(ph.fill_fraction, nvls_fill_fraction(size_bytes, rpd, len(doms), chans_nvls))
         for r in g:
             gpu = topo.gpu_of(r)
@@ -134,8 +147,6 @@ def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         hop = topo.latency_s[topo.gpu_up[topo.gpu_of(g[0])]] + topo.latency_s[topo.gpu_down[topo.gpu_of(g[0])]]
         lat = 2 * hop
         if len(doms) > 1:
-            chans = [channels(topo, dm) for dm in doms]
-            k = max(len(c) for c in chans)
             net = _network_trees(topo, ph, gi, chans, size_bytes / TREE_BW_FACTOR / (2 * k), key)
             lat += 2 * tree_depth(len(doms)) * net
         ph.step_latency_s = max(ph.step_latency_s, lat)
