@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from slowlink import units
-from slowlink.collectives.constants import TREE_BW_FACTOR
+from slowlink.collectives.constants import NVLS_TREE_NET_FACTOR
 from slowlink.collectives.model import predict
 from slowlink.sim import lockstep
 from slowlink.sim.collectives import simulate_collective
@@ -49,7 +49,7 @@ def test_double_tree_spans_and_inner_nodes_of_one_are_leaves_of_the_other(n: int
 
 def test_each_nic_moves_twice_its_share_each_way() -> None:
     # Per channel (one per NIC) and tree an edge carries S/2k each way; an inner node (2 children + parent)
-    # of one tree is a leaf of the other: 3 + 1 = 4 half-shares = 2 S/k per NIC, S/0.9 on the wire.
+    # of one tree is a leaf of the other: 3 + 1 = 4 half-shares = 2 S/k per NIC, S/0.9 on the wire (NVLS-tree).
     c = h100(16)
     topo = build(c)
     size = units.GiB
@@ -59,8 +59,8 @@ def test_each_nic_moves_twice_its_share_each_way() -> None:
         for link in f.path:
             load[link] += f.size_bytes
     nic_up = load[topo.nic_up]
-    assert abs(nic_up.max() - 2 * size / 8 / TREE_BW_FACTOR) / nic_up.max() < 1e-9
-    assert abs(nic_up.sum() - 2 * (16 - 1) * size / TREE_BW_FACTOR) / nic_up.sum() < 1e-9
+    assert abs(nic_up.max() - 2 * size / 8 / NVLS_TREE_NET_FACTOR) / nic_up.max() < 1e-9
+    assert abs(nic_up.sum() - 2 * (16 - 1) * size / NVLS_TREE_NET_FACTOR) / nic_up.sum() < 1e-9
 
 
 def test_lockstep_alone_shared_and_disjoint() -> None:

@@ -238,7 +238,7 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
     if cap < bw:
         bytes_s, bw = size / cap, cap
     levels = max(1, math.ceil(math.log2(links.domains)))
-    net_bw = links.net_bw_bytes_s * c.TREE_BW_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
+    net_bw = links.net_bw_bytes_s * c.NVLS_TREE_NET_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
     net_s = size / net_bw
     loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
     lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * (proto.hop_lat_s(

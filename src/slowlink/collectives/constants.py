@@ -69,8 +69,15 @@ LL128_FACTOR = 0.92
 LL128_FACTOR_ONE_PER_NODE = 0.7
 TREE_LL128_FACTOR_MULTI_NODE = 0.915
 TREE_LL128_FACTOR_ONE_NODE = 7.0 / 9.0
-# NCCL: tree bandwidth is 0.9 of the link (busBw * .9) and algbw = busBw * 0.5 for tree and NVLS-tree.
-TREE_BW_FACTOR = 0.9
+# NCCL: a tree all_reduce's bandwidth is 0.92 of the link (tuning.cc ncclTopoTuneModel, "busBw*.92" for
+# NCCL_ALGO_TREE and ncclFuncAllReduce, in every release 2.18.3-2.29 read) and algbw = busBw * 0.5 for tree and
+# NVLS-tree. (0.9 had been recalled for 2.18-2.21; the source says .92.)
+TREE_BW_FACTOR = 0.92
+# NVLS-tree's network share: NCCL does not apply the tree's .92 to NVLS_TREE; it prices it as
+# busBw = nChannels x min(bwIntra, bwInter, or bwInter / 2 beyond two nodes) with algbw = 5/6 busBw (tuning.cc
+# 2.2x), in its own per-channel bwInter units from the search's speed tables, which the model does not have.
+# 0.9 of the NICs (the tree refinement as it was recalled) stays until that is related to the NIC rate: open.
+NVLS_TREE_NET_FACTOR = 0.9
 TREE_ALGBW_RATIO = 0.5
 # NCCL: a tree over exactly two nodes (domains) is a chain of two, each the root of one tree and the leaf of
 # the other, so its network carries the data once each way: tuning.cc ncclTopoTuneModel takes bwIntra, not

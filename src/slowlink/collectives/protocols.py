@@ -28,7 +28,7 @@ def ring_bw(bus_bw: float, protocol: str, op: str, multi_domain: bool, one_per_d
 
 
 def tree_bw(bus_bw: float, protocol: str, multi_domain: bool, arch: str) -> float:
-    """Tree bus bandwidth: bus x 0.9, then LL x 1/3.8 (capped) or LL128 x 0.915 (7/9 on one node)."""
+    """Tree bus bandwidth: bus x TREE_BW_FACTOR (0.92), then LL x 1/3.8 (capped) or LL128 x 0.915 (7/9 on one node)."""
     bw = bus_bw * c.TREE_BW_FACTOR
     if protocol == "LL":
         return min(bw * c.TREE_LL_FACTOR, ll_cap_bytes_s(arch))

@@ -26,8 +26,8 @@ a scale-up link moves at its rate for this size (``nvls_transfer``: peak by GPU 
 ring traffic gets ``SCALE_UP_EFFICIENCY`` (the link's capacity in the graph), so
 NVLS flows carry ``S x SCALE_UP / NVLS`` wire-equivalent bytes, and the phase pays the same pipeline fills
 (``nvls_fill_fraction``, ``tree_fill_fraction``) on top of its drain; tree flows on the network carry
-``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's tree refinement, ``busBw x 0.9`` in tuning.cc
-2.18-2.21; 0.92 on master, where NVLS-tree has none).
+``1 / TREE_BW_FACTOR`` wire bytes per byte (NCCL's tree refinement, ``busBw x .92`` in tuning.cc
+2.18.3-2.29; NVLS-tree has none: its network is charged ``1 / NVLS_TREE_NET_FACTOR``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from slowlink.collectives.algorithms import (
     tree_fill_fraction,
 )
 from slowlink.collectives.communicator import btree_parent, domain_channels, dtree_edges
-from slowlink.collectives.constants import SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
+from slowlink.collectives.constants import NVLS_TREE_NET_FACTOR, SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.topology.fabric import Topology, tag_id
 
@@ -147,7 +147,7 @@ def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         hop = topo.latency_s[topo.gpu_up[topo.gpu_of(g[0])]] + topo.latency_s[topo.gpu_down[topo.gpu_of(g[0])]]
         lat = 2 * hop
         if len(doms) > 1:
-            net = _network_trees(topo, ph, gi, chans, size_bytes / TREE_BW_FACTOR / (2 * k), key)
+            net = _network_trees(topo, ph, gi, chans, size_bytes / NVLS_TREE_NET_FACTOR / (2 * k), key)
             lat += 2 * tree_depth(len(doms)) * net
         ph.step_latency_s = max(ph.step_latency_s, lat)
     return ph
