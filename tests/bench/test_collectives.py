@@ -5,7 +5,7 @@ import time
 import pytest
 
 from slowlink.bench.collectives import BenchConfig, redops_for, total_wrong
-from slowlink.bench.launch import launch_local
+from slowlink.bench.launch import MONITOR_INTERVAL_S, launch_local, peer_lost_grace_s
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
@@ -49,6 +49,14 @@ def test_killed_rank_is_named() -> None:
     with pytest.raises(BenchError, match="rank 1 was killed by signal 9"):
         _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 8192.0), iters=1, warmup_iters=0, die_rank=1,
                          die_how="kill"), timeout_s=60)
+
+
+def test_a_rank_that_lost_its_peer_fails_after_the_killed_one_is_seen() -> None:
+    # torch's agent records one failure per poll, the first dead worker in its list: the survivor of a killed
+    # peer (gloo's pair.cc "Connection reset by peer") must outlive a few polls so that the killed rank is named.
+    lost = RuntimeError("[gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:55530: Connection reset by peer")
+    assert peer_lost_grace_s(lost) >= 3 * MONITOR_INTERVAL_S
+    assert peer_lost_grace_s(RuntimeError("CUDA out of memory")) == 0.0
 
 
 @pytest.mark.slow

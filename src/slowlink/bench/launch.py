@@ -17,6 +17,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,14 @@ from slowlink.errors import BenchError
 
 BACKENDS = ("auto", "gloo", "nccl")
 WATCHDOG_EXIT = 124
+# How often torch's elastic agent polls its workers. Each poll records ONE failure: the first dead worker in
+# its list (MultiprocessContext._poll, torch.multiprocessing ProcessContext.join), so when a killed rank and
+# the peer it left behind die within one interval, the peer (lower rank) is named. A rank that lost its peer
+# therefore waits PEER_LOST_GRACE_POLLS polls before it fails, and the rank that died first is seen first.
+MONITOR_INTERVAL_S = 0.1
+PEER_LOST_GRACE_POLLS = 5
+# Transport errors that say a peer went away (gloo's tcp pair.cc, NCCL's socket/net errors): a consequence.
+PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Socket closed")
 
 
 class Interrupted(BenchError):
@@ -113,6 +122,12 @@ def _watchdog(timeout_s: float, rank: int) -> None:
     t.start()
 
 
+def peer_lost_grace_s(exc: BaseException) -> float:
+    """Seconds a rank waits before failing on ``exc``: PEER_LOST_GRACE_POLLS monitor polls when the error
+    says a peer went away (the peer is the cause, let the launcher see it first), else 0."""
+    return PEER_LOST_GRACE_POLLS * MONITOR_INTERVAL_S if any(m in str(exc) for m in PEER_LOST) else 0.0
+
+
 def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: str | None = None) -> Any:
     """Body of one rank: watchdog, process group, ``target(arg, ctx)``, clean teardown.
 
@@ -138,6 +153,9 @@ def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: s
         sys.stderr.write(f"rank {rank}: {exc}\n")
         sys.stderr.flush()
         os._exit(2)
+    except RuntimeError as exc:
+        time.sleep(peer_lost_grace_s(exc))
+        raise
 
 
 def free_port() -> int:
@@ -176,7 +194,7 @@ def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: flo
         logging.getLogger(name).setLevel(logging.CRITICAL)
     cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex[:8],
                        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
-                       monitor_interval=0.1, start_method="spawn",
+                       monitor_interval=MONITOR_INTERVAL_S, start_method="spawn",
                        rdzv_configs={"timeout": max(1, int(timeout_s))})
     with tempfile.TemporaryDirectory(prefix="slowlink-bench-") as error_dir:
         try:
