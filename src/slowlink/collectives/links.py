@@ -29,6 +29,7 @@ class Links:
     ranks_per_domain: int       # ranks of this communicator inside one scale-up domain
     domains: int                # scale-up domains the communicator spans (NCCL's "nodes")
     nodes: int                  # physical nodes spanned
+    domain_nodes: int           # nodes of one domain this communicator occupies (their NICs serve the domain)
     intra_bw_bytes_s: float     # NCCL-achievable scale-up bandwidth per rank
     net_bw_bytes_s: float       # network bandwidth of one domain for this communicator, after sharing
                                 # (and, after for_pattern, after the fabric stage that binds)
@@ -90,7 +91,7 @@ def resolve(cluster: Cluster, group: Group) -> Links:
     link = cluster.scale_up.link
     nics = cluster.compute_nics
     return Links(
-        ranks=ranks, ranks_per_domain=rpd, domains=domains, nodes=nodes,
+        ranks=ranks, ranks_per_domain=rpd, domains=domains, nodes=nodes, domain_nodes=domain_nodes,
         intra_bw_bytes_s=scale_up_bw(cluster),
         net_bw_bytes_s=network_bw(cluster, domain_nodes, groups_per_node, group.nic_share),
         net_lat_scale=t.latency_s / (NET_REFERENCE_LAT_US * units.US),
