@@ -278,7 +278,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
         ax1.set_title("scaling efficiency")
         ratio = [comm_compute_ratio(p.result) for p in points]
         ax2.plot(nodes, ratio, "s-", color="#c44e52", label="comm / compute (total comm)")
-        for d, (label, colour) in zip(DIMS, SEGMENTS[4:], strict=True):
+        for d, (label, colour) in zip(DIMS, SEGMENTS[-len(DIMS):], strict=True):  # the exposed-comm segments
             share = [p.result.comm_s.get(d, 0.0) / p.result.step_time_s for p in points]
             if any(s > 0 for s in share):
                 ax2.plot(nodes, share, ".--", color=colour, label=f"{label} / step")
