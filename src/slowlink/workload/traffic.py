@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slowlink.catalog import Gpu
 from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
@@ -139,13 +140,14 @@ def last_bucket_params(w: Workload, local_params: float) -> float:
     return min(local_params, max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp * p.cp))
 
 
-def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
-    """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed."""
+def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
+    """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed (``gpu``: the HBM
+    bandwidth DeepSpeed 2021's ZeRO-3 copies run at)."""
     p, o = w.parallel, w.overlap
     if p.dp * p.cp == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
     if p.zero >= 3:
-        return zero3_step(w, cost, lc, layers, micro)
+        return zero3_step(w, cost, lc, layers, micro, gpu)
     dense_n, expert_n = _local_params(w)
     g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
@@ -168,13 +170,13 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
 
 
-def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int) -> DimComm:
+def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
     """ZeRO-3 seconds per step, by ``parallel.zero3_impl`` (:mod:`slowlink.workload.zero3`)."""
     p = w.parallel
     dense_n, expert_n = _local_params(w)
     dim = "dp_cp" if p.cp > 1 else "dp"
     if p.zero3_impl == "deepspeed-2021":
-        total, exposed = zero3.deepspeed_2021_step(w, cost, layers, micro)
+        total, exposed = zero3.deepspeed_2021_step(w, cost, layers, micro, gpu)
     else:  # experts: gathered in the same unit (ep = 1 view)
         total, exposed = zero3.fsdp_step(w, cost, lc, layers, micro, dense_n + expert_n)
     per_layer = (dense_n + expert_n) / max(layers, 1)
@@ -195,6 +197,5 @@ def _local_params(w: Workload) -> tuple[float, float]:
 def all_dims(w: Workload, cluster: Cluster, cost: CommCost, lc: StageCompute, layers: int,
              micro: int) -> dict[str, DimComm]:
     """Every dimension's traffic; tp/cp/ep per layer and micro-batch, pp per micro-batch, dp per step."""
-    del cluster
     return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost),
-            "pp": pp_microbatch(w, cost), "dp": dp_step(w, cost, lc, layers, micro)}
+            "pp": pp_microbatch(w, cost), "dp": dp_step(w, cost, lc, layers, micro, cluster.gpu)}

@@ -18,7 +18,24 @@ Two implementations, chosen by ``parallel.zero3_impl``:
       essentially disabled if the sub-module access pattern changed after the first iteration");
     - the gather and the gradient reduce-scatter use the list form of ``torch.distributed``: PyTorch's
       ProcessGroupNCCL (1.8) copies each of the n ranks' slices out of (all_gather) or into (reduce_scatter)
-      a flat buffer, one ``copy_`` per rank, serially on the communicator's stream;
+      a flat buffer, one ``copy_`` per rank, serially on the communicator's stream
+      (``torch/lib/c10d/ProcessGroupNCCL.cpp``, ``allgather`` post-hook and ``reduce_scatter`` pre-hook; the
+      flat buffer is ``newLikeFlat``, an empty tensor. v1.8.1 itself is not in the store read; pytorch/pytorch
+      00f5dfd5 (later, with ``RECORD_PARAM_COMMS``) and a pre-1.8 copy (``shared_ptr`` Work) have the same loops);
+    - HBM traffic besides NCCL's (the same code at v0.3.13, 12a53b43, and v0.4.0, 2d302d6a), charged at the
+      GPU's HBM bandwidth, serial like the rest: per gather of S bytes, ``_allgather_param``'s ``torch.zeros``
+      of the aligned flat buffer (S written), its ``copy_`` of the own partition (S/n read and written) and
+      the list all_gather's copy-out (S read and written); per
+      gradient reduce-scatter, ``average_tensor``'s ``div_`` by the world size (S), the list reduce_scatter's
+      copy-in (S) and ``_partition_gradient``'s copy into the fp16 partition buffer (S/n), each read and
+      written; after the step, ``_allgather_params``' copies (flat buffer ``torch.empty``, no fill). GPT-3 175B:
+      ~2.1 s per step at 384-1,536 ranks. Assumed ``contiguous_gradients`` on, as DeepSpeedExamples'
+      ZeRO-3 configs set it (off, ``reduce_ipg_grads`` all-reduces through ``buffered_reduce_fallback``).
+      Not charged, as it depends on ``reduce_bucket_size``, which Table 2 does not give: a gradient of at most
+      that many elements is first copied into the bucket (``reduce_independent_p_g_buckets_and_remove_grads``)
+      and every reduction divides the whole bucket, not only its gradients (GPT-3 175B: ~0.4 s per step at
+      the 5e8 default, ~0.05 s at the 6.7e7 of the examples' config). Dropped: the fp32 gradient and
+      master-weight copies at the optimizer step are partition-sized (milliseconds);
     - a tensor gathered for the recomputed forward stays for its backward only if the parameters used in
       between (``get_reuse_distance_in_numel``) are fewer than ``stage3_max_reuse_distance`` (1e9);
     - gradients are reduce-scattered per tensor (``_reduce_scatter_gradients``; ``reduce_scatter_coalesced``
@@ -26,7 +43,15 @@ Two implementations, chosen by ``parallel.zero3_impl``:
       on the same process group (one NCCL stream), and waited for by the next fetch's synchronize;
     - DeepSpeed's own Python builds the per-rank lists, one eager tensor call per rank and list entry, on the
       host while the device waits (the gather loop runs after the synchronize): ``_allgather_param`` one
-      ``narrow`` per rank, ``_reduce_scatter_gradient`` a ``view`` and a ``narrow`` per rank;
+      ``narrow`` per rank, ``_reduce_scatter_gradient`` a ``view`` and a ``narrow`` per rank. Not charged,
+      for want of a published per-call cost: ``torch.distributed.get_rank(group=...)`` called for every rank
+      in ``_allgather_param``'s loop, the per-rank list checks of ``torch.distributed.all_gather``, and the
+      stream synchronisation of ``param.data = torch.ones(1).to(device)`` at every release (``_partition_param``);
+    - v0.3.15 (2021-04-19, ZeRO-Infinity PR #976) to v0.5.x (PR #1453 removed it) also formats
+      ``param.norm()`` into a debug string for every parameter at every sub-module fetch (``fetch_sub_module``;
+      the f-string is built before ``print_rank_0`` discards it): one read of every weight per fetch plus a
+      device sync, ~0.5 s per step for GPT-3 175B. Not charged: if Table 2's runs predate arXiv 2104.04473
+      v1 (2021-04-09), they ran v0.3.14 (2021-04-08) or older, without it;
     - the persistent tensors (the small ones: LayerNorm weights and biases, linear biases) are released after
       every backward (``_partition_all_parameters``) and re-gathered after every optimizer step
       (``_post_step``: ``_allgather_params``): one list all_gather of all their partitions, then for each
@@ -37,6 +62,7 @@ Two implementations, chosen by ``parallel.zero3_impl``:
 
 from __future__ import annotations
 
+from slowlink.catalog import Gpu
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import kept_bytes
@@ -62,6 +88,10 @@ EAGER_CALL_S = 2.3e-6
 CALLS_PER_RANK_GATHER = 1
 CALLS_PER_RANK_SCATTER = 2
 CALLS_PER_RANK_PERSISTENT = 4
+# HBM bytes one pass moves per byte of its tensor: a fill (``torch.zeros``) writes each byte once; ``copy_`` and
+# an in-place elementwise op (``div_``) read each byte and write it back.
+FILL_BYTES_PER_BYTE = 1.0
+RW_BYTES_PER_BYTE = 2.0
 
 
 def layer_tensors(m: Model, tp: int) -> list[float]:
@@ -105,13 +135,42 @@ def host_loop_s(ranks: int, calls_per_rank: int) -> float:
     return ranks * calls_per_rank * EAGER_CALL_S
 
 
-def post_step_gather_s(w: Workload, cost: CommCost, grp: list[list[int]], layers: int) -> float:
+def gather_hbm_bytes(size_bytes: float, ranks: int) -> float:
+    """HBM bytes one DeepSpeed 2021 gather of a ``size_bytes`` tensor moves on each GPU besides NCCL's own
+    traffic: ``_allgather_param`` zero-fills the flat buffer (``torch.zeros``: S written) and copies its own
+    partition into it (S/n read and written); ProcessGroupNCCL's list ``allgather`` gathers into a new flat
+    tensor (``newLikeFlat``: an empty tensor, no fill) and copies each of the n slices back into the list
+    (S read and written). Sources: module docstring."""
+    return size_bytes * (FILL_BYTES_PER_BYTE + RW_BYTES_PER_BYTE * (1.0 + 1.0 / ranks))
+
+
+def scatter_hbm_bytes(size_bytes: float, ranks: int) -> float:
+    """HBM bytes one DeepSpeed 2021 gradient reduce-scatter of a ``size_bytes`` gradient moves on each GPU
+    besides NCCL's own traffic: ``average_tensor`` divides the gradient by the world size in place (``div_``:
+    S read and written), ProcessGroupNCCL's list ``reduce_scatter`` copies each rank's slice into a new flat
+    input (S read and written), ``_partition_gradient`` copies the reduced partition into the fp16 partition
+    buffer (S/n read and written). Sources: module docstring."""
+    return size_bytes * RW_BYTES_PER_BYTE * (2.0 + 1.0 / ranks)
+
+
+def post_step_hbm_bytes(size_bytes: float, ranks: int) -> float:
+    """HBM bytes ``_allgather_params`` moves besides NCCL's for the persistent tensors (``size_bytes`` in all):
+    its flat buffer is ``torch.empty`` (no fill); each persistent partition is copied in (S/n), the list
+    ``allgather`` copies the n slices out (S), and the Python loop copies each tensor's n pieces into its
+    own ``torch.empty`` tensor (S), every copy read and written."""
+    return size_bytes * RW_BYTES_PER_BYTE * (2.0 + 1.0 / ranks)
+
+
+def post_step_gather_s(w: Workload, cost: CommCost, grp: list[list[int]], layers: int, gpu: Gpu) -> float:
     """Seconds of ``_post_step``'s gather of the persistent tensors: one list all_gather of all of them
-    (NCCL time + one copy per rank), one narrow per rank, then 4 eager calls per persistent tensor and rank."""
+    (NCCL time + one copy per rank + its HBM bytes at ``gpu``'s HBM bandwidth), one narrow per rank, then
+    4 eager calls per persistent tensor and rank."""
     ranks = len(grp[0])
     small = persistent_tensors(w.model, w.parallel.tp, layers)
-    nccl = cost("all_gather", sum(small) * kept_bytes(w.training.precision), grp) + ranks * SHORT_KERNEL_S
-    return nccl + host_loop_s(ranks, CALLS_PER_RANK_GATHER + CALLS_PER_RANK_PERSISTENT * len(small))
+    size = sum(small) * kept_bytes(w.training.precision)
+    nccl = cost("all_gather", size, grp) + ranks * SHORT_KERNEL_S
+    hbm = post_step_hbm_bytes(size, ranks) / gpu.hbm_bw_bytes_s
+    return nccl + hbm + host_loop_s(ranks, CALLS_PER_RANK_GATHER + CALLS_PER_RANK_PERSISTENT * len(small))
 
 
 def gathers_per_microbatch(numels: list[float], recompute: bool) -> list[int]:
@@ -123,29 +182,35 @@ def gathers_per_microbatch(numels: list[float], recompute: bool) -> list[int]:
     return [2 if 2.0 * sum(numels[i + 1:]) < DS_MAX_REUSE_NUMEL else 3 for i in range(len(numels))]
 
 
-def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int) -> tuple[float, float]:
+def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gpu: Gpu) -> tuple[float, float]:
     """(total, exposed) seconds per step of DeepSpeed 2021 ZeRO-3: per-tensor collectives at the full DP size,
     each paying the collective model's time (ring latency of n-1 steps included), one short kernel per rank
-    for the list API and DeepSpeed's per-rank Python loop; plus the post-step gather of the persistent
-    tensors; none overlaps with compute (module docstring)."""
+    for the list API, DeepSpeed's per-rank Python loop and the HBM bytes of its fills and copies
+    (:func:`gather_hbm_bytes`, :func:`scatter_hbm_bytes`) at ``gpu``'s HBM bandwidth; plus the post-step
+    gather of the persistent tensors; none overlaps with compute (module docstring)."""
     p = w.parallel
     dim = "dp_cp" if p.cp > 1 else "dp"
     grp = groups_of(p, dim)
     ranks = len(grp[0])
     w_bytes, g_bytes = kept_bytes(w.training.precision), DTYPE_BYTES[w.training.grad_comm_dtype]
+    hbm = gpu.hbm_bw_bytes_s
+
+    def gather(size: float) -> float:
+        host = ranks * SHORT_KERNEL_S + host_loop_s(ranks, CALLS_PER_RANK_GATHER)
+        return cost("all_gather", size, grp) + host + gather_hbm_bytes(size, ranks) / hbm
+
+    def scatter(size: float) -> float:
+        host = ranks * SHORT_KERNEL_S + host_loop_s(ranks, CALLS_PER_RANK_SCATTER)
+        return cost("reduce_scatter", size, grp) + host + scatter_hbm_bytes(size, ranks) / hbm
+
     full = layer_tensors(w.model, p.tp)  # DeepSpeed counts a tensor's full size (ds_numel)
-    g_loop, s_loop = host_loop_s(ranks, CALLS_PER_RANK_GATHER), host_loop_s(ranks, CALLS_PER_RANK_SCATTER)
     per_layer = 0.0
     for numel, n_gather in zip(full, gathers_per_microbatch(full, w.training.recompute == "full"), strict=True):
-        if numel * p.tp < DS_PERSISTENCE_NUMEL:
-            continue
-        gather = cost("all_gather", numel * w_bytes, grp) + ranks * SHORT_KERNEL_S + g_loop
-        scatter = cost("reduce_scatter", numel * g_bytes, grp) + ranks * SHORT_KERNEL_S + s_loop
-        per_layer += n_gather * gather + scatter
+        if numel * p.tp >= DS_PERSISTENCE_NUMEL:
+            per_layer += n_gather * gather(numel * w_bytes) + scatter(numel * g_bytes)
     emb = w.model.vocab * w.model.hidden / p.tp  # input embedding and output layer: forward + backward each
-    ends = 2.0 * (2.0 * cost("all_gather", emb * w_bytes, grp) + cost("reduce_scatter", emb * g_bytes, grp)
-                  + 3.0 * ranks * SHORT_KERNEL_S + 2.0 * g_loop + s_loop)
-    total = micro * (layers * per_layer + ends) + post_step_gather_s(w, cost, grp, layers)
+    ends = 2.0 * (2.0 * gather(emb * w_bytes) + scatter(emb * g_bytes))
+    total = micro * (layers * per_layer + ends) + post_step_gather_s(w, cost, grp, layers, gpu)
     return total, total
 
 
