@@ -163,3 +163,32 @@ def test_two_hgx_h100_nodes_nvls_tree_busbw_stops_at_heads_x_cap(make: Callable[
     assert four.busbw_bytes_s / units.GB <= 4 * 57.7
     b200 = predict(make(nodes=2, nics=8, gpu="b200", link="nvlink5"), "all_reduce", size)
     assert b200.algorithm == "nvls_tree" and b200.busbw_bytes_s / units.GB < 8 * 96.0 * 0.9  # network-bound
+
+
+def _nvl72(racks: int, speed: float) -> Cluster:
+    return cluster_from_mapping({
+        "name": "gb200", "nodes": 18 * racks, "gpus_per_node": 4, "gpu": "gb200",
+        "scale_up": {"link": "nvlink5", "domain_gpus": 72},
+        "nics": {"compute": {"per_node": 4, "speed_gbit_s": speed}},
+        "fabric": {"transport": "infiniband", "topology": "rail-optimized", "tiers": 2},
+    })
+
+
+def test_nvls_tree_crosses_the_network_on_its_heads_nics_only() -> None:
+    """NCCL 2.26.2 (connect.cc connectNvls: only head ranks join the inter-node trees; search.cc getNvlsNetDev:
+    a head sends on the NIC its NVLS graph channel paired it with, ncclTopoSearchRecNet: one channel per head
+    GPU, at most NCCL_MAX_NVLS_ARITY = 32). A GB200 NVL72 rack has 72 NICs and 32 heads; a GPU with two NICs
+    heads once. On 20 racks of 4 x 100G per tray the heads' 32 NICs bind: algbw = 32 x NIC x 0.9 x 0.5 (the
+    tree), not 72 x NIC x 0.9 x 0.5 (the model before, which left NVLS binding: ~440 GB/s algbw)."""
+    from slowlink.collectives.algorithms import nvls_tree_net_share
+
+    assert nvls_tree_net_share(72, 72) == pytest.approx(32 / 72)
+    assert nvls_tree_net_share(8, 8) == 1.0 and nvls_tree_net_share(18, 18) == 1.0
+    assert nvls_tree_net_share(2, 4) == 0.5  # two GPUs, two NICs each: two heads
+    c = _nvl72(20, 100)
+    links = resolve(c, Group(ranks=c.gpus, ranks_per_node=4))
+    assert (links.ranks_per_domain, links.domain_nics, links.domains) == (72, 72, 20)
+    nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    p = predict(c, "all_reduce", 16 * units.GiB, algorithm="nvls_tree")
+    assert p.bottleneck.startswith("NIC")
+    assert 0.85 * 32 * nic * 0.9 * 0.5 < p.algbw_bytes_s <= 32 * nic * 0.9 * 0.5  # less the tree fills

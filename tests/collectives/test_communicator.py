@@ -69,10 +69,10 @@ def test_placed_groups_count_their_members_per_spanning_domain(make_cluster: Cal
     c = make_cluster(nodes=8, gpn=4, nics=4, domain=16, topology="rail-optimized", switch_radix=8)
     nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
     whole = communicator(c, "all_reduce", [list(range(32))])
-    assert whole.domain == (16, 4, 2)
+    assert whole.domain == (16, 4, 2, 16)  # 16 channels: 4 trays x 4 NICs
     assert resolve(c, whole).net_bw_bytes_s == pytest.approx(16 * nic)  # 4 trays x 4 NICs
     lone = communicator(c, "all_reduce", [[0, 16]])  # one rank per domain: its GPU's one NIC
-    assert lone.domain == (1, 1, 2)
+    assert lone.domain == (1, 1, 2, 1)
     links = resolve(c, lone)
     assert (links.ranks_per_domain, links.domains) == (1, 2)
     assert links.net_bw_bytes_s == pytest.approx(nic)

@@ -106,3 +106,25 @@ def test_16k_gpus_agree_within_10_percent(algorithm: str | None) -> None:
     ana = predict(c, "all_reduce", units.GiB, algorithm=algorithm)
     flow, _ = simulate_collective(c, "all_reduce", units.GiB, algorithm=algorithm)
     assert abs(flow.time_s / ana.time_s - 1) < 0.10, (flow.time_s, ana.time_s)
+
+
+def test_nvls_tree_heads_use_32_of_a_racks_72_nics() -> None:
+    # GB200 NVL72, 2 racks: NCCL's NVLS graph has min(32, 72 GPUs, 72 NICs) heads, each on its own NIC
+    # (search.cc ncclTopoSearchRecNet / getNvlsNetDev, connect.cc connectNvls: only heads join the trees), so
+    # 32 NICs per rack send, S / 32 each way over two domains (the two trees are the edge's two directions).
+    c = cluster_from_mapping({
+        "name": "gb200", "nodes": 36, "gpus_per_node": 4, "gpu": "gb200",
+        "scale_up": {"link": "nvlink5", "domain_gpus": 72},
+        "nics": {"compute": {"per_node": 4, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "topology": "rail-optimized", "tiers": 2, "switch_radix": 64,
+                   "routing": "adaptive"}})
+    topo = build(c)
+    size = units.GiB
+    ph = nvls_phase(topo, [list(range(c.gpus))], size)
+    load = np.zeros(len(topo.capacity_bytes_s))
+    for f in ph.flows:
+        for link in f.path:
+            load[link] += f.size_bytes
+    nic_up = load[topo.nic_up]
+    assert (nic_up > 0).sum() == 2 * 32
+    assert nic_up.max() == pytest.approx(size / NVLS_TREE_NET_FACTOR / 32, rel=1e-9)

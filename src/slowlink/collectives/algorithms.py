@@ -197,6 +197,29 @@ def nvls_tree_heads(ranks_per_domain: int, nics_per_domain: int) -> int:
     return max(1, min(c.NVLS_MAX_ARITY, ranks_per_domain, nics_per_domain))
 
 
+def nvls_tree_net_share(ranks_per_domain: int, nics_per_domain: int) -> float:
+    """The share of a domain's NICs that NVLS-tree's network traffic crosses: its heads' NICs only, one each.
+
+    NCCL (2.19-2.29) builds the inter-domain trees between head ranks alone (connect.cc connectNvls: treeUp /
+    treeDown are set only on the rank that is ``nvlsHeads[h]`` of its node) and a head sends on the NIC the
+    NVLS graph paired it with (search.cc getNvlsNetDev), so of a GB200 NVL72 rack's 72 NICs NVLS-tree uses
+    :func:`nvls_tree_heads` = 32, and of a GPU's two NICs one (a GPU heads once: ncclTopoSearchRecNet)."""
+    return nvls_tree_heads(ranks_per_domain, nics_per_domain) / max(1, nics_per_domain)
+
+
+def nvls_tree_net_bw(links: Links) -> float:
+    """The network bandwidth NVLS-tree's heads get, from ``links`` as the tree pattern sees them
+    (:meth:`Links.for_pattern`: all the domain's NICs, divided by the binding stage's or degraded NIC's factor).
+
+    The heads' NICs (:func:`nvls_tree_net_share`) carry the domain's traffic, each 1 / share more of it, while
+    the fabric stages carry the same bytes: time = max(NICs / share, stage, degraded NIC), so bandwidth =
+    all NICs x share / max(1, stage factor x share, degraded factor). (The stage's load is taken as spread as
+    before; the flow model, which places the heads, sees where they sit.)"""
+    share = nvls_tree_net_share(links.ranks_per_domain, links.domain_nics)
+    f, pen = links.crossed.factor, links.degraded.factor
+    return links.net_bw_bytes_s * max(1.0, f, pen) * share / max(1.0, f * share, pen)
+
+
 def nvls_tree_cap_bytes_s(arch: str, ranks: int, domains: int, heads: int) -> float:
     """The most algbw NCCL's NVLS-tree reaches (NCCL 2.28+ tuning.cc, perChMaxNVLSTreeBws): busBw <= heads x
     the per-channel cap (2 domains: N2, more: N4), algbw = busBw x ranks / (2 (ranks - 1)). Infinite where
@@ -225,8 +248,9 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
               channels: int, heads: int) -> Candidate | None:
     """NVLS inside each domain, a tree of domains over the network (NCCL NVLS_TREE), all_reduce, Simple.
 
-    Network algbw = the domain's NICs x 0.9 (tree refinement), halved by the double binary tree, x
-    :func:`tree_net_factor` (two domains exchange directly: tuning.cc doubles their interBw). The NVLink stage
+    Network algbw = the heads' NICs (:func:`nvls_tree_net_bw`) x 0.9 (tree refinement),
+    halved by the double binary tree, x :func:`tree_net_factor` (two domains exchange directly: tuning.cc
+    doubles their interBw). The NVLink stage
     runs at the NVLS rate, at most NCCL's per-channel cap over ``heads`` channels (:func:`nvls_tree_cap_bytes_s`).
     The stages pipeline: time = lat + max(NVLS bytes term, size / net algbw) + NVLS fill + a fill of
     one NVLS loop per tree level on the network; lat = NVLS hop + 2 log2(domains) net hops (tuning.cc).
@@ -238,7 +262,7 @@ def nvls_tree(links: Links, op: str, size: float, p: str, line_bw: float, arch: 
     if cap < bw:
         bytes_s, bw = size / cap, cap
     levels = max(1, math.ceil(math.log2(links.domains)))
-    net_bw = links.net_bw_bytes_s * c.NVLS_TREE_NET_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
+    net_bw = nvls_tree_net_bw(links) * c.NVLS_TREE_NET_FACTOR * c.TREE_ALGBW_RATIO * tree_net_factor(links.domains)
     net_s = size / net_bw
     loop = min(size, channels * links.ranks_per_domain * nvls_chunk_bytes(size, channels * links.ranks_per_domain))
     lat = proto.hop_lat_s("nvlink", "nvls_tree", p) + 2 * levels * (proto.hop_lat_s(

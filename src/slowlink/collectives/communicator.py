@@ -46,9 +46,10 @@ class Group:
     nic_share: float | None = field(default=None, compare=False)  # NICs' worth of a node's bandwidth it gets
     # (topology.degraded.nic_share: the NICs its GPUs reach, shared with the groups using them); None: a
     # hand-made Group not yet placed, priced at all NICs / groups_per_node
-    domain: tuple[int, int, int] | None = field(default=None, compare=False)  # placed: (its most ranks in one
-    # scale-up domain, the nodes they sit on, the domains it spans): a domain's channels are its members' NICs
-    # on those nodes (domain_channels); None: block placement, ranks_per_node on every node of a domain
+    domain: tuple[int, int, int, int] | None = field(default=None, compare=False)  # placed: (its most ranks in
+    # one scale-up domain, the nodes they sit on, the domains it spans, that domain's network channels): a
+    # domain's channels are its members' NICs on those nodes (domain_channels); None: block placement,
+    # ranks_per_node on every node of a domain
 
     def crossing_for(self, pattern: str) -> Crossing:
         for name, c in self.crossing or ():
@@ -327,15 +328,18 @@ def communicator(cluster: Cluster, op: str, groups: list[list[int]],
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
     return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
-                 penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(p))
+                 penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
 
 
-def busiest_domain(p: Placed) -> tuple[int, int, int]:
-    """The first group's busiest scale-up domain: (its members there, the nodes they sit on), and the
-    domains the group spans (like ``ranks_per_node``: the most members on one node)."""
+def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:
+    """The first group's busiest scale-up domain: (its members there, the nodes they sit on), the domains
+    the group spans (like ``ranks_per_node``: the most members on one node), and that domain's network
+    channels (:func:`domain_channels`: the NICs affine to its members there)."""
     doms, counts = np.unique(p.domains[0], return_counts=True)
     here = p.domains[0] == doms[int(np.argmax(counts))]
-    return int(counts.max()), len(set(p.nodes[0][here].tolist())), len(doms)
+    chans = domain_channels(p.ranks[0][here].tolist(), p.nodes[0][here].tolist(), cluster.gpus_per_node,
+                            _nics(cluster))
+    return int(counts.max()), len(set(p.nodes[0][here].tolist())), len(doms), len(chans)
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:

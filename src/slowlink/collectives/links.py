@@ -18,7 +18,7 @@ from slowlink.collectives.communicator import Group
 from slowlink.collectives.constants import NET_REFERENCE_LAT_US, SCALE_UP_EFFICIENCY
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty
+from slowlink.topology.degraded import NO_PENALTY, Penalty, group_nics
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class Links:
     domains: int                # scale-up domains the communicator spans (NCCL's "nodes")
     nodes: int                  # physical nodes spanned
     domain_nodes: int           # nodes of one domain this communicator occupies (their NICs serve the domain)
+    domain_nics: int            # network channels of one domain: the NICs affine to its members there
+                                # (communicator.domain_channels), whose bandwidth net_bw_bytes_s sums
     intra_bw_bytes_s: float     # NCCL-achievable scale-up bandwidth per rank
     net_bw_bytes_s: float       # network bandwidth of one domain for this communicator, after sharing
                                 # (and, after for_pattern, after the fabric stage that binds)
@@ -81,17 +83,20 @@ def resolve(cluster: Cluster, group: Group) -> Links:
     g = cluster.gpus_per_node
     nodes = group.span_nodes or math.ceil(ranks / ranks_per_node)
     if group.domain is not None:  # placed: its members per domain, on the nodes they occupy there
-        rpd, domain_nodes, domains = group.domain
-    else:  # block placement: ranks_per_node on each node of a domain
+        rpd, domain_nodes, domains, domain_nics = group.domain
+    else:  # block placement: ranks_per_node on each node of a domain, local GPUs 0.. (block_groups)
         nodes_in_domain = max(1, cluster.scale_up.domain_gpus // g)
         rpd = min(ranks, ranks_per_node * nodes_in_domain, cluster.scale_up.domain_gpus)
         domains = math.ceil(ranks / rpd)
         domain_nodes = min(nodes_in_domain, nodes)
+        domain_nics = domain_nodes * len(group_nics(max(1, cluster.compute_nics.per_node), g,
+                                                    range(min(ranks_per_node, g))))
     t = cluster.fabric.transport
     link = cluster.scale_up.link
     nics = cluster.compute_nics
     return Links(
         ranks=ranks, ranks_per_domain=rpd, domains=domains, nodes=nodes, domain_nodes=domain_nodes,
+        domain_nics=domain_nics,
         intra_bw_bytes_s=scale_up_bw(cluster),
         net_bw_bytes_s=network_bw(cluster, domain_nodes, groups_per_node, group.nic_share),
         net_lat_scale=t.latency_s / (NET_REFERENCE_LAT_US * units.US),

@@ -118,7 +118,7 @@ def candidates(cluster: Cluster, links: Links, op: str, size: float,
     ring_l, tree_l = links.for_pattern("ring"), links.for_pattern("tree")
     sharp, line = cluster.scale_up.sharp, cluster.scale_up.bw_bytes_s
     channels = algo.nvls_channels(arch, cluster.scale_up.domain_gpus > cluster.gpus_per_node)
-    heads = algo.nvls_tree_heads(links.ranks_per_domain, cluster.compute_nics.per_node * links.domain_nodes)
+    heads = algo.nvls_tree_heads(links.ranks_per_domain, links.domain_nics)
     for p in protocols:
         if op == "all_to_all":
             out.append(algo.all_to_all(links.for_pattern("a2a"), size, p, arch))

@@ -8,7 +8,8 @@ scatter to the switch, reduce at the head, send up / receive down the tree, broa
 all stages pipelined over chunks), ``src/graph/tuning.cc`` (bandwidth model).
 
 What each builder puts on the links, for a buffer of ``S`` bytes and ``k`` channels (one per NIC affine to
-the group's GPUs in a domain, headed by the GPU nearest that NIC):
+the group's GPUs in a domain, headed by the GPU nearest that NIC; NVLS-tree only its first
+``nvls_tree_heads``: NCCL's NVLS graph has at most 32 heads, one NIC each):
 
 * network (tree and NVLS-tree): per channel and per tree, every tree edge carries ``S / 2k`` up (reduce)
   and ``S / 2k`` down (broadcast) at once. An inner node of one tree (two children) is a leaf of the other,
@@ -69,6 +70,21 @@ def channels(topo: Topology, dom: list[int]) -> list[Channel]:
                                                    topo.nics_per_node)]
 
 
+def head_channels(chans: list[Channel], heads: int) -> list[Channel]:
+    """NVLS-tree's network channels in a domain: the first NIC of each of its first ``heads`` head GPUs.
+
+    NCCL's NVLS search (search.cc ncclTopoSearchRecNet) walks the NICs GPU by GPU (ncclTopoSelectNets) and
+    takes a NIC only if its local GPU is not a head yet; a head then sends all its channels on that NIC
+    (getNvlsNetDev), and only heads join the inter-node trees (connect.cc connectNvls)."""
+    out: list[Channel] = []
+    seen: set[int] = set()
+    for head, nic in chans:
+        if head not in seen and len(out) < heads:
+            seen.add(head)
+            out.append((head, nic))
+    return out
+
+
 def _network_trees(topo: Topology, ph: Phase, group: int, chans: list[list[Channel]], share_bytes: float,
                    key: int) -> float:
     """Both trees over the domains, channel ``h`` of every domain on its own NIC (rail to rail); each edge
@@ -125,20 +141,23 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
 
 def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "nvls") -> Phase:
     """NVLS inside each domain (every GPU ``S`` up and down its scale-up link) and, across domains,
-    NVLS-tree: both trees over the NVLS heads, one per NIC, each on its share ``S / k``."""
+    NVLS-tree: both trees over the NVLS heads, each on its own NIC and its share ``S / k``: the domain's
+    first ``nvls_tree_heads`` channels (at most 32 of a GB200 NVL72 rack's 72 NICs)."""
     ph = Phase(name=tag)
     key = tag_id(tag)
     chans_nvls = nvls_channels(topo.arch, topo.domain_gpus > topo.gpus_per_node)
     for gi, g in enumerate(groups):
         doms = domains(topo, g)
         rpd = max(len(dm) for dm in doms)
-        chans = [channels(topo, dm) for dm in doms] if len(doms) > 1 else []
+        nics = [channels(topo, dm) for dm in doms] if len(doms) > 1 else []
+        heads = nvls_tree_heads(rpd, max((len(c) for c in nics), default=0))
+        chans = [head_channels(c, heads) for c in nics]
         k = max((len(c) for c in chans), default=0)
         # NVLS moves at the analytical model's rate for this size (peak x chunk / (chunk + per-chunk cost)), at
         # most NCCL's NVLS-tree per-channel cap over its heads (a kernel limit, no link's: the same function)
         nvls_frac = nvls_transfer(size_bytes, rpd, chans_nvls, 1.0, topo.arch)[2]
         line = topo.capacity_bytes_s[topo.gpu_up[topo.gpu_of(g[0])]] / SCALE_UP_EFFICIENCY
-        cap = nvls_tree_cap_bytes_s(topo.arch, len(g), len(doms), nvls_tree_heads(rpd, k))
+        cap = nvls_tree_cap_bytes_s(topo.arch, len(g), len(doms), heads)
         nvls_bytes = size_bytes * SCALE_UP_EFFICIENCY / min(nvls_frac, cap / line)
         ph.fill_fraction = max(ph.fill_fraction, nvls_fill_fraction(size_bytes, rpd, len(doms), chans_nvls))
         for r in g:
