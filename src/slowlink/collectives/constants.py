@@ -103,8 +103,9 @@ SCALE_UP_EFFICIENCY = _SCALE_UP_EFFICIENCY
 # Both constants come from one published step, Azure ND H100 v5 (NCCL 2.18.5, calibration file): between
 # 512 MiB and 1 GiB NCCL doubles the chunk (64 -> 128 KiB) at 64 loops each and busbw jumps 438 -> 466 GB/s
 # (bandwidth(64K)/bandwidth(128K) = 0.94 gives the 8.7 KiB overhead); 8 GiB vs 1 GiB at the same chunk
-# (512 vs 64 loops) gives the 2-loop fill. They are checked, not fitted, on the rest of that curve, on the
-# H200 curve and on GB200 NVL72 (tests/collectives/test_golden.py).
+# (512 vs 64 loops) gives the 2-loop fill. They are checked, not fitted, on the rest of that curve and on the
+# H200 curve (tests/collectives/test_golden.py); the GB200 NVL72 curves once counted as a check were run with
+# NVLS off (docs/collectives.md, NVLS-tree).
 NVLS_CHUNK_BYTES = 128 * units.KiB                 # NCCL nvlsChunkSize default (NCCL_NVLS_CHUNKSIZE)
 NVLS_CHUNK_OVERHEAD_BYTES = 8.74 * units.KiB
 NVLS_PIPELINE_FILL_LOOPS = 2

@@ -19,11 +19,15 @@ LARGE = 8 * units.GiB  # "peak" statements are checked at nccl-tests' usual top 
 
 
 def node_cluster(name: str, gpu: str, link: str, nodes: int, nics: int, speed_gbit_s: float,
-                 gpus_per_node: int = 8, domain_gpus: int = 8) -> Cluster:
-    """An HGX-style cluster of ``nodes`` x 8 GPUs (or an NVL rack's trays) on InfiniBand, non-blocking."""
+                 gpus_per_node: int = 8, domain_gpus: int = 8, nvls: bool = True) -> Cluster:
+    """An HGX-style cluster of ``nodes`` x 8 GPUs (or an NVL rack's trays) on InfiniBand, non-blocking;
+    ``nvls=False``: the run had NCCL_NVLS_ENABLE=0 (no NVLS / NVLS-tree, whatever the switch can do)."""
+    scale_up: dict[str, Any] = {"link": link, "domain_gpus": domain_gpus}
+    if not nvls:
+        scale_up["sharp"] = False
     return cluster_from_mapping({
         "name": name, "nodes": nodes, "gpus_per_node": gpus_per_node, "gpu": gpu,
-        "scale_up": {"link": link, "domain_gpus": domain_gpus},
+        "scale_up": scale_up,
         "nics": {"compute": {"per_node": nics, "speed_gbit_s": speed_gbit_s}},
         "fabric": {"transport": "infiniband", "tiers": 2, "oversubscription": 1},
     }, name)
@@ -81,12 +85,14 @@ def node_curves(data: dict[str, Any]) -> list[Point]:
 
 
 def gb200_curves(data: dict[str, Any]) -> list[Point]:
-    """GB200 NVL72 racks (18 trays x 4 GPUs, 4 x 400G per tray) at 1, 2 and 20 racks (coreweave)."""
+    """GB200 NVL72 racks (18 trays x 4 GPUs, 4 x 400G per tray) at 1, 2 and 20 racks (coreweave), with the
+    NCCL environment of the source's jobs (``nccl_env``: NCCL_NVLS_ENABLE=0 there, so ring and tree)."""
     entry = data["gb200_nvl72_all_reduce"]
+    nvls = int(entry.get("nccl_env", {}).get("NCCL_NVLS_ENABLE", 1)) != 0
     out = []
     for racks in (1, 2, 20):
         c = node_cluster(f"gb200-{racks}rack", "gb200", "nvlink5", 18 * racks, 4, 400, gpus_per_node=4,
-                         domain_gpus=72)
+                         domain_gpus=72, nvls=nvls)
         out += _curve(f"gb200_nvl72_{racks}rack", c, entry[f"racks_{racks}"], entry["source"])
     return out
 
