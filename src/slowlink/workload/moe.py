@@ -39,6 +39,13 @@ def local_tokens(w: Workload) -> float:
     return t.micro_batch * w.model.seq_len / (p.cp * split)
 
 
+def routed_bytes(w: Workload) -> float:
+    """Bytes of the routed rows one GPU sends into the EP all-to-all: n x top_k x h x e."""
+    m = w.model
+    top_k = m.moe.top_k if m.moe is not None else 0
+    return local_tokens(w) * top_k * m.hidden * kept_bytes(w.training.precision)
+
+
 def dispatch_bytes(w: Workload) -> tuple[float, float]:
     """(forward, backward) HBM bytes of the token permutation and unpermutation of one MoE layer and micro-batch.
 
