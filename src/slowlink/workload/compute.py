@@ -105,11 +105,13 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     if m.moe is None:
         return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
-    local = e.experts / p.ep
+    local = e.experts // p.ep
     per_expert = tokens * e.top_k * p.ep / e.experts
+    # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
+    # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish
     out += [Gemm(tokens, e.experts, h),
-            Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h, local),
-            Gemm(per_expert, h, e.expert_ffn_hidden / tp, local)]
+            *[Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)]
+            * local]
     if e.shared_experts:
         f = e.expert_ffn_hidden * e.shared_experts
         out += [Gemm(tokens, mats * f / tp, h), Gemm(tokens, h, f / tp)]
