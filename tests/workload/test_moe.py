@@ -40,7 +40,7 @@ def test_dispatch_bytes_count_permute_and_unpermute_passes() -> None:
     assert dispatch_bytes(w) == pytest.approx(((5 * r + 2 * n) * row, (7 * r + 2 * n) * row))
     # with 4 local experts the gathered tp x r rows are sorted by expert and back: one copy each way
     f, b = dispatch_bytes(grok(ep=2))
-    assert f - dispatch_bytes(w)[0] == pytest.approx(4 * 4 * r * row)
+    assert (f - dispatch_bytes(w)[0], b - dispatch_bytes(w)[1]) == pytest.approx((4 * 4 * r * row,) * 2)
     dense = grok(moe=None)
     assert dispatch_bytes(dense) == (0.0, 0.0) and expert_activation_bytes(dense) == 0.0
 
@@ -66,6 +66,8 @@ def test_cross_entropy_passes_and_their_time_on_the_last_stage() -> None:
     n = 4096 * 128512 / 4
     assert cross_entropy_bytes(w) == pytest.approx(52.0 * n)  # bf16 logits: two casts of 6 bytes + 40 fp32
     assert cross_entropy_bytes(grok(precision="fp32")) == pytest.approx(40.0 * n)  # no casts
+    fused = replace(w, training=w.training.model_copy(update={"cross_entropy": "fused"}))
+    assert cross_entropy_bytes(fused) == pytest.approx(3.0 * 2.0 * n)
     slow, fast = replace(H100, elementwise_bw=1e12), replace(H100, elementwise_bw=1e30)
     assert logits_compute_s(w, slow) - logits_compute_s(w, fast) == pytest.approx(52.0 * n / 1e12, rel=1e-6)
 

@@ -26,6 +26,10 @@ from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import Workload
 
 FP32_BYTES = 4.0  # the cross-entropy's logits, cast by ``.float()``
+# A fused loss kernel (apex xentropy / flash-attn's cross_entropy with inplace_backward, as the FlashAttention
+# training configs set, github.com/Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml
+# loss_fn): the forward reads the logits once, the backward reads them and writes the gradient in place.
+FUSED_CE_PASSES = 3.0
 # Korthikanti et al. 2022 Sec. 4.1: a dense MLP keeps 2sbh (first GEMM's input) + 8sbh (GeLU input) + 8sbh
 # (second GEMM's input) bytes at 2 bytes per element; under TP the last two are /t, the first too with SP.
 DENSE_MLP_INPUT_SBH = 2.0
@@ -53,7 +57,8 @@ def dispatch_bytes(w: Workload) -> tuple[float, float]:
       forward  permute (gather) 2r, probs multiply 2r, zeroed output n, scatter_add r + n  -> (5r + 2n) h e
       backward permute's scatter into a zeroed [n, h]: r + 2n; scatter_add's gather 2r; probs multiply 2r
                for the rows' gradient and 2r for the probs' gradient (a row-wise dot)  -> (7r + 2n) h e
-      both     sort_chunks_by_idxs, one copy of the tp x r gathered rows each way when local experts > 1: 4 tp r h e
+      each     sort_chunks_by_idxs when local experts > 1: a copy (read + write) of the tp x r gathered rows
+               on the way in and one on the way out: 4 tp r h e
     """
     m, p = w.model, w.parallel
     if m.moe is None:
@@ -93,9 +98,12 @@ def cross_entropy_bytes(w: Workload) -> float:
     N = b*s/cp x V/tp logits of e bytes on the last stage, fp32 inside:
       forward  cast e + 4 (skipped when the logits are already fp32), max 4, -= max 8, exp 8, sum 4, div 8
       backward mul_ by the loss gradient 8, cast back 4 + e (skipped in fp32)
+    ``training.cross_entropy: fused``: :data:`FUSED_CE_PASSES` passes of e bytes per logit.
     """
     m, p, t = w.model, w.parallel, w.training
     n = t.micro_batch * m.seq_len / p.cp * m.vocab / p.tp
     e = kept_bytes(t.precision)
+    if t.cross_entropy == "fused":
+        return n * FUSED_CE_PASSES * e
     casts = 0.0 if e == FP32_BYTES else 2.0 * (e + FP32_BYTES)
     return n * (casts + 4.0 + 8.0 + 8.0 + 4.0 + 8.0 + 8.0)
