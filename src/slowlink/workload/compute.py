@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
 from slowlink.workload.memory import activation_bytes_per_layer
+from slowlink.workload.moe import cross_entropy_bytes, dispatch_bytes, expert_activation_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
@@ -104,11 +105,13 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     if m.moe is None:
         return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
-    local = e.experts / p.ep
+    local = e.experts // p.ep
     per_expert = tokens * e.top_k * p.ep / e.experts
+    # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
+    # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish
     out += [Gemm(tokens, e.experts, h),
-            Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h, local),
-            Gemm(per_expert, h, e.expert_ffn_hidden / tp, local)]
+            *[Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)]
+            * local]
     if e.shared_experts:
         f = e.expert_ffn_hidden * e.shared_experts
         out += [Gemm(tokens, mats * f / tp, h), Gemm(tokens, h, f / tp)]
@@ -124,6 +127,11 @@ def attention_gemms(w: Workload) -> list[Gemm]:
     return [Gemm(q, m.seq_len, d, batch), Gemm(q, d, m.seq_len, batch)]
 
 
+def elementwise_bw_bytes_s(gpu: Gpu) -> float:
+    """Bytes/s of memory-bound kernels: the device's measured elementwise rate, else its HBM bandwidth."""
+    return gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
+
+
 def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     """Forward and backward seconds of one layer for one micro-batch on one GPU (see module docstring)."""
     prec = w.training.precision
@@ -131,21 +139,24 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
     bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
     core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
-    bw = gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
-    elem = ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="none") / bw
+    bw = elementwise_bw_bytes_s(gpu)
+    elem = ELEMENTWISE_RW * (activation_bytes_per_layer(w, recompute="none") + expert_activation_bytes(w)) / bw
     elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
     flash = w.training.flash_attention
     if flash:  # causal blocks skipped; scores stay on chip; backward recomputes them (2.5x forward)
         core, elem, elem_attn = FLASH_CAUSAL * core, elem - elem_attn, 0.0
-    fwd = fwd_gemm + core + elem
+    moe_fwd, moe_bwd = (x / bw for x in dispatch_bytes(w))
+    fwd = fwd_gemm + core + elem + moe_fwd
     extra = {"none": 0.0, "selective": 0.0 if flash else core + elem_attn, "full": fwd}[w.training.recompute]
     core_bwd = (2.5 if flash else 2.0) * core
-    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + extra, attn_core_s=core)
+    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + moe_bwd + extra, attn_core_s=core)
 
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:
-    """Forward + backward seconds of the output projection for one micro-batch (on the last stage)."""
+    """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
+    (:func:`~slowlink.workload.moe.cross_entropy_bytes`) for one micro-batch (on the last stage)."""
     m, p, t = w.model, w.parallel, w.training
     g = Gemm(t.micro_batch * m.seq_len / p.cp, m.vocab / p.tp, m.hidden)
     prec = t.precision
-    return gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
+    gemms = gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
+    return gemms + cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu)

@@ -59,6 +59,10 @@ class TrainingSpec(BaseModel):
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
+    cross_entropy: Literal["megatron", "fused"] = Field(
+        "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
+        "logits, several elementwise passes); fused = one kernel reading the logits forward and once more "
+        "backward with an in-place gradient (apex xentropy, flash-attn's).")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
 

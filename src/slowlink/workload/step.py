@@ -31,7 +31,7 @@ from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, overlap_
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
 DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
-             "ep": "EP all-to-all (dispatch + combine)", "pp": "PP send/recv between stages",
+             "ep": "MoE token dispatch (EP all-to-all, TP gather/scatter)", "pp": "PP send/recv between stages",
              "dp": "DP gradient reduction"}
 
 

@@ -4,7 +4,8 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   TP  exposed unless overlap.tp_comm, then only what exceeds the layer's compute;
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
-  EP  exposed (the all-to-all sits between router and experts);
+  EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
+      router and experts);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
       over the TP group, Narayanan et al. 2021 Sec. 4.1);
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
@@ -27,6 +28,7 @@ from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import kept_bytes, params_per_gpu
+from slowlink.workload.moe import routed_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 
@@ -75,10 +77,13 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     if p.tp == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "tp")
     grp, size = groups_of(p, "tp"), _act(w)
+    moe = w.model.moe
+    # attention and MLP blocks; a routed-only MoE MLP has none of its own (its dispatcher's are in ep_layer)
+    blocks = 1.0 if moe is not None and not moe.shared_experts else 2.0
     if p.sequence_parallel:
-        one, op = 2.0 * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
+        one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
     else:
-        one, op = 2.0 * cost("all_reduce", size, grp), "all_reduce"
+        one, op = blocks * cost("all_reduce", size, grp), "all_reduce"
     passes = 3.0 if w.training.recompute == "full" else 2.0
     return DimComm(one * passes, one * passes, op, size, "tp")
 
@@ -103,16 +108,24 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
 
 
 def ep_layer(w: Workload, cost: CommCost) -> DimComm:
-    """EP all-to-all seconds of one MoE layer and micro-batch (dispatch + combine, forward + backward)."""
+    """Token-dispatch seconds of one MoE layer and micro-batch, forward + backward: the EP all-to-all (dispatch
+    + combine) and, with TP > 1, the all-gather / reduce-scatter of the routed tokens over the TP group that
+    Megatron-Core's MoEAlltoAllTokenDispatcher runs between the all-to-all and the experts (core_r0.10.0
+    token_dispatcher.py; expert TP defaults to TP). Both sit on the compute stream between router and experts:
+    exposed."""
     p, m = w.parallel, w.model
-    if m.moe is None or p.ep == 1:
+    if m.moe is None or (p.ep == 1 and p.tp == 1):
         return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
-    split = p.tp if p.sequence_parallel else 1
-    size = w.training.micro_batch * m.seq_len / (p.cp * split) * m.moe.top_k * m.hidden * kept_bytes(
-        w.training.precision)
-    passes = 4.0 + (2.0 if w.training.recompute == "full" else 0.0)
-    t = passes * cost("all_to_all", size, groups_of(p, "ep"))
-    return DimComm(t, t, "all_to_all", size, "ep")
+    size = routed_bytes(w)
+    passes = 2.0 + (1.0 if w.training.recompute == "full" else 0.0)  # forward, backward, recomputed forward
+    a2a = 2.0 * passes * cost("all_to_all", size, groups_of(p, "ep")) if p.ep > 1 else 0.0
+    gathered = size * p.tp
+    tp = passes * (cost("all_gather", gathered, groups_of(p, "tp")) + cost("reduce_scatter", gathered,
+                                                                            groups_of(p, "tp"))) if p.tp > 1 else 0.0
+    t = a2a + tp
+    if p.ep > 1:
+        return DimComm(t, t, "all_to_all", size, "ep")
+    return DimComm(t, t, "all_gather", gathered, "tp")
 
 
 def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:

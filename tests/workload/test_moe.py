@@ -1,0 +1,95 @@
+"""MoE dispatch and vocab-parallel cross-entropy traffic (Megatron-Core core_r0.10.0), and where the step charges it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from slowlink.catalog import load_catalog
+from slowlink.workload.comm import CommCost
+from slowlink.workload.compute import ELEMENTWISE_RW, layer_compute, layer_gemms, logits_compute_s
+from slowlink.workload.memory import activation_bytes_per_layer
+from slowlink.workload.moe import cross_entropy_bytes, dispatch_bytes, expert_activation_bytes, routed_bytes
+from slowlink.workload.spec import Workload, workload_from_mapping
+from slowlink.workload.traffic import ep_layer, tp_layer
+
+H100 = load_catalog([]).gpu("h100-sxm")
+GROK = {"layers": 2, "hidden": 6144, "heads": 48, "kv_heads": 8, "ffn_hidden": 32768, "vocab": 128512,
+        "seq_len": 4096, "gated_mlp": True, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 32768}}
+
+
+def grok(ep: int = 8, tp: int = 4, precision: str = "bf16", **model: Any) -> Workload:
+    return workload_from_mapping({
+        "model": GROK | model,
+        "training": {"global_batch": 64, "micro_batch": 1, "precision": precision, "recompute": "none",
+                     "flash_attention": False},
+        "parallel": {"tp": tp, "pp": 1, "ep": ep, "dp": 8, "sequence_parallel": True}})
+
+
+def unit_cost(op: str, size: float, groups: list[list[int]]) -> float:
+    """Every collective costs its size in seconds (GB -> s), to see which sizes are charged."""
+    return size / 1e9
+
+
+def test_dispatch_bytes_count_permute_and_unpermute_passes() -> None:
+    w = grok()
+    n, row = 4096 / 4, 6144 * 2.0  # SP-local tokens, one bf16 row
+    r = 2 * n
+    assert dispatch_bytes(w) == pytest.approx(((5 * r + 2 * n) * row, (7 * r + 2 * n) * row))
+    # with 4 local experts the gathered tp x r rows are sorted by expert and back: one copy each way
+    f, b = dispatch_bytes(grok(ep=2))
+    assert (f - dispatch_bytes(w)[0], b - dispatch_bytes(w)[1]) == pytest.approx((4 * 4 * r * row,) * 2)
+    dense = grok(moe=None)
+    assert dispatch_bytes(dense) == (0.0, 0.0) and expert_activation_bytes(dense) == 0.0
+
+
+def test_expert_activations_are_top_k_times_the_gathered_tokens() -> None:
+    w = grok()
+    tokens = 4096.0
+    experts = 2.0 * tokens * (6144 + 3 * 32768 / 4)  # first GEMM input + GeGLU input (2f) + second GEMM input
+    dense_counted = tokens * 6144 * (2 + 16) / 4  # Korthikanti's MLP share with SP at TP 4
+    assert expert_activation_bytes(w) == pytest.approx(2.0 * experts - dense_counted)
+
+
+def test_layer_compute_charges_moe_traffic_at_the_elementwise_rate() -> None:
+    w = grok()
+    slow, fast = replace(H100, elementwise_bw=1e12), replace(H100, elementwise_bw=1e30)
+    fwd = layer_compute(w, slow).forward_s - layer_compute(w, fast).forward_s
+    kept = ELEMENTWISE_RW * (activation_bytes_per_layer(w, recompute="none") + expert_activation_bytes(w))
+    assert fwd == pytest.approx((kept + dispatch_bytes(w)[0]) / 1e12, rel=1e-6)
+
+
+def test_cross_entropy_passes_and_their_time_on_the_last_stage() -> None:
+    w = grok()
+    n = 4096 * 128512 / 4
+    assert cross_entropy_bytes(w) == pytest.approx(52.0 * n)  # bf16 logits: two casts of 6 bytes + 40 fp32
+    assert cross_entropy_bytes(grok(precision="fp32")) == pytest.approx(40.0 * n)  # no casts
+    fused = replace(w, training=w.training.model_copy(update={"cross_entropy": "fused"}))
+    assert cross_entropy_bytes(fused) == pytest.approx(3.0 * 2.0 * n)
+    slow, fast = replace(H100, elementwise_bw=1e12), replace(H100, elementwise_bw=1e30)
+    assert logits_compute_s(w, slow) - logits_compute_s(w, fast) == pytest.approx(52.0 * n / 1e12, rel=1e-6)
+
+
+def test_dispatcher_gathers_routed_tokens_over_tp_even_without_ep() -> None:
+    cost: CommCost = unit_cost
+    tp_only = ep_layer(grok(ep=1), cost)
+    gathered = routed_bytes(grok(ep=1)) * 4
+    assert tp_only.total_s == pytest.approx(2.0 * 2.0 * gathered / 1e9)  # AG + RS, forward and backward
+    both = ep_layer(grok(), cost)
+    assert both.total_s == pytest.approx(tp_only.total_s + 4.0 * routed_bytes(grok()) / 1e9)
+    assert both.exposed_s == both.total_s
+
+
+def test_a_routed_only_moe_layer_has_only_attention_tp_collectives() -> None:
+    cost: CommCost = unit_cost
+    dense = grok(moe=None)
+    assert tp_layer(grok(), cost).total_s == pytest.approx(tp_layer(dense, cost).total_s / 2)
+    shared = grok(moe={"experts": 8, "top_k": 2, "expert_ffn_hidden": 32768, "shared_experts": 1})
+    assert tp_layer(shared, cost).total_s == pytest.approx(tp_layer(dense, cost).total_s)
+
+
+def test_sequential_mlp_launches_each_local_expert_on_its_own() -> None:
+    experts = [g for g in layer_gemms(grok(ep=2)) if g.m == 4096 * 2 * 2 / 8]
+    assert len(experts) == 2 * 4 and all(g.batch == 1 for g in experts)
