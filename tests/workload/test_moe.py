@@ -49,8 +49,10 @@ def test_expert_activations_are_top_k_times_the_gathered_tokens() -> None:
     w = grok()
     tokens = 4096.0
     experts = 2.0 * tokens * (6144 + 3 * 32768 / 4)  # first GEMM input + GeGLU input (2f) + second GEMM input
-    dense_counted = tokens * 6144 * (2 + 16) / 4  # Korthikanti's MLP share with SP at TP 4
-    assert expert_activation_bytes(w) == pytest.approx(2.0 * experts - dense_counted)
+    # in place of the dense MLP's gate/up outputs and second GEMM input (ffn 32768, /4); its input (the
+    # router's and shared experts' input) stays counted in the layer
+    dense_inner = 2.0 * tokens * 3 * 32768 / 4
+    assert expert_activation_bytes(w) == pytest.approx(2.0 * experts - dense_inner)
 
 
 def test_layer_compute_charges_moe_traffic_at_the_elementwise_rate() -> None:

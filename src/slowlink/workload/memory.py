@@ -3,13 +3,12 @@
 Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients and
 12 of optimizer state (fp32 master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
 master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients, 3 also the weights.
-Activations per layer and micro-batch (Korthikanti et al. 2022, Sec. 4):
+Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor by tensor (see
+:func:`activation_bytes_per_layer`); for a GPT layer (ffn 4h, GeLU, MHA, dropout) their Table 2:
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
   with sequence parallelism: s*b*h*(34/t + 5*a*s/(h*t))
-  selective recompute:       drops the 5*a*s/(h*t) term (so does fused/flash attention)
+  selective recompute:       drops the attention-core term (so does fused/flash attention)
   full recompute:            2*s*b*h (the layer input; /t with SP)
-(16-bit activations; fp32 training doubles them, the 1-byte dropout masks included, an overestimate of
-at most 2*s*b*h + a*s*s*b per layer.)
 A 1F1B first stage holds pp micro-batches of its layers; interleaving multiplies by 1 + (pp-1)/(pp*vp).
 """
 
@@ -62,22 +61,54 @@ def params_per_gpu(w: Workload) -> float:
     return dense / (p.tp * p.pp) + expert / (p.tp * p.pp * p.ep)
 
 
-def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> float:
-    """Bytes of activations one layer keeps per micro-batch (Korthikanti et al. 2022, Table 2).
+MASK_BYTES = 1.0  # a dropout mask element: a torch.bool (Korthikanti et al. 2022 Sec. 4.1, "1 byte")
 
+
+def mlp_kept_per_token(input_width: float, ffn: float, gated: bool, tp: int) -> float:
+    """Elements per token an MLP keeps for its backward (Korthikanti et al. 2022 Sec. 4.1, generalised).
+
+    ``input_width``: its input, kept by the first GEMM (h, /t under SP; 0 where another op already keeps it).
+    Then per ffn/t: non-gated, the activation's input (the first GEMM's output) and the second GEMM's input
+    (GeLU at ffn 4h: Korthikanti's 8 + 8 sbh at 2 bytes); gated, the first GEMM's gate and up outputs, which
+    Megatron-Core's fused SwiGLU keeps (``bias_swiglu_impl``, core/fusions/fused_bias_swiglu.py saves its
+    input), and its output, the second GEMM's input. (An unfused SiLU(gate) * up, as in Meta's reference
+    llama/model.py, also keeps SiLU(gate): one ffn/t more.)
+    """
+    return input_width + (3.0 if gated else 2.0) * ffn / tp
+
+
+def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> float:
+    """Bytes of activations one layer keeps per micro-batch: Korthikanti et al. 2022 Sec. 4.1 per tensor.
+
+    Per token (s/cp*b of them), e bytes an element (:func:`kept_bytes`), masks :data:`MASK_BYTES`; ``/T``
+    is /t under sequence parallelism (the tensors TP replicates), else 1:
+      two norms' inputs             2 h e /T   (LayerNorm; an RMSNorm keeps its input too)
+      QKV GEMM input                h e /T
+      Q, K, V (QK^T and AV inputs)  (h + 2 h_kv) e / t   (h_kv = h kv_heads/heads; MHA: Korthikanti's 4 + 2)
+      output projection input       h e / t
+      MLP                           :func:`mlp_kept_per_token` (h/T, ffn, gated) x e
+      dropout masks                 2 h / T after attention and MLP, if ``model.dropout``
+      attention core                a s/t x (e softmax output + with dropout its mask 1 and output e)
+                                    (none with flash attention or selective recompute)
+    For GPT (ffn 4h, non-gated, MHA, dropout) at e = 2 this is Table 2's sbh(10 + 24/t + 5as/(ht)).
     ``recompute`` overrides the workload's mode (the compute model prices the traffic of every
     activation, kept or not, with ``"none"``).
     """
     m, p, t = w.model, w.parallel, w.training
     mode = t.recompute if recompute is None else recompute
-    sbh = m.seq_len / p.cp * t.micro_batch * m.hidden
-    attn = 5.0 * m.heads * m.seq_len / (m.hidden * p.tp)
-    sp = p.sequence_parallel and p.tp > 1
-    scale = kept_bytes(t.precision) / 2.0
+    tokens = m.seq_len / p.cp * t.micro_batch
+    e = kept_bytes(t.precision)
+    split = p.tp if p.sequence_parallel and p.tp > 1 else 1
+    h, h_kv = m.hidden, m.hidden * m.kv_heads / m.heads
     if mode == "full":
-        return scale * 2.0 * sbh / (p.tp if sp else 1)
-    base = 34.0 / p.tp if sp else 10.0 + 24.0 / p.tp
-    return scale * sbh * (base + (0.0 if mode == "selective" or t.flash_attention else attn))
+        return tokens * e * h / split
+    per_token = e * (3.0 * h / split + (2.0 * h + 2.0 * h_kv) / p.tp
+                     + mlp_kept_per_token(h / split, m.ffn_hidden, m.gated_mlp, p.tp))
+    if m.dropout:
+        per_token += MASK_BYTES * 2.0 * h / split
+    if mode != "selective" and not t.flash_attention:
+        per_token += m.heads * m.seq_len / p.tp * (e + (MASK_BYTES + e if m.dropout else 0.0))
+    return tokens * per_token
 
 
 def memory(w: Workload) -> Memory:

@@ -22,7 +22,7 @@ reverse. The compute model divides them by the GPU's elementwise bandwidth.
 
 from __future__ import annotations
 
-from slowlink.workload.memory import kept_bytes
+from slowlink.workload.memory import kept_bytes, mlp_kept_per_token
 from slowlink.workload.spec import Workload
 
 FP32_BYTES = 4.0  # the cross-entropy's logits, cast by ``.float()``
@@ -30,10 +30,6 @@ FP32_BYTES = 4.0  # the cross-entropy's logits, cast by ``.float()``
 # training configs set, github.com/Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml
 # loss_fn): the forward reads the logits once, the backward reads them and writes the gradient in place.
 FUSED_CE_PASSES = 3.0
-# Korthikanti et al. 2022 Sec. 4.1: a dense MLP keeps 2sbh (first GEMM's input) + 8sbh (GeLU input) + 8sbh
-# (second GEMM's input) bytes at 2 bytes per element; under TP the last two are /t, the first too with SP.
-DENSE_MLP_INPUT_SBH = 2.0
-DENSE_MLP_INNER_SBH = 16.0
 
 
 def local_tokens(w: Workload) -> float:
@@ -71,25 +67,24 @@ def dispatch_bytes(w: Workload) -> tuple[float, float]:
 
 
 def expert_activation_bytes(w: Workload) -> float:
-    """Activation bytes of one MoE layer's expert MLPs beyond the dense MLP that
-    :func:`~slowlink.workload.memory.activation_bytes_per_layer` already counts (Korthikanti's 2 + 16 sbh).
+    """Activation bytes of one MoE layer's expert MLPs in place of the dense MLP's inner tensors that
+    :func:`~slowlink.workload.memory.activation_bytes_per_layer` counts (both from
+    :func:`~slowlink.workload.memory.mlp_kept_per_token`).
 
-    Per GPU the local experts see the micro-batch's T = b*s/cp tokens k times (gathered over TP): their first
-    GEMM's input T k h, the activation's input T k (2 if gated else 1) f/tp, the second GEMM's input T k f/tp;
-    shared experts T (mats + 1) f_s/tp more.
+    The layer's input stays counted there as the dense MLP's input: the router and the shared experts keep
+    it. Per GPU the local experts see the micro-batch's T = b*s/cp tokens k times (gathered over TP): each
+    routed row keeps its own copy as the first GEMM's input (h) and the inner tensors of an expert_ffn MLP;
+    shared experts keep the inner tensors of an MLP of shared_experts x expert_ffn.
     """
     m, p, t = w.model, w.parallel, w.training
     if m.moe is None:
         return 0.0
     e = m.moe
     tokens = t.micro_batch * m.seq_len / p.cp
-    mats = 2.0 if m.gated_mlp else 1.0
-    per_token = e.top_k * (m.hidden + (mats + 1.0) * e.expert_ffn_hidden / p.tp)
-    per_token += (mats + 1.0) * e.expert_ffn_hidden * e.shared_experts / p.tp
-    sp = p.sequence_parallel and p.tp > 1
-    dense = DENSE_MLP_INPUT_SBH / (p.tp if sp else 1) + DENSE_MLP_INNER_SBH / p.tp  # bytes per h at 2 bytes
-    bytes_el = kept_bytes(t.precision)
-    return max(0.0, tokens * (bytes_el * per_token - bytes_el / 2.0 * dense * m.hidden))
+    per_token = e.top_k * mlp_kept_per_token(m.hidden, e.expert_ffn_hidden, m.gated_mlp, p.tp)
+    per_token += mlp_kept_per_token(0.0, e.expert_ffn_hidden * e.shared_experts, m.gated_mlp, p.tp)
+    per_token -= mlp_kept_per_token(0.0, m.ffn_hidden, m.gated_mlp, p.tp)
+    return max(0.0, tokens * kept_bytes(t.precision) * per_token)
 
 
 def cross_entropy_bytes(w: Workload) -> float:

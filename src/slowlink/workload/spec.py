@@ -45,6 +45,9 @@ class ModelSpec(BaseModel):
     vocab: int | None = Field(None, ge=1, description="Vocabulary size V.")
     seq_len: int | None = Field(None, ge=1, description="Sequence length s, tokens.")
     gated_mlp: bool | None = Field(None, description="SwiGLU-style gated MLP (3 matrices instead of 2).")
+    dropout: bool | None = Field(None, description="Hidden and attention dropout in training (GPT-3 / Megatron-LM "
+                                 "0.1: their 1-byte masks are kept for backward); default true, false in the "
+                                 "Llama, Mixtral and DeepSeek presets (none in their reference code).")
     moe: MoESpec | None = Field(None, description="Mixture-of-experts MLP; absent for a dense model.")
 
 
@@ -181,6 +184,7 @@ class Model:
     seq_len: int
     gated_mlp: bool
     moe: Moe | None
+    dropout: bool = True
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,8 @@ def resolve_model(spec: ModelSpec) -> Model:
         raise SpecError(f"model.kv_heads ({kv}) must divide model.heads ({merged['heads']})")
     return Model(name=spec.preset or "custom", layers=merged["layers"], hidden=merged["hidden"],
                  heads=merged["heads"], kv_heads=kv, ffn_hidden=merged["ffn_hidden"], vocab=merged["vocab"],
-                 seq_len=merged["seq_len"], gated_mlp=bool(merged["gated_mlp"]), moe=m)
+                 seq_len=merged["seq_len"], gated_mlp=bool(merged["gated_mlp"]), moe=m,
+                 dropout=bool(merged.get("dropout", True)))
 
 
 def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
