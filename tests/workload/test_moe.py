@@ -63,6 +63,16 @@ def test_layer_compute_charges_moe_traffic_at_the_elementwise_rate() -> None:
     assert fwd == pytest.approx((kept + dispatch_bytes(w)[0]) / 1e12, rel=1e-6)
 
 
+def test_flash_attention_keeps_the_expert_activations_traffic() -> None:
+    # flash attention removes only the attention core's softmax/dropout traffic, not the experts'
+    w = grok()
+    w = replace(w, training=w.training.model_copy(update={"flash_attention": True}))
+    slow, fast = replace(H100, elementwise_bw=1e12), replace(H100, elementwise_bw=1e30)
+    fwd = layer_compute(w, slow).forward_s - layer_compute(w, fast).forward_s
+    kept = ELEMENTWISE_RW * (activation_bytes_per_layer(w, recompute="selective") + expert_activation_bytes(w))
+    assert fwd == pytest.approx((kept + dispatch_bytes(w)[0]) / 1e12, rel=1e-6)
+
+
 def test_cross_entropy_passes_and_their_time_on_the_last_stage() -> None:
     w = grok()
     n = 4096 * 128512 / 4

@@ -140,8 +140,10 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
     core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
     bw = elementwise_bw_bytes_s(gpu)
-    elem = ELEMENTWISE_RW * (activation_bytes_per_layer(w, recompute="none") + expert_activation_bytes(w)) / bw
-    elem_attn = elem - ELEMENTWISE_RW * activation_bytes_per_layer(w, recompute="selective") / bw
+    kept = activation_bytes_per_layer(w, recompute="none")
+    elem = ELEMENTWISE_RW * (kept + expert_activation_bytes(w)) / bw
+    # the attention core's share (softmax, its dropout): what selective recompute does not keep
+    elem_attn = ELEMENTWISE_RW * (kept - activation_bytes_per_layer(w, recompute="selective")) / bw
     flash = w.training.flash_attention
     if flash:  # causal blocks skipped; scores stay on chip; backward recomputes them (2.5x forward)
         core, elem, elem_attn = FLASH_CAUSAL * core, elem - elem_attn, 0.0
