@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from slowlink.catalog import load_catalog
 from slowlink.workload.comm import analytical_cost
-from slowlink.workload.compute import Gemm, gemm_time_s, layer_compute, wave_quantisation
+from slowlink.workload.compute import K_HALF, Gemm, gemm_time_s, layer_compute, wave_quantisation
 from slowlink.workload.spec import workload_from_mapping
 from slowlink.workload.traffic import tp_layer
 from slowlink.workload.validate import selene
@@ -69,3 +71,51 @@ def test_layer_time_matches_korthikanti_table4(recompute: str, sp: bool, fwd_ms:
     bwd = lc.backward_s + tp * (passes - 1) / passes
     assert fwd * 1e3 == pytest.approx(fwd_ms, rel=0.15)
     assert bwd * 1e3 == pytest.approx(bwd_ms, rel=0.15)
+
+
+# NVIDIA's published bf16 GEMM latencies (ms), m = 8192: (n, k, ms). ai-dynamo/aiconfigurator 095f58a,
+# aic-core/src/aiconfigurator_core/systems/data/{a100_sxm,h100_sxm}/gemm/sglang/0.5.10/gemm_perf.parquet.
+Sweep = tuple[tuple[int, int, float], ...]
+SWEEP_A100: Sweep = ((4096, 128, 0.09577), (4096, 256, 0.09901), (4096, 512, 0.16482), (4096, 1024, 0.30049),
+                     (4096, 2048, 0.56528), (4096, 4096, 1.13918), (4096, 8192, 2.25283), (4096, 16384, 4.39863),
+                     (8192, 128, 0.18257), (8192, 256, 0.20019), (8192, 512, 0.30820), (8192, 1024, 0.56264),
+                     (8192, 2048, 1.11430), (8192, 4096, 2.19373), (8192, 8192, 4.28041), (8192, 16384, 8.52500))
+SWEEP_H100: Sweep = ((4096, 128, 0.03320), (4096, 256, 0.04042), (4096, 512, 0.06179), (4096, 1024, 0.09608),
+                     (4096, 2048, 0.17730), (4096, 4096, 0.35355), (4096, 8192, 0.76797), (4096, 16384, 1.50727),
+                     (8192, 128, 0.05954), (8192, 256, 0.06773), (8192, 512, 0.11273), (8192, 1024, 0.19717),
+                     (8192, 2048, 0.36831), (8192, 4096, 0.72580), (8192, 8192, 1.59357), (8192, 16384, 2.97992))
+
+
+def _fit(gpu_name: str, sweep: Sweep, k_half: float | None) -> tuple[float, float]:
+    """(rms of log(model / published), best uniform rate scale) over ``sweep``: the scale absorbs the sweep's
+    own clocks and harness; ``k_half`` None keeps the model's K_HALF."""
+    import math
+
+    from scipy.optimize import minimize_scalar
+
+    gpu = replace(load_catalog([]).gpu(gpu_name), gemm_k_half=k_half)
+
+    def rms(scale: float) -> float:
+        g = replace(gpu, gemm_fraction={p: f * scale for p, f in (gpu.gemm_fraction or {}).items()})
+        errs = [math.log(gemm_time_s(Gemm(8192, n, k), g, "bf16") / (ms * 1e-3)) for n, k, ms in sweep]
+        return math.sqrt(sum(e * e for e in errs) / len(errs))
+
+    best = minimize_scalar(rms, bounds=(0.5, 2.0), method="bounded")
+    return float(best.fun), float(best.x)
+
+
+@pytest.mark.parametrize(("gpu", "sweep"), [("a100-80gb", SWEEP_A100), ("h100-sxm", SWEEP_H100)])
+def test_the_short_k_loss_follows_nvidias_published_k_sweep(gpu: str, sweep: Sweep) -> None:
+    with_k, _ = _fit(gpu, sweep, None)
+    assert with_k < 0.10  # K_HALF 200 in the model's form: ~9% rms on both GPUs
+    assert _fit(gpu, sweep, 0.0)[0] > 2 * with_k  # without the k term: 33% (A100), 22% (H100)
+
+
+def test_the_same_sweep_gives_hopper_no_larger_k_half_and_the_same_rate_share() -> None:
+    """Issue 13's H100 gap is not the GEMMs': a Hopper K_HALF at the machine-balance multiple (1.8x) fits the
+    H100 sweep worse, and the rate scale the sweep needs is the same on both GPUs (the catalog's MAMF-based
+    gemm_fraction keeps the H100/A100 ratio this harness measures)."""
+    rms_h100, scale_h100 = _fit("h100-sxm", SWEEP_H100, None)
+    assert _fit("h100-sxm", SWEEP_H100, 1.8 * K_HALF)[0] > rms_h100 + 0.02
+    _, scale_a100 = _fit("a100-80gb", SWEEP_A100, None)
+    assert scale_h100 / scale_a100 == pytest.approx(1.0, abs=0.05)
