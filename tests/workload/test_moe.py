@@ -1,4 +1,4 @@
-"""MoE dispatch and vocab-parallel cross-entropy traffic (Megatron-Core core_r0.10.0), and where the step charges it."""
+"""MoE dispatch traffic and the cross-entropy passes (Megatron-Core core_r0.10.0), and where the step charges them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from slowlink.catalog import load_catalog
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import ELEMENTWISE_RW, layer_compute, layer_gemms, logits_compute_s
+from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import activation_bytes_per_layer
-from slowlink.workload.moe import cross_entropy_bytes, dispatch_bytes, expert_activation_bytes, routed_bytes
+from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, routed_bytes
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import ep_layer, tp_layer
 

@@ -28,8 +28,9 @@ import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
+from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import activation_bytes_per_layer
-from slowlink.workload.moe import cross_entropy_bytes, dispatch_bytes, expert_activation_bytes
+from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
@@ -156,7 +157,7 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:
     """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
-    (:func:`~slowlink.workload.moe.cross_entropy_bytes`) for one micro-batch (on the last stage)."""
+    (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage)."""
     m, p, t = w.model, w.parallel, w.training
     g = Gemm(t.micro_batch * m.seq_len / p.cp, m.vocab / p.tp, m.hidden)
     prec = t.precision

@@ -1,4 +1,4 @@
-"""Device work of a Megatron-Core MoE layer and of the vocab-parallel loss that the GEMMs do not cover: HBM bytes.
+"""Device work of a Megatron-Core MoE layer that the GEMMs do not cover, in HBM bytes (the loss: `workload.loss`).
 
 Read from Megatron-Core core_r0.10.0 (the version NeMo 24.12 ships), github.com/NVIDIA/Megatron-LM:
   moe_layer.py MoELayer.forward: router -> token_permutation -> experts -> token_unpermutation.
@@ -13,9 +13,6 @@ Read from Megatron-Core core_r0.10.0 (the version NeMo 24.12 ships), github.com/
       micro-batch's tokens, not the SP slice Korthikanti et al. 2022 count for a dense MLP.
   router.py / topk_softmax_with_capacity: softmax and top-k over [n, experts] in fp32: n x E x 4 bytes, a few
       kilobytes per layer; not charged (launch-bound, not bandwidth-bound).
-  tensor_parallel/cross_entropy.py VocabParallelCrossEntropy: ``logits.float()``, max, ``-= max``, ``exp``,
-      sum, ``div_`` over the [tokens, V/tp] logits in fp32; backward ``mul_`` by the loss gradient, then the
-      autograd cast back to the GEMM's dtype (Megatron's default, cross_entropy_loss_fusion False).
 Bytes are counted read + write per pass; the backward of a gather is a scatter of the same rows and the
 reverse. The compute model divides them by the GPU's elementwise bandwidth.
 """
@@ -24,12 +21,6 @@ from __future__ import annotations
 
 from slowlink.workload.memory import kept_bytes, mlp_kept_per_token
 from slowlink.workload.spec import Workload
-
-FP32_BYTES = 4.0  # the cross-entropy's logits, cast by ``.float()``
-# A fused loss kernel (apex xentropy / flash-attn's cross_entropy with inplace_backward, as the FlashAttention
-# training configs set, github.com/Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml
-# loss_fn): the forward reads the logits once, the backward reads them and writes the gradient in place.
-FUSED_CE_PASSES = 3.0
 
 
 def local_tokens(w: Workload) -> float:
@@ -85,20 +76,3 @@ def expert_activation_bytes(w: Workload) -> float:
     per_token += mlp_kept_per_token(0.0, e.expert_ffn_hidden * e.shared_experts, m.gated_mlp, p.tp)
     per_token -= mlp_kept_per_token(0.0, m.ffn_hidden, m.gated_mlp, p.tp)
     return max(0.0, tokens * kept_bytes(t.precision) * per_token)
-
-
-def cross_entropy_bytes(w: Workload) -> float:
-    """HBM bytes of Megatron's vocab-parallel cross-entropy, forward + backward, for one micro-batch.
-
-    N = b*s/cp x V/tp logits of e bytes on the last stage, fp32 inside:
-      forward  cast e + 4 (skipped when the logits are already fp32), max 4, -= max 8, exp 8, sum 4, div 8
-      backward mul_ by the loss gradient 8, cast back 4 + e (skipped in fp32)
-    ``training.cross_entropy: fused``: :data:`FUSED_CE_PASSES` passes of e bytes per logit.
-    """
-    m, p, t = w.model, w.parallel, w.training
-    n = t.micro_batch * m.seq_len / p.cp * m.vocab / p.tp
-    e = kept_bytes(t.precision)
-    if t.cross_entropy == "fused":
-        return n * FUSED_CE_PASSES * e
-    casts = 0.0 if e == FP32_BYTES else 2.0 * (e + FP32_BYTES)
-    return n * (casts + 4.0 + 8.0 + 8.0 + 4.0 + 8.0 + 8.0)
