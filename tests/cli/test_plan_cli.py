@@ -76,6 +76,22 @@ def test_validate_prints_every_case_and_summary() -> None:
     assert res.exit_code == 0, res.output
     assert "k22-175b-present" in res.output and "n21-1t" in res.output
     assert "step-time error: mean" in res.output
+    assert "by source: llama3" in res.output and "by gpu: h100-sxm" in res.output
+
+
+def test_validate_breaks_the_held_out_error_down_by_source_and_gpu() -> None:
+    """Where the held-out error lives: each source's and GPU's mean |error| is the mean over its own cases."""
+    from slowlink.workload.validate import heldout_cases, mean_abs_error
+
+    res = runner.invoke(app, ["validate", "--json"])
+    assert res.exit_code == 0, res.output
+    by = json.loads(res.stdout)["held_out"]["by"]
+    held = heldout_cases()
+    assert sum(g["cases"] for g in by["source"].values()) == len(held) == sum(g["cases"] for g in by["gpu"].values())
+    dgxc = [c for c in held if c.id.startswith("dgxc-")]
+    assert by["source"]["dgxc"]["mean_abs_error"] == pytest.approx(mean_abs_error(dgxc))
+    assert by["source"]["dgxc"]["mean_error"] == pytest.approx(sum(c.error for c in dgxc) / len(dgxc))
+    assert set(by["gpu"]) == {"a100-80gb", "h100-sxm"}
 
 
 def test_scale_json_and_bad_mode(tmp_path: Path) -> None:

@@ -146,7 +146,7 @@ def validate_runs(
     """Model every published run: predicted vs measured, the error, the mean and max (calibration and held-out)."""
     if ctx.invoked_subcommand is not None:
         return
-    from slowlink.report.plan import error_summary, validate_table, validation_json
+    from slowlink.report.plan import breakdown_text, error_summary, validate_table, validation_json
     from slowlink.workload.validate import cases, heldout_cases, mean_abs_error
 
     cs, held = cases(), heldout_cases()
@@ -158,6 +158,7 @@ def validate_runs(
         out.print(validate_table(held, "held-out runs (never tuned on): MFU, predicted vs measured "
                                  "(heldout_runs.yaml)"))
         out.print(error_summary(held, "held-out MFU"))
+        out.print(breakdown_text(held), soft_wrap=True)
     over = [f"{what} {mean_abs_error(c):.1%}" for what, c in (("calibration", cs), ("held-out", held))
             if fail_above is not None and mean_abs_error(c) * 100 > fail_above]
     if over:

@@ -108,12 +108,25 @@ def validate_table(cases: list[Case], title: str) -> Table:
 def validation_json(cases: list[Case]) -> dict[str, object]:
     """One set of ``slowlink validate --json``: each case (predicted, measured, error) and the mean and max
     |error|; ``quantity`` says what was compared (step time in s, or MFU as a fraction)."""
-    from slowlink.workload.validate import mean_abs_error
+    from slowlink.workload.validate import breakdown, mean_abs_error
 
     return {"quantity": cases[0].quantity if cases else None,
             "cases": [{"id": c.id, "predicted": c.predicted_s, "measured": c.measured_s, "error": c.error}
                       for c in cases],
-            "mean_abs_error": mean_abs_error(cases), "max_abs_error": max((abs(c.error) for c in cases), default=0.0)}
+            "mean_abs_error": mean_abs_error(cases), "max_abs_error": max((abs(c.error) for c in cases), default=0.0),
+            "by": {label: {k: {"cases": n, "mean_abs_error": m, "mean_error": b} for k, (n, m, b) in groups.items()}
+                   for label, groups in breakdown(cases).items()}}
+
+
+def breakdown_text(cases: list[Case]) -> str:
+    """One line per grouping: each source's (or GPU's) mean |error|, mean signed error (bias) and case count."""
+    from slowlink.workload.validate import breakdown
+
+    def group(k: str, n: int, m: float, b: float) -> str:
+        return f"{k} {m:.1%} (bias {b:+.1%}, n={n})"
+
+    return "\n".join(f"  by {label}: " + "; ".join(group(k, *v) for k, v in groups.items())
+                     for label, groups in breakdown(cases).items())
 
 
 def error_summary(cases: list[Case], what: str) -> str:

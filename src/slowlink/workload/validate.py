@@ -33,10 +33,16 @@ class Case:
     predicted_s: float
     measured_s: float
     quantity: str = "step time (s)"
+    gpu: str = ""  # the run's GPU (catalog name), for the breakdown by generation
 
     @property
     def error(self) -> float:
         return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def source(self) -> str:
+        """The publication family, the id's prefix (llama3, dgxc, hag23, n21, ...)."""
+        return self.id.split("-", 1)[0]
 
 
 def selene(nodes: int) -> Cluster:
@@ -86,7 +92,18 @@ def heldout_cases() -> list[Case]:
         # gradients alone 78 GiB), Nemotron-4 340B (+7.6 GiB), AA 65B SP (+0.5), fa2-gpt2.7b-8k (its assumed
         # micro-batch 8 without recompute: 160 GiB of activations)
         r = plan(w, cluster, check_memory=False)
-        out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU"))
+        out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name))
+    return out
+
+
+def breakdown(cases: list[Case]) -> dict[str, dict[str, tuple[int, float, float]]]:
+    """Cases, mean |error| and mean signed error by source (id prefix) and by GPU: where a set's error lives."""
+    out: dict[str, dict[str, tuple[int, float, float]]] = {}
+    for label in ("source", "gpu"):
+        groups: dict[str, list[Case]] = {}
+        for c in cases:
+            groups.setdefault((c.source if label == "source" else c.gpu) or "-", []).append(c)
+        out[label] = {k: (len(v), mean_abs_error(v), sum(c.error for c in v) / len(v)) for k, v in groups.items()}
     return out
 
 
@@ -106,8 +123,9 @@ def cases() -> list[Case]:
                 "training": {"global_batch": c["global_batch"], "micro_batch": c["micro_batch"],
                              "precision": "fp16", "recompute": rec, "flash_attention": False},
                 "parallel": {"tp": c["tp"], "pp": c["pp"], "dp": 1, "vp": c["vp"], "sequence_parallel": sp}})
-            r = plan(w, selene(c["gpus"] // 8))
-            out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"]))
+            cl = selene(c["gpus"] // 8)
+            r = plan(w, cl)
+            out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"], gpu=cl.gpu.name))
     runs = _data("narayanan_2021_runs.yaml")["runs"]
     for c in data["narayanan_2021"]["cases"]:
         run = runs[c["id"]]
@@ -121,6 +139,7 @@ def cases() -> list[Case]:
                          "vp": stage // run.get("layers_per_virtual_stage", stage),
                          "sequence_parallel": False, "zero": 0},
             "overlap": {"grad_reduce": run["ddp"] == "torch"}})
-        r = plan(w, selene(c["gpus"] // 8))
-        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"]))
+        cl = selene(c["gpus"] // 8)
+        r = plan(w, cl)
+        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name))
     return out
