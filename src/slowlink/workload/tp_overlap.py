@@ -19,7 +19,9 @@ methods and splits and change only SM counts and ``aggregate``. Schedules, from
 A window's exposed time is what it lasts beyond the unsplit GEMM the layer's compute already counts
 (:func:`~slowlink.workload.compute.layer_compute`): the collective's uncovered part and the split GEMMs' own cost
 (chunks priced by :func:`~slowlink.workload.compute.gemm_time_s`, up to three at once as TE's three compute streams
-run them: wave quantisation makes small chunks slower).
+run them: wave quantisation makes small chunks slower), never less than nothing. The SM contention of the hidden part
+stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`), though ring_exchange copies run on the
+copy engine (``use_ce``) and hold about no SMs.
 Megatron-Core asserts sequence parallelism for TP overlap (core_r0.10.0 megatron/training/arguments.py): without
 it the all-reduces stay exposed. Not modelled: ``aggregate`` (2x chunks after one exposed 1x exchange), the
 last RS chunk's larger SM count (UB_MAX_SM).
