@@ -289,6 +289,7 @@ def test_hidden_communication_slows_the_compute_beside_it(monkeypatch: pytest.Mo
 
 def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     from slowlink.workload import step as step_module
+    from slowlink.workload.tp_overlap import tp_overlap
 
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     w = replace(w, overlap=w.overlap.model_copy(update={"tp_comm": True, "grad_reduce": False,
@@ -298,7 +299,9 @@ def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) ->
     slowed = plan(w, cluster)
     monkeypatch.setattr(step_module, "comm_sm_share", lambda sms: 0.0)
     free = plan(w, cluster)
-    hidden_tp = slowed.comm_total_s["tp"] - slowed.comm_s["tp"]
+    # what ran beside a GEMM (tp_overlap.hidden_s), every layer of every micro-batch (pp 1)
+    micro = w.training.global_batch // (w.training.micro_batch * w.parallel.dp)
+    hidden_tp = micro * w.model.layers * tp_overlap(w, analytical_cost(cluster), cluster.gpu).hidden_s
     assert hidden_tp > 0
     assert slowed.contention_s == pytest.approx(24 / cluster.gpu.sms * hidden_tp)
     assert slowed.step_time_s - free.step_time_s == pytest.approx(slowed.contention_s)  # pp 1: no bubble

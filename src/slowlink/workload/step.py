@@ -7,9 +7,10 @@
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer + DP contention
-Overlapped communication slows the compute it hides behind (its CTAs hold SMs:
-:func:`~slowlink.workload.traffic.overlap_contention_s`): the TP (when overlapped) and CP traffic of a layer
-lengthen that layer, the hidden DP traffic the step.
+With ``overlap.tp_comm`` (and SP) the TP collectives are paired with GEMMs as Transformer Engine's userbuffers
+does (:func:`~slowlink.workload.tp_overlap.tp_overlap`). Overlapped communication slows the compute it hides
+behind (its CTAs hold SMs: :func:`~slowlink.workload.traffic.overlap_contention_s`): the hidden TP and CP
+traffic of a layer lengthen that layer, the hidden DP traffic the step.
 Communication is priced by a :data:`~slowlink.workload.comm.CommCost` (analytical by default) on the
 groups of :mod:`slowlink.workload.placement`; exposure rules are in :mod:`slowlink.workload.traffic`.
 """
@@ -27,6 +28,7 @@ from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
+from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, overlap_contention_s
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
@@ -140,10 +142,13 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     lc = layer_compute(w, paced)
     dims = all_dims(w, cluster, price, lc, busiest, micro)
     tp = dims["tp"]
-    tp_exp = max(0.0, tp.total_s - lc.total_s) if w.overlap.tp_comm else tp.exposed_s
+    tp_total, tp_exp, tp_hidden = tp.total_s, tp.exposed_s, 0.0
+    if w.overlap.tp_comm and w.parallel.sequence_parallel:  # userbuffers (Megatron asserts SP for it)
+        ub = tp_overlap(w, price, paced)
+        tp_total, tp_exp, tp_hidden = ub.total_s, ub.exposed_s, ub.hidden_s
     per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
     share = comm_sm_share(paced.sms)
-    beside = (tp.total_s if w.overlap.tp_comm else 0.0) + dims["cp"].total_s - dims["cp"].exposed_s
+    beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logits = logits_compute_s(w, paced)
@@ -161,7 +166,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
                "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
-    totals = {"tp": micro * busiest * tp.total_s, "cp": micro * busiest * dims["cp"].total_s,
+    totals = {"tp": micro * busiest * tp_total, "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
               "dp": dims["dp"].total_s}
     gb = w.training.global_batch

@@ -1,7 +1,8 @@
 """Seconds of each parallel dimension's traffic per step, total and exposed (what the step waits for).
 
 Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on the busiest stage):
-  TP  exposed unless overlap.tp_comm, then only what exceeds the layer's compute;
+  TP  exposed unless overlap.tp_comm with SP: then each collective against the GEMM TE pairs it with
+      (:mod:`slowlink.workload.tp_overlap`);
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between

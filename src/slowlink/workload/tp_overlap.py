@@ -1,0 +1,131 @@
+"""TP communication overlapped with the GEMMs the way Transformer Engine's userbuffers does it (``overlap.tp_comm``).
+
+Source: NVIDIA/TransformerEngine tag v1.13 (the TE of the NeMo 24.12 container).
+``transformer_engine/pytorch/module/base.py``, ``initialize_ub``: the default method of each GEMM is
+  ring_exchange  qkv_fprop, fc1_fprop (all-gather of the layer-norm output), proj_dgrad, fc2_dgrad (all-gather
+                 of the output gradient); ``num_splits`` = tp, P2P copies on the copy engine (``use_ce``);
+  pipeline       proj_fprop, fc2_fprop (reduce-scatter of the output), ``num_splits`` 4;
+  bulk           qkv_dgrad, fc1_dgrad (all-gather of the saved input for the weight gradient, beside the data
+                 gradient GEMM), qkv_wgrad, fc1_wgrad (reduce-scatter of the data gradient, beside the weight
+                 gradient GEMM).
+The dgxc-benchmarking 25.02 configs (GPT-3 175B, Llama 3.1 70B/405B ``ub_tp_comm_overlap_cfg``) keep these
+methods and splits and change only SM counts and ``aggregate``. Schedules, from
+``transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp``:
+  ``CommOverlapP2PBase::split_overlap_ag`` (ring_exchange): tp GEMMs of m/tp rows; chunk i+1 waits for the
+      i-th neighbour exchange, which starts beside GEMM chunk i:  (tp - 1) x max(GEMM chunk, step) + GEMM chunk;
+  ``CommOverlapBase::split_overlap_rs`` (pipeline): n GEMMs of m/n rows; the reduce-scatter of chunk i runs beside
+      GEMM chunk i+1, the last one after the last GEMM:  GEMM chunk + (n - 1) x max(GEMM chunk, RS chunk) + RS chunk;
+  ``CommOverlapBase::bulk_overlap``: the whole collective beside the whole GEMM:  max(GEMM, collective).
+A window's exposed time is what it lasts beyond the unsplit GEMM the layer's compute already counts
+(:func:`~slowlink.workload.compute.layer_compute`): the collective's uncovered part and the split GEMMs' own cost
+(chunks priced by :func:`~slowlink.workload.compute.gemm_time_s`, up to three at once as TE's three compute streams
+run them: wave quantisation makes small chunks slower), never less than nothing. The SM contention of the hidden part
+stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`), though ring_exchange copies run on the
+copy engine (``use_ce``) and hold about no SMs.
+Megatron-Core asserts sequence parallelism for TP overlap (core_r0.10.0 megatron/training/arguments.py): without
+it the all-reduces stay exposed. Not modelled: ``aggregate`` (2x chunks after one exposed 1x exchange), the
+last RS chunk's larger SM count (UB_MAX_SM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slowlink.catalog import Gpu
+from slowlink.workload.comm import CommCost, groups_of
+from slowlink.workload.compute import Gemm, gemm_time_s, layer_gemms
+from slowlink.workload.memory import kept_bytes
+from slowlink.workload.spec import Workload
+
+PIPELINE_SPLITS = 4  # TE v1.13 base.py initialize_ub: num_splits 4 for `pipeline` (dgxc 25.02 configs: 4 too)
+UB_STREAMS = 3  # TE v1.13 base.py _NUM_MAX_UB_STREAMS: compute streams the chunk GEMMs rotate over
+
+
+@dataclass(frozen=True)
+class TpOverlap:
+    """TP seconds of one layer and micro-batch under userbuffers: every collective (``total_s``), what the layer
+    waits beyond its unsplit GEMMs (``exposed_s``), and the communication that ran beside a GEMM (``hidden_s``)."""
+
+    total_s: float
+    exposed_s: float
+    hidden_s: float
+
+
+@dataclass(frozen=True)
+class _Window:
+    time_s: float  # the GEMM(s) and the collective together
+    gemm_s: float  # the unsplit GEMM, as layer_compute prices it
+    split_gemm_s: float  # the GEMM as run (chunks)
+    comm_s: float
+
+
+def chunk_time_s(g: Gemm, n: int, gpu: Gpu, precision: str) -> float:
+    """Seconds of one of ``n`` row chunks of ``g``: TE issues chunk i on compute stream i mod 3, so up to
+    UB_STREAMS chunks share the SMs; priced as 1/s of one GEMM of s chunks' rows (their tiles fill the same
+    waves), s = min(UB_STREAMS, n)."""
+    s = min(UB_STREAMS, n)
+    return gemm_time_s(Gemm(g.m * s / n, g.n, g.k, g.batch), gpu, precision) / s
+
+
+def ring_exchange_ag(g: Gemm, gather_s: float, tp: int, gpu: Gpu, precision: str) -> _Window:
+    """All-gather of the GEMM's row-sharded input by tp - 1 neighbour exchanges (each 1/(tp-1) of ``gather_s``),
+    beside tp GEMMs of m/tp rows (TE ``split_overlap_ag``)."""
+    chunk = chunk_time_s(g, tp, gpu, precision)
+    step = gather_s / (tp - 1)
+    return _Window((tp - 1) * max(chunk, step) + chunk, gemm_time_s(g, gpu, precision), tp * chunk, gather_s)
+
+
+def pipeline_rs(g: Gemm, rs_chunk_s: float, splits: int, gpu: Gpu, precision: str) -> _Window:
+    """GEMM in ``splits`` row chunks, each chunk's output reduce-scattered (``rs_chunk_s``) beside the next chunk's
+    GEMM, the last after the last GEMM (TE ``split_overlap_rs``)."""
+    chunk = chunk_time_s(g, splits, gpu, precision)
+    return _Window(chunk + (splits - 1) * max(chunk, rs_chunk_s) + rs_chunk_s, gemm_time_s(g, gpu, precision),
+                   splits * chunk, splits * rs_chunk_s)
+
+
+def bulk(g: Gemm, comm_s: float, gpu: Gpu, precision: str) -> _Window:
+    """A whole collective beside a whole GEMM (TE ``bulk_overlap``)."""
+    t = gemm_time_s(g, gpu, precision)
+    return _Window(max(t, comm_s), t, t, comm_s)
+
+
+def _blocks(w: Workload) -> list[tuple[Gemm, Gemm]]:
+    """(column-parallel, row-parallel) GEMM pair of each TP block: attention (QKV, output projection) and the MLP
+    (in, out), the shared experts' for an MoE layer with them; a routed-only MoE layer's experts have none (their
+    TP traffic is the dispatcher's, :func:`~slowlink.workload.traffic.ep_layer`)."""
+    gemms = layer_gemms(w)
+    moe = w.model.moe
+    pairs = [(gemms[0], gemms[1])]
+    if moe is None:
+        pairs.append((gemms[2], gemms[3]))
+    elif moe.shared_experts:
+        pairs.append((gemms[-2], gemms[-1]))
+    return pairs
+
+
+def tp_overlap(w: Workload, cost: CommCost, gpu: Gpu) -> TpOverlap:
+    """TP seconds of one layer and micro-batch with every collective paired to its GEMM as TE v1.13 does (module
+    docstring). Per block, forward: all-gather -> column GEMM (ring_exchange), row GEMM -> reduce-scatter
+    (pipeline); backward: output-gradient all-gather -> row data-gradient GEMM (ring_exchange), input
+    all-gather beside the column data-gradient GEMM and its reduce-scatter beside the column weight-gradient GEMM
+    (bulk, ``layernorm_linear.py`` backward). Full recompute runs the forward windows twice."""
+    p = w.parallel
+    if p.tp == 1 or not p.sequence_parallel:
+        return TpOverlap(0.0, 0.0, 0.0)
+    prec = w.training.precision
+    size = w.training.micro_batch * w.model.seq_len / p.cp * w.model.hidden * kept_bytes(prec)
+    grp = groups_of(p, "tp")
+    ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
+    rs_chunk = cost("reduce_scatter", size / PIPELINE_SPLITS, grp)
+    passes = 2 if w.training.recompute == "full" else 1
+    windows: list[_Window] = []
+    for col, row in _blocks(w):
+        fwd = [ring_exchange_ag(col, ag, p.tp, gpu, prec), pipeline_rs(row, rs_chunk, PIPELINE_SPLITS, gpu, prec)]
+        col_dgrad, col_wgrad = col.backward()
+        row_dgrad, _ = row.backward()
+        windows += fwd * passes + [ring_exchange_ag(row_dgrad, ag, p.tp, gpu, prec), bulk(col_dgrad, ag, gpu, prec),
+                                   bulk(col_wgrad, rs, gpu, prec)]
+    total = sum(x.comm_s for x in windows)
+    exposed = sum(max(0.0, x.time_s - x.gemm_s) for x in windows)
+    waited = sum(max(0.0, x.time_s - x.split_gemm_s) for x in windows)
+    return TpOverlap(total, exposed, total - waited)
