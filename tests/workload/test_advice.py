@@ -42,3 +42,17 @@ def test_expert_parallelism_across_nodes_is_advised_back_into_the_nvlink_domain(
     base = plan(w, c)
     ep = [a for a in advise(w, c, base) if a.change.startswith("keep EP in the NVLink domain")]
     assert ep and "ep 4" in ep[0].change and ep[0].step_time_s < base.step_time_s
+
+
+def test_tp_overlap_is_advised_with_the_sequence_parallelism_it_needs() -> None:
+    """TE's userbuffers overlap hides TP only under SP (workload.tp_overlap): without SP the advice turns both on,
+    and the re-run it quotes is the plan with both."""
+    c = load_cluster(EX / "ref-64gpu.yaml")
+    w = load_workload(EX / "llama3-70b.yaml")
+    no_sp = replace(w, parallel=w.parallel.model_copy(update={"sequence_parallel": False}))
+    base = plan(no_sp, c, check_memory=False)  # without SP its activations do not fit: the timing is the point
+    tp = [a for a in advise(no_sp, c, base, check_memory=False) if "overlap TP collectives" in a.change]
+    assert tp and "parallel.sequence_parallel: true" in tp[0].change and "overlap.tp_comm: true" in tp[0].change
+    both = replace(no_sp, parallel=no_sp.parallel.model_copy(update={"sequence_parallel": True}),
+                   overlap=no_sp.overlap.model_copy(update={"tp_comm": True}))
+    assert tp[0].step_time_s == plan(both, c, check_memory=False).step_time_s < base.step_time_s

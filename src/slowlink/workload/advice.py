@@ -57,10 +57,14 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
         out.append((f"keep TP in the NVLink domain: tp {dom}, dp {p.dp * p.tp // dom}",
                     upd("parallel", tp=dom, dp=p.dp * p.tp // dom), cluster))
     for key, words in (("grad_reduce", "overlap the DP gradient reduction with the backward pass"),
-                       ("param_gather", "overlap the parameter all-gather with the forward pass"),
-                       ("tp_comm", "overlap TP collectives with the GEMMs (userbuffers / async TP)")):
+                       ("param_gather", "overlap the parameter all-gather with the forward pass")):
         if not getattr(o, key):
             out.append((f"{words} (overlap.{key}: true)", upd("overlap", **{key: True}), cluster))
+    if not o.tp_comm and p.tp > 1:  # userbuffers overlap needs sequence parallelism (workload.tp_overlap)
+        tp_ov = replace(upd("overlap", tp_comm=True), parallel=p.model_copy(update={"sequence_parallel": True}))
+        out.append(("overlap TP collectives with the GEMMs (userbuffers"
+                    + (")" if p.sequence_parallel else "; it needs sequence parallelism: parallel.sequence_parallel: "
+                       "true") + ", overlap.tp_comm: true)", tp_ov, cluster))
     if t.grad_comm_dtype == "fp32":
         out.append(("BF16 gradients (training.grad_comm_dtype: bf16)", upd("training", grad_comm_dtype="bf16"),
                     cluster))
