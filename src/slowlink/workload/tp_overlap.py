@@ -20,8 +20,12 @@ A window's exposed time is what it lasts beyond the unsplit GEMM the layer's com
 (:func:`~slowlink.workload.compute.layer_compute`): the collective's uncovered part and the split GEMMs' own cost
 (chunks priced by :func:`~slowlink.workload.compute.gemm_time_s`, up to three at once as TE's three compute streams
 run them: wave quantisation makes small chunks slower), never less than nothing. The SM contention of the hidden part
-stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`), though ring_exchange copies run on the
-copy engine (``use_ce``) and hold about no SMs.
+stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`) at NCCL's 24 CTAs. TE's own kernels
+hold fewer SMs (base.py get_default_config: num_sm 1 for ring_exchange, whose copies run on the copy engine, 16
+for pipeline and bulk; the dgxc 25.02 configs set 1-24 per GEMM) but also take HBM bandwidth, which the SM-only
+rule does not count. With TE's counts the rule would give 1-12% compute slowdown under overlap on an H100, below
+the 18.9% Lee et al. 2025 measured on average (24 CTAs: 22%); so the one count stays, and per-method SMs plus the
+HBM share are open (with them the held-out mean read 7.6% instead of 6.6%, 2026-12-04).
 Megatron-Core asserts sequence parallelism for TP overlap (core_r0.10.0 megatron/training/arguments.py): without
 it the all-reduces stay exposed. Not modelled: ``aggregate`` (2x chunks after one exposed 1x exchange), the
 last RS chunk's larger SM count (UB_MAX_SM).
