@@ -24,7 +24,8 @@ from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
-from slowlink.workload.compute import layer_compute, logits_compute_s
+from slowlink.workload.compute import elementwise_bw_bytes_s, layer_compute, logits_compute_s
+from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
@@ -90,6 +91,16 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
     return (first if first is not None else mid, mid, last if last is not None else mid)
 
 
+def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_s: float,
+                 last_extra_s: float) -> float:
+    """Seconds of one micro-batch on the slowest pipeline stage: its layers, plus the embedding's work on the
+    first stage and the logits' on the last (one stage holds both when pp is 1)."""
+    first, mid, last = layers_s
+    if w.parallel.pp == 1:
+        return first + first_extra_s + last_extra_s
+    return max(first + first_extra_s, mid, last + last_extra_s)
+
+
 def fit_dp(w: Workload, cluster: Cluster) -> Workload:
     """``w`` with ``parallel.dp: auto`` resolved on ``cluster``: its GPUs / (tp x pp x cp); else ``w``."""
     p = w.parallel
@@ -152,9 +163,10 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logits = logits_compute_s(w, paced)
+    emb = embedding_grad_bytes(w) / elementwise_bw_bytes_s(paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
-    t_mb = max(first * per_layer, mid * per_layer, last * per_layer + logits) + pp_mb
-    compute = micro * max(first * lc.total_s, mid * lc.total_s, last * lc.total_s + logits)
+    t_mb = stage_time_s(w, (first * per_layer, mid * per_layer, last * per_layer), emb, logits) + pp_mb
+    compute = micro * stage_time_s(w, (first * lc.total_s, mid * lc.total_s, last * lc.total_s), emb, logits)
     bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     gpu = cluster.gpu

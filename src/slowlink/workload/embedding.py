@@ -1,0 +1,27 @@
+"""Device work of the input embedding that no GEMM covers: the dense weight gradient of every micro-batch.
+
+Megatron-Core core_r0.10.0 (github.com/NVIDIA/Megatron-LM) tensor_parallel/layers.py VocabParallelEmbedding.forward
+looks the tokens up with ``F.embedding`` (or ``self.weight[masked_input]``), whose backward is PyTorch's dense one:
+aten/src/ATen/native/cuda/Embedding.cu ``embedding_dense_backward_cuda`` (and the sorted path's
+``embedding_backward_cuda_kernel``) allocates ``at::zeros({num_weights, h})`` in the parameters' dtype and adds the
+token gradients into it: the whole [V/tp, h] table is written once however few tokens there are. Megatron's DDP
+then adds it into the fp32 main gradient, a gradient that no fused weight-gradient kernel has already accumulated
+(distributed/distributed_data_parallel.py, the backward post-hook: ``param.main_grad.add_(param.grad.data)``
+unless ``grad_added_to_main_grad``): the bf16 gradient read, the fp32 main gradient read and written. Per
+micro-batch on the first pipeline stage, V/tp x h x (e written + e read + 4 + 4) bytes. The lookup itself and the
+scatter of the tokens' rows are tokens x h: not counted.
+"""
+
+from __future__ import annotations
+
+from slowlink.workload.memory import kept_bytes
+from slowlink.workload.spec import DTYPE_BYTES, Workload
+
+MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
+
+
+def embedding_grad_bytes(w: Workload) -> float:
+    """HBM bytes of the input embedding's dense weight gradient for one micro-batch (module docstring)."""
+    m, p = w.model, w.parallel
+    e = kept_bytes(w.training.precision)
+    return m.vocab / p.tp * m.hidden * (2.0 * e + 2.0 * MAIN_GRAD_BYTES)
