@@ -97,8 +97,8 @@ def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
 
 def layer_gemms(w: Workload) -> list[Gemm]:
     """Forward weight GEMMs of one layer on one GPU (MoE experts included)."""
-    m, p, t = w.model, w.parallel, w.training
-    tokens = t.micro_batch * m.seq_len / p.cp
+    m, p = w.model, w.parallel
+    tokens = w.micro_batch_tokens
     h, tp = m.hidden, p.tp
     h_kv = h * m.kv_heads / m.heads
     mats = 2 if m.gated_mlp else 1
@@ -159,7 +159,7 @@ def logits_compute_s(w: Workload, gpu: Gpu) -> float:
     """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
     (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage)."""
     m, p, t = w.model, w.parallel, w.training
-    g = Gemm(t.micro_batch * m.seq_len / p.cp, m.vocab / p.tp, m.hidden)
+    g = Gemm(w.micro_batch_tokens, m.vocab / p.tp, m.hidden)
     prec = t.precision
     gemms = gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
     return gemms + cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu)

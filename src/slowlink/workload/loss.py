@@ -27,7 +27,7 @@ def cross_entropy_bytes(w: Workload) -> float:
     ``training.cross_entropy: fused``: :data:`FUSED_CE_PASSES` passes of e bytes per logit.
     """
     m, p, t = w.model, w.parallel, w.training
-    n = t.micro_batch * m.seq_len / p.cp * m.vocab / p.tp
+    n = w.micro_batch_tokens * m.vocab / p.tp
     e = kept_bytes(t.precision)
     if t.cross_entropy == "fused":
         return n * FUSED_CE_PASSES * e

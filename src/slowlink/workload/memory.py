@@ -96,9 +96,9 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     """
     m, p, t = w.model, w.parallel, w.training
     mode = t.recompute if recompute is None else recompute
-    tokens = m.seq_len / p.cp * t.micro_batch
+    tokens = w.micro_batch_tokens
     e = kept_bytes(t.precision)
-    split = p.tp if p.sequence_parallel and p.tp > 1 else 1
+    split = w.sp_split
     h, h_kv = m.hidden, m.hidden * m.kv_heads / m.heads
     if mode == "full":
         return tokens * e * h / split

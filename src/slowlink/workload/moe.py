@@ -25,9 +25,7 @@ from slowlink.workload.spec import Workload
 
 def local_tokens(w: Workload) -> float:
     """Tokens of one micro-batch on one GPU before dispatch: b*s/cp, /tp with sequence parallelism."""
-    p, t = w.parallel, w.training
-    split = p.tp if p.sequence_parallel else 1
-    return t.micro_batch * w.model.seq_len / (p.cp * split)
+    return w.micro_batch_tokens / w.sp_split
 
 
 def routed_bytes(w: Workload) -> float:
@@ -71,7 +69,7 @@ def expert_activation_bytes(w: Workload) -> float:
     if m.moe is None:
         return 0.0
     e = m.moe
-    tokens = t.micro_batch * m.seq_len / p.cp
+    tokens = w.micro_batch_tokens
     per_token = e.top_k * mlp_kept_per_token(m.hidden, e.expert_ffn_hidden, m.gated_mlp, p.tp)
     per_token += mlp_kept_per_token(0.0, e.expert_ffn_hidden * e.shared_experts, m.gated_mlp, p.tp)
     per_token -= mlp_kept_per_token(0.0, m.ffn_hidden, m.gated_mlp, p.tp)

@@ -197,6 +197,17 @@ class Workload:
     data: DataSpec | None = None  # the storage model's sections (slowlink.spec.storage)
     checkpoint: CheckpointSpec | None = None
 
+    @property
+    def micro_batch_tokens(self) -> float:
+        """Tokens of one micro-batch on one GPU before any TP split: b*s/cp."""
+        return self.training.micro_batch * self.model.seq_len / self.parallel.cp
+
+    @property
+    def sp_split(self) -> int:
+        """What sequence parallelism divides the tensors TP would replicate by: tp under SP, else 1."""
+        p = self.parallel
+        return p.tp if p.sequence_parallel and p.tp > 1 else 1
+
 
 _MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "gated_mlp")
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import Gemm, gemm_time_s, layer_gemms
-from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import Workload
+from slowlink.workload.traffic import micro_batch_act_bytes
 
 PIPELINE_SPLITS = 4  # TE v1.13 base.py initialize_ub: num_splits 4 for `pipeline` (dgxc 25.02 configs: 4 too)
 UB_STREAMS = 3  # TE v1.13 base.py _NUM_MAX_UB_STREAMS: compute streams the chunk GEMMs rotate over
@@ -117,7 +117,7 @@ def tp_overlap(w: Workload, cost: CommCost, gpu: Gpu) -> TpOverlap:
     if p.tp == 1 or not p.sequence_parallel:
         return TpOverlap(0.0, 0.0, 0.0)
     prec = w.training.precision
-    size = w.training.micro_batch * w.model.seq_len / p.cp * w.model.hidden * kept_bytes(prec)
+    size = micro_batch_act_bytes(w)
     grp = groups_of(p, "tp")
     ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
     rs_chunk = cost("reduce_scatter", size / PIPELINE_SPLITS, grp)

@@ -67,9 +67,9 @@ def overlap_contention_s(comm_s: float, compute_s: float, share: float) -> float
     return max(comm_s, compute_s + share * comm_s) - max(comm_s, compute_s)
 
 
-def _act(w: Workload) -> float:
-    """b*s*h/cp activation bytes of one micro-batch."""
-    return w.training.micro_batch * w.model.seq_len / w.parallel.cp * w.model.hidden * kept_bytes(w.training.precision)
+def micro_batch_act_bytes(w: Workload) -> float:
+    """b*s*h/cp activation bytes of one micro-batch: what a TP collective or a PP hop moves (before any split)."""
+    return w.micro_batch_tokens * w.model.hidden * kept_bytes(w.training.precision)
 
 
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
@@ -77,7 +77,7 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     p = w.parallel
     if p.tp == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "tp")
-    grp, size = groups_of(p, "tp"), _act(w)
+    grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
     moe = w.model.moe
     # attention and MLP blocks; a routed-only MoE MLP has none of its own (its dispatcher's are in ep_layer)
     blocks = 1.0 if moe is not None and not moe.shared_experts else 2.0
@@ -94,7 +94,7 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
     p, m = w.parallel, w.model
     if p.cp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "cp_pairs")
-    kv = 2.0 * w.training.micro_batch * m.seq_len / p.cp * m.hidden * m.kv_heads / m.heads / p.tp * kept_bytes(
+    kv = 2.0 * w.micro_batch_tokens * m.hidden * m.kv_heads / m.heads / p.tp * kept_bytes(
         w.training.precision)
     if p.cp_impl == "all_gather":  # full-sequence K/V gathered forward (again under full recompute), dK/dV
         full, grp = kv * p.cp, groups_of(p, "cp")  # reduce-scattered backward; all on the critical path
@@ -134,10 +134,10 @@ def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
     p = w.parallel
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
-    size = _act(w) / p.tp  # scatter/gather (Narayanan et al. 2021, Sec. 4.1) or SP
+    size = micro_batch_act_bytes(w) / p.tp  # scatter/gather (Narayanan et al. 2021, Sec. 4.1) or SP
     t = 2.0 * p.vp * cost("send_recv", size, groups_of(p, "pp_pairs"))
     if p.tp > 1 and not p.sequence_parallel:  # the receiver re-assembles the tensor over NVLink
-        t += 2.0 * p.vp * cost("all_gather", _act(w), groups_of(p, "tp"))
+        t += 2.0 * p.vp * cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
     return DimComm(t, t, "send_recv", size, "pp_pairs")
 
 
