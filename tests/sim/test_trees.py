@@ -13,9 +13,11 @@ from slowlink.collectives.constants import NVLS_TREE_NET_FACTOR
 from slowlink.collectives.model import predict
 from slowlink.sim import lockstep
 from slowlink.sim.collectives import simulate_collective
+from slowlink.sim.phase import Phase
 from slowlink.sim.trees import btree_parent, dtree_edges, nvls_phase
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 
 
 def h100(nodes: int, routing: str = "adaptive", tiers: int = 2) -> Cluster:
@@ -47,6 +49,15 @@ def test_double_tree_spans_and_inner_nodes_of_one_are_leaves_of_the_other(n: int
         assert not inner[0] & inner[1]
 
 
+def _link_load(topo: Topology, ph: Phase) -> np.ndarray:
+    """Bytes every link of ``topo`` carries in ``ph``."""
+    load = np.zeros(len(topo.capacity_bytes_s))
+    for f in ph.flows:
+        for link in f.path:
+            load[link] += f.size_bytes
+    return load
+
+
 def test_each_nic_moves_twice_its_share_each_way() -> None:
     # Per channel (one per NIC) and tree an edge carries S/2k each way; an inner node (2 children + parent)
     # of one tree is a leaf of the other: 3 + 1 = 4 half-shares = 2 S/k per NIC, S/0.9 on the wire (NVLS-tree).
@@ -54,11 +65,7 @@ def test_each_nic_moves_twice_its_share_each_way() -> None:
     topo = build(c)
     size = units.GiB
     ph = nvls_phase(topo, [list(range(c.gpus))], size)
-    load = np.zeros(len(topo.capacity_bytes_s))
-    for f in ph.flows:
-        for link in f.path:
-            load[link] += f.size_bytes
-    nic_up = load[topo.nic_up]
+    nic_up = _link_load(topo, ph)[topo.nic_up]
     assert abs(nic_up.max() - 2 * size / 8 / NVLS_TREE_NET_FACTOR) / nic_up.max() < 1e-9
     assert abs(nic_up.sum() - 2 * (16 - 1) * size / NVLS_TREE_NET_FACTOR) / nic_up.sum() < 1e-9
 
@@ -121,10 +128,6 @@ def test_nvls_tree_heads_use_32_of_a_racks_72_nics() -> None:
     topo = build(c)
     size = units.GiB
     ph = nvls_phase(topo, [list(range(c.gpus))], size)
-    load = np.zeros(len(topo.capacity_bytes_s))
-    for f in ph.flows:
-        for link in f.path:
-            load[link] += f.size_bytes
-    nic_up = load[topo.nic_up]
+    nic_up = _link_load(topo, ph)[topo.nic_up]
     assert (nic_up > 0).sum() == 2 * 32
     assert nic_up.max() == pytest.approx(size / NVLS_TREE_NET_FACTOR / 32, rel=1e-9)
