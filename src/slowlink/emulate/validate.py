@@ -5,12 +5,12 @@ NIC at the emulated rate times TCP's payload fraction (``MSS / frame`` = 1448 / 
 since tbf counts whole Ethernet frames), transport efficiency 1, no switch latency, and the added delay
 of each impaired link on that link (the analytical model, which has one latency for every path, is given
 the largest). Error = (predicted - measured) / measured; measured is the median of the timed iterations
-of the slowest rank; ``best_s`` is the fastest timed iteration. An all_to_all over TCP leaves links idle
-near its end in most iterations (TCP shares the sender's link and the receiver's port, two bottlenecks in
-series, unevenly: plain Python sockets show it too, docs/emulate.md); measured here on a non-oversubscribed
-switch, 4 ranks, 6 MiB: iterations at 0.42, 0.54 and 0.65 s against a 0.395 s fluid bound, with no TCP
-retransmission when the queue is deep. The fluid models do not represent that sharing, so the best
-iteration is the fabric-limited time and the median adds TCP's losses: both are reported.
+of the slowest rank; ``best_s`` is the fastest timed iteration. all_to_all is timed with every receive
+posted before any send, as NCCL runs it (:mod:`slowlink.emulate.collective` says why gloo's own
+``all_to_all_single`` is not used): on the 2:1 and 3:1 two-leaf trees both models then read -7% against its
+median (docs/emulate.md); what is left is TCP sharing the sender's link and the receiver's port, two
+bottlenecks in series, unevenly (plain Python sockets show it on a single switch too), which the fluid
+models do not represent: the best iteration and the median are both reported.
 ``cpu_busy`` is the machine's CPU use during the timed iterations (``/proc/stat``, other users included)
 and ``rank_cpu`` the busiest rank's CPU time / wall time. A rank busy half the time or more (or a quarter
 on a saturated machine) means the CPUs, not the links, may set the time: the row says ``cpu_limited``.
