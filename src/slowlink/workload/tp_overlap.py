@@ -1,34 +1,38 @@
-"""TP communication overlapped with the GEMMs the way Transformer Engine's userbuffers does it (``overlap.tp_comm``).
+"""TP communication overlapped with the GEMMs the way Transformer Engine's userbuffers does it (``overlap.tp_comm``),
+under the workload's userbuffers config (``overlap.tp_comm_config``, :mod:`slowlink.workload.tp_comm_config`).
 
 Source: NVIDIA/TransformerEngine tag v1.13 (the TE of the NeMo 24.12 container).
-``transformer_engine/pytorch/module/base.py``, ``initialize_ub``: the default method of each GEMM is
+``transformer_engine/pytorch/module/base.py``, ``initialize_ub``: the method of each GEMM is
   ring_exchange  qkv_fprop, fc1_fprop (all-gather of the layer-norm output), proj_dgrad, fc2_dgrad (all-gather
-                 of the output gradient); ``num_splits`` = tp, P2P copies on the copy engine (``use_ce``);
-  pipeline       proj_fprop, fc2_fprop (reduce-scatter of the output), ``num_splits`` 4;
+                 of the output gradient); tp chunks, P2P copies on the copy engine (``use_ce``);
+  pipeline       proj_fprop, fc2_fprop (reduce-scatter of the output), ``num_splits`` chunks (default 4);
   bulk           qkv_dgrad, fc1_dgrad (all-gather of the saved input for the weight gradient, beside the data
                  gradient GEMM), qkv_wgrad, fc1_wgrad (reduce-scatter of the data gradient, beside the weight
                  gradient GEMM).
-The dgxc-benchmarking 25.02 configs (GPT-3 175B, Llama 3.1 70B/405B ``ub_tp_comm_overlap_cfg``) keep these
-methods and splits and change only SM counts and ``aggregate``. Schedules, from
-``transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp``:
+Schedules, from ``transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp``:
   ``CommOverlapP2PBase::split_overlap_ag`` (ring_exchange): tp GEMMs of m/tp rows; chunk i+1 waits for the
       i-th neighbour exchange, which starts beside GEMM chunk i:  (tp - 1) x max(GEMM chunk, step) + GEMM chunk;
+      with ``aggregate``: one exposed 1x exchange, then tp/2 GEMMs of 2 chunks, each but the last beside a 2x
+      exchange:  step + (tp/2 - 1) x max(GEMM pair, 2 steps) + GEMM pair;
   ``CommOverlapBase::split_overlap_rs`` (pipeline): n GEMMs of m/n rows; the reduce-scatter of chunk i runs beside
       GEMM chunk i+1, the last one after the last GEMM:  GEMM chunk + (n - 1) x max(GEMM chunk, RS chunk) + RS chunk;
   ``CommOverlapBase::bulk_overlap``: the whole collective beside the whole GEMM:  max(GEMM, collective).
-A window's exposed time is what it lasts beyond the unsplit GEMM the layer's compute already counts
-(:func:`~slowlink.workload.compute.layer_compute`): the collective's uncovered part and the split GEMMs' own cost
-(chunks priced by :func:`~slowlink.workload.compute.gemm_time_s`, up to three at once as TE's three compute streams
-run them: wave quantisation makes small chunks slower), never less than nothing. The SM contention of the hidden part
-stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`) at NCCL's 24 CTAs. TE's own kernels
-hold fewer SMs (base.py get_default_config: num_sm 1 for ring_exchange, whose copies run on the copy engine, 16
-for pipeline and bulk; the dgxc 25.02 configs set 1-24 per GEMM) but also take HBM bandwidth, which the SM-only
-rule does not count. With TE's counts the rule would give 1-12% compute slowdown under overlap on an H100, below
-the 18.9% Lee et al. 2025 measured on average (24 CTAs: 22%); so the one count stays, and per-method SMs plus the
-HBM share are open (with them the held-out mean read 7.6% instead of 6.6%, 2026-12-04).
+Every GEMM of a config with ``set_sm_margin`` runs on sm_count - num_sm SMs (``CommOverlapCore``: ``_math_sms``,
+passed to cuBLAS): priced as a GPU of that many SMs and that share of the peak (:func:`math_gpu`).
+A window's exposed time is what it lasts beyond the unsplit GEMM on the whole GPU that the layer's compute already
+counts (:func:`~slowlink.workload.compute.layer_compute`): the collective's uncovered part, the split GEMMs' own
+cost (chunks priced by :func:`~slowlink.workload.compute.gemm_time_s`, up to three at once as TE's three compute
+streams run them: wave quantisation makes small chunks slower) and the SM margin's, never less than nothing.
+SM contention: a window with an SM margin has paid for its communication's SMs in its GEMM; the hidden part of the
+others stays the caller's (:func:`~slowlink.workload.traffic.overlap_contention_s`) at NCCL's 24 CTAs. Their own
+kernels hold fewer SMs (TE default num_sm 1 for ring_exchange, whose copies run on the copy engine, 16 for pipeline
+and bulk; the dgxc 25.02 configs set 2-24 for bulk) but also take HBM bandwidth, which the SM-only rule does not
+count. With TE's counts the rule would give 1-12% compute slowdown under overlap on an H100, below the 18.9% Lee
+et al. 2025 measured on average (24 CTAs: 22%); so the one count stays, and per-method SMs plus the HBM share are
+open (with them the held-out mean read 7.6% instead of 6.6%, 2026-12-04).
 Megatron-Core asserts sequence parallelism for TP overlap (core_r0.10.0 megatron/training/arguments.py): without
-it the all-reduces stay exposed. Not modelled: ``aggregate`` (2x chunks after one exposed 1x exchange), the
-last RS chunk's larger SM count (UB_MAX_SM).
+it the all-reduces stay exposed. Not modelled: the last RS chunk's larger SM count (UB_MAX_SM), ``cga_size``,
+atomic GEMMs and FP8 buffers (FP8 only), methods other than each GEMM's default (no bundled config uses one).
 """
 
 from __future__ import annotations
