@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 from slowlink.catalog import load_catalog
+from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.comm import analytical_cost, groups_of
-from slowlink.workload.compute import Gemm, gemm_time_s, layer_compute
+from slowlink.workload.compute import Gemm, gemm_time_s, layer_compute, wave_quantisation
 from slowlink.workload.spec import Workload, load_workload
 from slowlink.workload.step import plan
+from slowlink.workload.tp_comm_config import DEFAULT, GemmOverlap, tp_comm_config
 from slowlink.workload.tp_overlap import (
-    PIPELINE_SPLITS,
     UB_STREAMS,
     bulk,
     chunk_time_s,
+    math_gpu,
     pipeline_rs,
     ring_exchange_ag,
     tp_overlap,
@@ -26,12 +28,13 @@ from slowlink.workload.tp_overlap import (
 ROOT = Path(__file__).resolve().parents[2]
 H100 = load_catalog([]).gpu("h100-sxm")
 G = Gemm(8192, 8192, 8192)  # 8192 tokens: every chunk a whole number of 128-row tiles
+PIPELINE_SPLITS = tp_comm_config(DEFAULT).gemms["proj_fprop"].num_splits or 0  # TE v1.13 default: 4
 
 
-def _tp_comm(sp: bool = True, recompute: str = "selective") -> Workload:
+def _tp_comm(sp: bool = True, recompute: str = "selective", config: str = DEFAULT) -> Workload:
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     return replace(w, overlap=w.overlap.model_copy(update={"tp_comm": True, "grad_reduce": False,
-                                                           "param_gather": False}),
+                                                           "param_gather": False, "tp_comm_config": config}),
                    parallel=w.parallel.model_copy(update={"sequence_parallel": sp}),
                    training=w.training.model_copy(update={"recompute": recompute}))
 
@@ -105,3 +108,48 @@ def test_without_sequence_parallelism_tp_overlap_hides_nothing() -> None:
     r = plan(w, cluster)
     assert r.comm_s["tp"] == pytest.approx(r.comm_total_s["tp"])
     assert r.comm_s["tp"] > 0.0
+
+
+def test_an_sm_margin_runs_the_gemm_on_the_sms_the_comm_leaves() -> None:
+    # TE v1.13 CommOverlapCore: _math_sms = sm_count - num_comm_sm with set_sm_margin
+    margin = GemmOverlap("pipeline", 24, True, 4, False)
+    on = math_gpu(H100, margin)
+    assert on.sms == H100.sms - 24
+    assert on.peak("bf16") == pytest.approx(H100.peak("bf16") * (H100.sms - 24) / H100.sms)
+    # fewer SMs: peak x 108/132, and the tiles fill 108-wide waves instead of 132-wide ones
+    waves = wave_quantisation(G, H100.sms) / wave_quantisation(G, on.sms)
+    assert gemm_time_s(G, on, "bf16") == pytest.approx(gemm_time_s(G, H100, "bf16") * H100.sms / on.sms * waves)
+    assert gemm_time_s(G, on, "bf16") > 1.15 * gemm_time_s(G, H100, "bf16")
+    assert math_gpu(H100, GemmOverlap("pipeline", 24, False, 4, False)) is H100
+    with pytest.raises(SpecError, match=r"num_sm \(132\) with set_sm_margin must be < the SMs of gpu h100-sxm"):
+        math_gpu(H100, GemmOverlap("bulk", 132, True, None, False))
+
+
+def test_aggregate_exchanges_one_chunk_exposed_then_pairs() -> None:
+    # TE split_overlap_ag, _aggregate: a 1x exchange, then tp/2 GEMMs of 2 chunks beside 2x exchanges but the last
+    pair = chunk_time_s(G, 4, H100, "bf16")
+    step = 0.1 * pair
+    covered = ring_exchange_ag(G, 7 * step, 8, H100, "bf16", aggregate=True)
+    assert covered.time_s == pytest.approx(step + 4 * pair)
+    assert covered.comm_s == pytest.approx(7 * step)
+    bound = ring_exchange_ag(G, 7 * 2.0 * pair, 8, H100, "bf16", aggregate=True)  # each 2x exchange 4 pairs long
+    assert bound.time_s == pytest.approx(2.0 * pair + 3 * 4.0 * pair + pair)
+
+
+def test_a_margin_gemm_pays_for_its_comm_sms_instead_of_contention() -> None:
+    # dgxc 25.02 GPT-3 175B: proj/fc2_fprop pipeline with set_sm_margin (24 and 20 SMs)
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    cost = analytical_cost(cluster)
+    te = tp_overlap(_tp_comm(), cost, cluster.gpu)
+    dgxc = tp_overlap(_tp_comm(config="dgxc-25.02-gpt3-175b"), cost, cluster.gpu)
+    assert dgxc.total_s == pytest.approx(te.total_s)  # the same collectives
+    assert dgxc.hidden_s < te.hidden_s  # the pipeline RS no longer contends: its SMs are reserved
+    assert dgxc.exposed_s > te.exposed_s  # the row GEMMs run on 108 and 112 of 132 SMs
+
+
+def test_aggregate_needs_an_even_tp() -> None:
+    w = _tp_comm(config="dgxc-25.02-llama31-405b")
+    w = replace(w, parallel=w.parallel.model_copy(update={"tp": 3, "dp": 1}))
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    with pytest.raises(SpecError, match=r"gemms.qkv_fprop.aggregate needs an even parallel.tp \(3\)"):
+        tp_overlap(w, analytical_cost(cluster), cluster.gpu)

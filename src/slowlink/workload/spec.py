@@ -147,6 +147,8 @@ class OverlapSpec(BaseModel):
     grad_reduce: bool = Field(True, description="Overlap the DP gradient reduction with the backward pass.")
     param_gather: bool = Field(True, description="Overlap the ZeRO parameter all-gather with the forward pass.")
     tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
+    tp_comm_config: str = Field("te-v1.13-default", description="With tp_comm: the userbuffers config (per GEMM "
+                                "method, SMs, chunks), a name in workload/data/tp_comm_configs.yaml.")
 
 
 class WorkloadSpec(BaseModel):
@@ -262,6 +264,8 @@ def check_hardware(w: Workload, cluster: Cluster) -> None:
 
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
     """Validate a parsed workload file and resolve its model; every error names ``source``."""
+    from slowlink.workload.tp_comm_config import tp_comm_config
+
     check_kind(data, "workload", source)
     try:
         spec = WorkloadSpec.model_validate(data)
@@ -270,6 +274,7 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     try:
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
+        tp_comm_config(spec.overlap.tp_comm_config)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap, spec.data,
