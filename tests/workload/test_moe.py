@@ -8,11 +8,21 @@ from typing import Any
 import pytest
 
 from slowlink.catalog import load_catalog
-from slowlink.workload.comm import CommCost
+from slowlink.workload import moe
+from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import ELEMENTWISE_RW, layer_compute, layer_gemms, logits_compute_s
+from slowlink.workload.kernels import SHORT_KERNEL_S
 from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import activation_bytes_per_layer
-from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, routed_bytes
+from slowlink.workload.moe import (
+    ROUTER_BACKWARD_OPS,
+    ROUTER_FORWARD_OPS,
+    dispatch_bytes,
+    expert_activation_bytes,
+    routed_bytes,
+    router_kernels_s,
+    token_count_bytes,
+)
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import ep_layer, tp_layer
 
@@ -38,10 +48,15 @@ def test_dispatch_bytes_count_permute_and_unpermute_passes() -> None:
     w = grok()
     n, row = 4096 / 4, 6144 * 2.0  # SP-local tokens, one bf16 row
     r = 2 * n
-    assert dispatch_bytes(w) == pytest.approx(((5 * r + 2 * n) * row, (7 * r + 2 * n) * row))
-    # with 4 local experts the gathered tp x r rows are sorted by expert and back: one copy each way
+    # backward also adds the layer input's two gradients (router GEMM, permute): read 2n, write n
+    assert dispatch_bytes(w) == pytest.approx(((5 * r + 2 * n) * row, (7 * r + 2 * n + 3 * n) * row))
+    # with 4 local experts the gathered tp x r rows are sorted by expert and back (4 tp r) and SequentialMLP
+    # concatenates the experts' outputs forward and their input gradients backward (2 tp r)
     f, b = dispatch_bytes(grok(ep=2))
-    assert (f - dispatch_bytes(w)[0], b - dispatch_bytes(w)[1]) == pytest.approx((4 * 4 * r * row,) * 2)
+    assert (f - dispatch_bytes(w)[0], b - dispatch_bytes(w)[1]) == pytest.approx((6 * 4 * r * row,) * 2)
+    # a shared expert is a third user of the layer input: one more gradient sum
+    shared = grok(moe={"experts": 8, "top_k": 2, "expert_ffn_hidden": 32768, "shared_experts": 1})
+    assert dispatch_bytes(shared)[1] - dispatch_bytes(w)[1] == pytest.approx(3 * n * row)
     dense = grok(moe=None)
     assert dispatch_bytes(dense) == (0.0, 0.0) and expert_activation_bytes(dense) == 0.0
 
@@ -91,10 +106,53 @@ def test_dispatcher_gathers_routed_tokens_over_tp_even_without_ep() -> None:
     cost: CommCost = unit_cost
     tp_only = ep_layer(grok(ep=1), cost)
     gathered = routed_bytes(grok(ep=1)) * 4
-    assert tp_only.total_s == pytest.approx(2.0 * 2.0 * gathered / 1e9)  # AG + RS, forward and backward
+    counts = token_count_bytes(grok()) / 1e9  # the aux loss's all-reduce, forward only
+    assert tp_only.total_s == pytest.approx(2.0 * 2.0 * gathered / 1e9 + counts)  # AG + RS, forward and backward
     both = ep_layer(grok(), cost)
     assert both.total_s == pytest.approx(tp_only.total_s + 4.0 * routed_bytes(grok()) / 1e9)
     assert both.exposed_s == both.total_s
+
+
+def test_aux_loss_all_reduces_int64_counts_over_the_tp_cp_group() -> None:
+    seen: list[tuple[str, float, int]] = []
+
+    def record(op: str, size: float, groups: list[list[int]]) -> float:
+        seen.append((op, size, len(groups[0])))
+        return 0.0
+
+    w = workload_from_mapping({
+        "model": GROK, "training": {"global_batch": 64, "micro_batch": 1, "precision": "bf16", "recompute": "full"},
+        "parallel": {"tp": 4, "cp": 2, "pp": 1, "ep": 8, "dp": 8, "sequence_parallel": True}})
+    ep_layer(w, record)
+    # forward and the recomputed forward; 8 experts x 8 bytes over the 4 x 2 TP x CP ranks (consecutive: tp, cp fastest)
+    assert [s for s in seen if s[0] == "all_reduce"] == [("all_reduce", 64.0, 8)]
+    assert groups_of(w.parallel, "tp_cp")[0] == list(range(8))
+    # one call, priced twice: the cost is multiplied, not re-asked
+    total = ep_layer(w, lambda op, size, groups: 1.0 if op == "all_reduce" else 0.0).total_s
+    assert total == pytest.approx(2.0)
+    assert token_count_bytes(grok(moe=None)) == 0.0
+
+
+def test_router_ops_cost_one_short_kernel_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = grok()
+    fwd, bwd = sum(k for _, k in ROUTER_FORWARD_OPS), sum(k for _, k in ROUTER_BACKWARD_OPS)
+    assert (fwd, bwd) == (32, 16)
+    assert router_kernels_s(w) == pytest.approx((fwd * SHORT_KERNEL_S, bwd * SHORT_KERNEL_S))
+    assert router_kernels_s(grok(moe=None)) == (0.0, 0.0)
+    # layer_compute charges them: one second per kernel adds exactly the counts
+    base = layer_compute(w, H100)
+    monkeypatch.setattr(moe, "SHORT_KERNEL_S", 1.0)
+    slow = layer_compute(w, H100)
+    assert slow.forward_s - base.forward_s == pytest.approx(fwd * (1.0 - SHORT_KERNEL_S))
+    assert slow.backward_s - base.backward_s == pytest.approx(bwd * (1.0 - SHORT_KERNEL_S))
+
+
+def test_router_gemm_sees_the_sp_local_tokens() -> None:
+    # 4096 tokens over TP 4 with SP: the gating GEMM is (1024, experts, h), not the whole micro-batch
+    router = [g for g in layer_gemms(grok()) if g.n == 8]
+    assert [(g.m, g.k) for g in router] == [(1024.0, 6144)]
+    no_sp = replace(grok(), parallel=grok().parallel.model_copy(update={"sequence_parallel": False}))
+    assert [g.m for g in layer_gemms(no_sp) if g.n == 8] == [4096.0]
 
 
 def test_a_routed_only_moe_layer_has_only_attention_tp_collectives() -> None:

@@ -33,7 +33,7 @@ def test_cp_and_dp_cp() -> None:
     assert dimension_groups(P, "dp_cp")[0] == [0, 2, 4, 6, 8, 10, 12, 14]
 
 
-@pytest.mark.parametrize("dim", ["tp", "cp", "dp", "ep", "pp", "dp_cp"])
+@pytest.mark.parametrize("dim", ["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"])
 def test_every_dimension_partitions_the_ranks(dim: str) -> None:
     groups = dimension_groups(P, dim)  # type: ignore[arg-type]
     flat = sorted(r for g in groups for r in g)
@@ -55,9 +55,10 @@ def test_meta_order_puts_pp_inside_dp() -> None:
     assert dimension_groups(META, "dp")[0] == [0, 8, 16, 24]
     assert dimension_groups(META, "ep")[:2] == [[0, 8], [1, 9]]
     assert dimension_groups(META, "dp_cp")[0] == [0, 2, 8, 10, 16, 18, 24, 26]
+    assert dimension_groups(META, "tp_cp")[:2] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
-@pytest.mark.parametrize("dim", ["tp", "cp", "dp", "ep", "pp", "dp_cp"])
+@pytest.mark.parametrize("dim", ["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"])
 def test_meta_order_partitions_the_ranks(dim: str) -> None:
     groups = dimension_groups(META, dim)  # type: ignore[arg-type]
     assert sorted(r for g in groups for r in g) == list(range(32))

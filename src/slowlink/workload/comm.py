@@ -103,7 +103,7 @@ def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
 
 
 def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
-    """Every communicator of ``dim`` (tp, cp, dp, dp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
+    """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
 
     edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
     [stage i, stage i+1] pairs of every pipeline boundary, cp_pairs the ring neighbours of context parallelism.
@@ -125,7 +125,7 @@ def _derived(key: _Key, dim: str) -> list[list[int]]:
         a = _array(key, "cp")
         cp_pairs: list[list[int]] = np.stack((a, np.roll(a, -1, axis=1)), axis=2).reshape(-1, 2).tolist()
         return cp_pairs
-    if dim in ("tp", "cp", "dp", "dp_cp", "ep", "pp"):
+    if dim in ("tp", "cp", "dp", "dp_cp", "tp_cp", "ep", "pp"):
         return _groups(key, dim)
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import activation_bytes_per_layer
-from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes
+from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
@@ -109,8 +109,9 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     local = e.experts // p.ep
     per_expert = tokens * e.top_k * p.ep / e.experts
     # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
-    # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish
-    out += [Gemm(tokens, e.experts, h),
+    # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish.
+    # The router's gating GEMM sees the GPU's own n tokens (the SP slice; core_r0.10.0 router.py gating)
+    out += [Gemm(local_tokens(w), e.experts, h),
             *[Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)]
             * local]
     if e.shared_experts:
@@ -149,6 +150,8 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     if flash:  # causal blocks skipped; scores stay on chip; backward recomputes them (2.5x forward)
         core, elem, elem_attn = FLASH_CAUSAL * core, elem - elem_attn, 0.0
     moe_fwd, moe_bwd = (x / bw for x in dispatch_bytes(w))
+    router_fwd, router_bwd = router_kernels_s(w)
+    moe_fwd, moe_bwd = moe_fwd + router_fwd, moe_bwd + router_bwd
     fwd = fwd_gemm + core + elem + moe_fwd
     extra = {"none": 0.0, "selective": 0.0 if flash else core + elem_attn, "full": fwd}[w.training.recompute]
     core_bwd = (2.5 if flash else 2.0) * core

@@ -17,7 +17,7 @@ import numpy as np
 
 from slowlink.workload.spec import ParallelSpec
 
-Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp"]
+Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"]
 DEFAULT_ORDER = "tp-cp-dp-pp"
 
 
@@ -44,7 +44,8 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
     """Every communicator of dimension ``dim``, each as its sorted list of ranks.
 
     ``dp_cp`` is the gradient-reduction group of context-parallel training (Megatron reduces gradients
-    over dp x cp). All groups of one dimension run the same collective at the same time.
+    over dp x cp); ``tp_cp`` Megatron's tensor-and-context-parallel group (the MoE aux loss's token counts).
+    All groups of one dimension run the same collective at the same time.
     """
     out: list[list[int]] = dimension_array(p, dim).tolist()
     return out
@@ -57,10 +58,12 @@ def dimension_array(p: ParallelSpec, dim: Dimension) -> np.ndarray:
         flat = _groups_over(grid, axes, [dim])
     elif dim == "dp_cp":
         flat = _groups_over(grid, axes, ["dp", "cp"])
+    elif dim == "tp_cp":
+        flat = _groups_over(grid, axes, ["tp", "cp"])
     elif dim == "ep":
         k = axes.index("dp")
         split = grid.reshape((*grid.shape[:k], p.dp // p.ep, p.ep, *grid.shape[k + 1:]))
         flat = _groups_over(split, [*axes[:k], "dp_outer", "ep", *axes[k + 1:]], ["ep"])
     else:
-        raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp")
+        raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp, tp_cp")
     return np.sort(flat, axis=1)

@@ -29,7 +29,7 @@ from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import kept_bytes, params_per_gpu
-from slowlink.workload.moe import routed_bytes
+from slowlink.workload.moe import routed_bytes, token_count_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 
@@ -113,9 +113,10 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
     + combine) and, with TP > 1, the all-gather / reduce-scatter of the routed tokens over the TP group that
     Megatron-Core's MoEAlltoAllTokenDispatcher runs between the all-to-all and the experts (core_r0.10.0
     token_dispatcher.py; expert TP defaults to TP). Both sit on the compute stream between router and experts:
-    exposed."""
+    exposed. Each forward the router's aux loss also all-reduces the tokens-per-expert counts over the TP x CP
+    group (moe.token_count_bytes), a blocking call on the compute stream: exposed."""
     p, m = w.parallel, w.model
-    if m.moe is None or (p.ep == 1 and p.tp == 1):
+    if m.moe is None or (p.ep == 1 and p.tp == 1 and p.cp == 1):
         return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
     size = routed_bytes(w)
     passes = 2.0 + (1.0 if w.training.recompute == "full" else 0.0)  # forward, backward, recomputed forward
@@ -123,7 +124,8 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
     gathered = size * p.tp
     tp = passes * (cost("all_gather", gathered, groups_of(p, "tp")) + cost("reduce_scatter", gathered,
                                                                             groups_of(p, "tp"))) if p.tp > 1 else 0.0
-    t = a2a + tp
+    counts = (passes - 1.0) * cost("all_reduce", token_count_bytes(w), groups_of(p, "tp_cp"))
+    t = a2a + tp + counts
     if p.ep > 1:
         return DimComm(t, t, "all_to_all", size, "ep")
     return DimComm(t, t, "all_gather", gathered, "tp")

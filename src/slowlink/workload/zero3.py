@@ -65,6 +65,7 @@ from __future__ import annotations
 from slowlink.catalog import Gpu
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
+from slowlink.workload.kernels import SHORT_KERNEL_S  # one per rank: the list API's copies
 from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Model, Workload
 
@@ -73,10 +74,6 @@ from slowlink.workload.spec import DTYPE_BYTES, Model, Workload
 # than this many elements of other parameters (stage3_max_reuse_distance).
 DS_PERSISTENCE_NUMEL = 1e5
 DS_MAX_REUSE_NUMEL = 1e9
-# Seconds of one short kernel issued back to back from one CPU thread: 3.8 us per kernel (NVIDIA, "Getting
-# Started with CUDA Graphs", Gray 2019: a 2.9 us kernel costs 3.8 us in a stream without graphs). The
-# list-based all_gather/reduce_scatter issues one such copy per rank.
-SHORT_KERNEL_S = 3.8e-6
 # Host seconds of one eager PyTorch call from Python on a tiny tensor: 2.3 us, PyTorch's operator_benchmark
 # ``split_M8_N8_parts2`` (a view op, 8x8 tensor), as published in pytorch/pytorch PR #32194 (Jan 2020: 3.3 us
 # before that PR, 2.26 us after it, which PyTorch 1.8 includes). ``copy_`` (TensorIterator set-up and a
