@@ -66,6 +66,10 @@ class TrainingSpec(BaseModel):
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
         "logits, several elementwise passes); fused = one kernel reading the logits forward and once more "
         "backward with an in-place gradient (apex xentropy, flash-attn's).")
+    grad_accumulation: Literal["fused", "autograd"] = Field(
+        "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
+        "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "
+        "adds the new gradient into .grad in the weights' dtype, one elementwise pass per micro-batch.")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
 
