@@ -94,6 +94,10 @@ class ParallelSpec(BaseModel):
     vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
     zero: int = Field(1, ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer, 2 +grads, 3 +params (FSDP).")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP.")
+    pp_scatter_gather: bool = Field(
+        True, description="Without SP, each TP rank sends 1/tp of a stage's output to the next stage, which "
+        "all-gathers it over TP (Megatron's scatter_gather_tensors_in_pipeline; Narayanan et al. 2021 Sec. 4.1); "
+        "false = every TP rank sends the whole tensor (Aleph Alpha's scaling PipeCommunicator).")
     zero3_impl: Literal["fsdp", "deepspeed-2021"] = Field(
         "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
         "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
