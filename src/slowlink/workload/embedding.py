@@ -17,10 +17,8 @@ The lookup itself and the scatter of the tokens' rows are tokens x h: not counte
 from __future__ import annotations
 
 from slowlink.workload.compute import GRAD_ACCUMULATE_RW
-from slowlink.workload.memory import kept_bytes
-from slowlink.workload.spec import DTYPE_BYTES, Workload
-
-MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
+from slowlink.workload.memory import MAIN_GRAD_BYTES, kept_bytes
+from slowlink.workload.spec import Workload
 
 
 def embedding_grad_bytes(w: Workload) -> float:

@@ -66,6 +66,10 @@ class TrainingSpec(BaseModel):
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
         "logits, several elementwise passes); fused = one kernel reading the logits forward and once more "
         "backward with an in-place gradient (apex xentropy, flash-attn's).")
+    fused_swiglu: bool = Field(
+        True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
+        "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "
+        "through memory forward and backward (Meta's reference llama, Aleph Alpha's scaling).")
     grad_accumulation: Literal["fused", "autograd"] = Field(
         "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
         "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "
