@@ -82,3 +82,16 @@ def test_dropout_per_preset_and_override() -> None:
               "gated_mlp": False}
     assert dropout(custom) and not dropout(custom | {"dropout": False})  # legacy default: dropout
     assert dropout({"preset": "llama3-8b", "dropout": True})
+
+
+def test_an_unfused_swiglu_also_keeps_silu_of_the_gate() -> None:
+    # silu(gate) * up as two ops (Aleph Alpha's scaling core/nn/mlp.py): gate, up, SiLU(gate), product: 4 ffn/t
+    assert mlp_kept_per_token(0.0, 4096, True, 4, fused=False) == 4 * 1024
+    assert mlp_kept_per_token(0.0, 4096, False, 4, fused=False) == 2 * 1024  # no gate, nothing to fuse
+    fused = layer({"preset": "llama3-70b"}, flash=True, precision="bf16")
+    unfused = workload_from_mapping({
+        "model": {"preset": "llama3-70b"},
+        "training": {"global_batch": 64, "precision": "bf16", "recompute": "none", "fused_swiglu": False},
+        "parallel": {"tp": 8, "pp": 1, "dp": 1}})
+    extra = activation_bytes_per_layer(unfused) - activation_bytes_per_layer(fused)
+    assert extra == pytest.approx(8192 * 2 * 28672 / 8, rel=1e-12)  # one ffn/t tensor per token, 2 bytes

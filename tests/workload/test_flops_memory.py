@@ -70,3 +70,14 @@ def test_fp32_training_keeps_4_byte_weights_and_activations_and_no_master_copy()
     assert m32.grads_bytes == pytest.approx(m16.grads_bytes)
     assert m32.optimizer_bytes == pytest.approx(m16.optimizer_bytes * 8 / 12)  # m, v; no fp32 master
     assert m32.activations_bytes == pytest.approx(2 * m16.activations_bytes)
+
+
+def test_autograd_accumulation_keeps_gradients_in_the_weights_dtype() -> None:
+    # fp32 main_grad (4 bytes) by default; PyTorch's .grad in bf16 (2 bytes) when autograd accumulates
+    fused = memory(workload_from_mapping(_gpt(dp=8, zero=1)))
+    auto = _gpt(dp=8, zero=1)
+    auto["training"] = {"global_batch": 64, "recompute": "full", "grad_accumulation": "autograd"}
+    m = memory(workload_from_mapping(auto))
+    assert m.grads_bytes == pytest.approx(fused.grads_bytes / 2)
+    assert m.grads_bytes == pytest.approx(m.weights_bytes)
+    assert m.optimizer_bytes == fused.optimizer_bytes

@@ -1,11 +1,14 @@
-"""Exposure rules of workload/traffic.py: the SM contention of communication hidden behind compute."""
+"""Exposure rules of workload/traffic.py: the SM contention of communication hidden behind compute, and what a
+pipeline hand-off sends."""
 
 from __future__ import annotations
 
 import pytest
 
 from slowlink.collectives.constants import CHANNELS
-from slowlink.workload.traffic import comm_sm_share, overlap_contention_s
+from slowlink.workload.comm import CommCost
+from slowlink.workload.spec import Workload, workload_from_mapping
+from slowlink.workload.traffic import comm_sm_share, micro_batch_act_bytes, overlap_contention_s, pp_microbatch
 
 
 def test_a_collective_holds_one_sm_per_channel() -> None:
@@ -31,3 +34,47 @@ def test_between_the_two_the_window_ends_when_the_slowed_compute_does() -> None:
 def test_nothing_overlapped_costs_nothing() -> None:
     assert overlap_contention_s(0.0, 5.0, 0.25) == 0.0
     assert overlap_contention_s(5.0, 0.0, 0.25) == 0.0
+
+
+def _pp_w(sp: bool, scatter_gather: bool) -> Workload:
+    return workload_from_mapping({
+        "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "micro_batch": 1},
+        "parallel": {"tp": 4, "pp": 2, "dp": 2, "sequence_parallel": sp, "pp_scatter_gather": scatter_gather}},
+        "w.yaml")
+
+
+def _priced() -> tuple[list[tuple[str, float]], CommCost]:
+    calls: list[tuple[str, float]] = []
+
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        calls.append((op, size_bytes))
+        return size_bytes * (1e-9 if op == "send_recv" else 1e-10)
+
+    return calls, cost
+
+
+def test_without_sp_megatron_scatters_a_slice_and_all_gathers_it_on_receipt() -> None:
+    calls, cost = _priced()
+    w = _pp_w(False, True)
+    full = micro_batch_act_bytes(w)
+    d = pp_microbatch(w, cost)
+    assert calls == [("send_recv", full / 4), ("all_gather", full)]
+    assert d.exposed_s == pytest.approx(2 * (full / 4 * 1e-9 + full * 1e-10))
+
+
+def test_without_scatter_gather_every_tp_rank_sends_the_whole_tensor() -> None:
+    calls, cost = _priced()
+    w = _pp_w(False, False)
+    full = micro_batch_act_bytes(w)
+    d = pp_microbatch(w, cost)
+    assert calls == [("send_recv", full)]
+    assert d.exposed_s == pytest.approx(2 * full * 1e-9)
+    assert d.size_bytes == full
+
+
+def test_with_sp_the_slice_is_already_1_over_tp_either_way() -> None:
+    for scatter_gather in (True, False):
+        calls, cost = _priced()
+        w = _pp_w(True, scatter_gather)
+        pp_microbatch(w, cost)
+        assert calls == [("send_recv", micro_batch_act_bytes(w) / 4)]

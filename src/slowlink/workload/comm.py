@@ -11,7 +11,7 @@ per layer unless said otherwise (b sequences, s tokens, h hidden, activations in
       all_gather: one all-gather of the full K, V forward and one reduce-scatter of dK, dV backward.
   EP: dispatch + combine all_to_all of b*s/cp*top_k*h (/tp with SP) bytes forward and backward, per MoE layer;
       with TP > 1 the dispatcher's all-gather / reduce-scatter of those rows over TP (tp x that size).
-  PP: send_recv of b*s*h/cp (/tp, scatter/gather) forward and backward, per virtual stage.
+  PP: send_recv of b*s*h/cp (/tp, scatter/gather or SP) forward and backward, per virtual stage.
   DP (per step): all-reduce of the gradients (ZeRO 0), or reduce-scatter (all-reduce with
       zero1_grad_reduce: all_reduce) + all-gather of the parameters (ZeRO 1/2); ZeRO 3 also all-gathers
       the parameters forward and backward each micro-batch.

@@ -20,6 +20,8 @@ Fused (flash) attention: the attention core costs FLASH_CAUSAL of it (causal blo
 backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
 (selective, the 5*a*s/h term of Korthikanti et al. 2022).
+Gradient accumulation (training.grad_accumulation autograd): each backward also adds the micro-batch's weight
+gradients into .grad, GRAD_ACCUMULATE_RW x the local weight bytes (:func:`grad_accumulation_s`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
+from slowlink.workload.flops import params
 from slowlink.workload.loss import cross_entropy_bytes
-from slowlink.workload.memory import activation_bytes_per_layer
+from slowlink.workload.memory import activation_bytes_per_layer, kept_bytes
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
@@ -41,6 +44,10 @@ K_HALF = 200.0  # inner dimension at which a tile's main loop reaches half its r
 ELEMENTWISE_RW = 2.0  # bytes moved per activation byte kept: written once by its kernel, read once by the next
 FLASH_CAUSAL = 0.5  # share of the s x s score blocks a causal fused kernel computes
 TILES = ((256, 128), (128, 256), (128, 128))  # output tile shapes (m, n) of cuBLAS/CUTLASS kernels
+# PyTorch's AccumulateGrad, when .grad already holds a tensor, adds the new gradient in place
+# (torch/csrc/autograd/functions/accumulate_grad.h, accumulateGrad: ``variable_grad += new_grad``): the old
+# gradient read, the new one read, the sum written, each in the weights' dtype
+GRAD_ACCUMULATE_RW = 3.0
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,23 @@ def elementwise_bw_bytes_s(gpu: Gpu) -> float:
     return gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
 
 
+def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:
+    """Seconds of one micro-batch's weight-gradient accumulation over ``local_params`` weights: zero when the
+    GEMM accumulates (Megatron's gradient_accumulation_fusion, the default), else PyTorch's in-place add
+    (GRAD_ACCUMULATE_RW passes of the weights' bytes). Every micro-batch is charged; the step's first assigns
+    instead (at most 1/m of this term too much)."""
+    if w.training.grad_accumulation == "fused":
+        return 0.0
+    return GRAD_ACCUMULATE_RW * local_params * kept_bytes(w.training.precision) / elementwise_bw_bytes_s(gpu)
+
+
+def layer_params_per_gpu(w: Workload) -> float:
+    """Weights of one layer on one GPU: dense matrices and norms / tp, experts / (tp x ep)."""
+    m, p = w.model, w.parallel
+    dense, expert = params(m)
+    return ((dense - 2.0 * m.vocab * m.hidden) / p.tp + expert / (p.tp * p.ep)) / m.layers
+
+
 def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     """Forward and backward seconds of one layer for one micro-batch on one GPU (see module docstring)."""
     prec = w.training.precision
@@ -155,7 +179,9 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     fwd = fwd_gemm + core + elem + moe_fwd
     extra = {"none": 0.0, "selective": 0.0 if flash else core + elem_attn, "full": fwd}[w.training.recompute]
     core_bwd = (2.5 if flash else 2.0) * core
-    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + moe_bwd + extra, attn_core_s=core)
+    accumulate = grad_accumulation_s(w, layer_params_per_gpu(w), gpu)
+    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + moe_bwd + extra + accumulate,
+                        attn_core_s=core)
 
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:
@@ -165,4 +191,5 @@ def logits_compute_s(w: Workload, gpu: Gpu) -> float:
     g = Gemm(w.micro_batch_tokens, m.vocab / p.tp, m.hidden)
     prec = t.precision
     gemms = gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
-    return gemms + cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu)
+    accumulate = grad_accumulation_s(w, m.vocab / p.tp * m.hidden, gpu)
+    return gemms + cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu) + accumulate

@@ -1,7 +1,8 @@
 """Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode).
 
-Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients and
-12 of optimizer state (fp32 master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
+Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients (2, the
+weights' dtype, when autograd accumulates them: training.grad_accumulation) and 12 of optimizer state (fp32
+master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
 master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients, 3 also the weights.
 Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor by tensor (see
 :func:`activation_bytes_per_layer`); for a GPT layer (ffn 4h, GeLU, MHA, dropout) their Table 2:
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.workload.flops import params
-from slowlink.workload.spec import Workload
+from slowlink.workload.spec import DTYPE_BYTES, Workload
 
+MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
 WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
 
 
@@ -64,7 +66,7 @@ def params_per_gpu(w: Workload) -> float:
 MASK_BYTES = 1.0  # a dropout mask element: a torch.bool (Korthikanti et al. 2022 Sec. 4.1, "1 byte")
 
 
-def mlp_kept_per_token(input_width: float, ffn: float, gated: bool, tp: int) -> float:
+def mlp_kept_per_token(input_width: float, ffn: float, gated: bool, tp: int, fused: bool = True) -> float:
     """Elements per token an MLP keeps for its backward (Korthikanti et al. 2022 Sec. 4.1, generalised).
 
     ``input_width``: its input, kept by the first GEMM (h, /t under SP; 0 where another op already keeps it).
@@ -72,9 +74,9 @@ def mlp_kept_per_token(input_width: float, ffn: float, gated: bool, tp: int) -> 
     (GeLU at ffn 4h: Korthikanti's 8 + 8 sbh at 2 bytes); gated, the first GEMM's gate and up outputs, which
     Megatron-Core's fused SwiGLU keeps (``bias_swiglu_impl``, core/fusions/fused_bias_swiglu.py saves its
     input), and its output, the second GEMM's input. (An unfused SiLU(gate) * up, as in Meta's reference
-    llama/model.py, also keeps SiLU(gate): one ffn/t more.)
+    llama/model.py, also keeps SiLU(gate): one ffn/t more, with ``fused`` False.)
     """
-    return input_width + (3.0 if gated else 2.0) * ffn / tp
+    return input_width + (3.0 if gated else 2.0) * ffn / tp + (0.0 if fused or not gated else ffn / tp)
 
 
 def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> float:
@@ -86,7 +88,7 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
       QKV GEMM input                h e /T
       Q, K, V (QK^T and AV inputs)  (h + 2 h_kv) e / t   (h_kv = h kv_heads/heads; MHA: Korthikanti's 4 + 2)
       output projection input       h e / t
-      MLP                           :func:`mlp_kept_per_token` (h/T, ffn, gated) x e
+      MLP                           :func:`mlp_kept_per_token` (h/T, ffn, gated, fused_swiglu) x e
       dropout masks                 2 h / T after attention and MLP, if ``model.dropout``
       attention core                a s/t x (e softmax output + with dropout its mask 1 and output e)
                                     (none with flash attention or selective recompute)
@@ -103,7 +105,7 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     if mode == "full":
         return tokens * e * h / split
     per_token = e * (3.0 * h / split + (2.0 * h + 2.0 * h_kv) / p.tp
-                     + mlp_kept_per_token(h / split, m.ffn_hidden, m.gated_mlp, p.tp))
+                     + mlp_kept_per_token(h / split, m.ffn_hidden, m.gated_mlp, p.tp, t.fused_swiglu))
     if m.dropout:
         per_token += MASK_BYTES * 2.0 * h / split
     if mode != "selective" and not t.flash_attention:
@@ -121,9 +123,11 @@ def memory(w: Workload) -> Memory:
     inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
     weights = kept_bytes(t.precision)
     states = optimizer_state_bytes(t.precision)
+    # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation)
+    grads = weights if t.grad_accumulation == "autograd" else MAIN_GRAD_BYTES
     return Memory(
         weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
-        grads_bytes=4.0 * n / (shard if p.zero >= 2 else 1),
+        grads_bytes=grads * n / (shard if p.zero >= 2 else 1),
         optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
         activations_bytes=activation_bytes_per_layer(w) * layers * inflight,
         workspace_bytes=WORKSPACE_BYTES,

@@ -66,6 +66,14 @@ class TrainingSpec(BaseModel):
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
         "logits, several elementwise passes); fused = one kernel reading the logits forward and once more "
         "backward with an in-place gradient (apex xentropy, flash-attn's).")
+    fused_swiglu: bool = Field(
+        True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
+        "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "
+        "through memory forward and backward (Meta's reference llama, Aleph Alpha's scaling).")
+    grad_accumulation: Literal["fused", "autograd"] = Field(
+        "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
+        "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "
+        "adds the new gradient into .grad in the weights' dtype, one elementwise pass per micro-batch.")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
 
@@ -90,6 +98,10 @@ class ParallelSpec(BaseModel):
     vp: int = Field(1, ge=1, description="Virtual stages per pipeline rank (interleaved 1F1B when > 1).")
     zero: int = Field(1, ge=0, le=3, description="ZeRO stage: 0 none, 1 optimizer, 2 +grads, 3 +params (FSDP).")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP.")
+    pp_scatter_gather: bool = Field(
+        True, description="Without SP, each TP rank sends 1/tp of a stage's output to the next stage, which "
+        "all-gathers it over TP (Megatron's scatter_gather_tensors_in_pipeline; Narayanan et al. 2021 Sec. 4.1); "
+        "false = every TP rank sends the whole tensor (Aleph Alpha's scaling PipeCommunicator).")
     zero3_impl: Literal["fsdp", "deepspeed-2021"] = Field(
         "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
         "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "

@@ -8,7 +8,8 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
       router and experts);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
-      over the TP group, Narayanan et al. 2021 Sec. 4.1);
+      over the TP group, Narayanan et al. 2021 Sec. 4.1, or with pp_scatter_gather false every TP rank
+      sends the whole tensor);
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
       overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
@@ -136,9 +137,10 @@ def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
     p = w.parallel
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
-    size = micro_batch_act_bytes(w) / p.tp  # scatter/gather (Narayanan et al. 2021, Sec. 4.1) or SP
+    split = p.sequence_parallel or p.pp_scatter_gather  # SP, or scatter/gather (Narayanan et al. 2021, Sec. 4.1)
+    size = micro_batch_act_bytes(w) / (p.tp if split else 1)
     t = 2.0 * p.vp * cost("send_recv", size, groups_of(p, "pp_pairs"))
-    if p.tp > 1 and not p.sequence_parallel:  # the receiver re-assembles the tensor over NVLink
+    if p.tp > 1 and not p.sequence_parallel and split:  # the receiver re-assembles the tensor over NVLink
         t += 2.0 * p.vp * cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
     return DimComm(t, t, "send_recv", size, "pp_pairs")
 

@@ -88,9 +88,8 @@ def heldout_cases() -> list[Case]:
     out: list[Case] = []
     for c in _data("heldout_runs.yaml")["cases"]:
         w, cluster = workload_from_mapping(c["workload"], c["id"]), cluster_from_mapping(c["cluster"], c["id"])
-        # they ran; the memory model puts 5 of 71 over HBM: AA 13B at TP 1 x PP 1 (2-byte weights + 4-byte
-        # gradients alone 78 GiB), Nemotron-4 340B (+7.6 GiB), AA 65B SP (+0.5), fa2-gpt2.7b-8k (its assumed
-        # micro-batch 8 without recompute: 160 GiB of activations)
+        # they ran; the memory model puts 2 of 71 over HBM: Nemotron-4 340B (+7.6 GiB), fa2-gpt2.7b-8k (its
+        # assumed micro-batch 8 without recompute: 160 GiB of activations)
         r = plan(w, cluster, check_memory=False)
         out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name))
     return out
