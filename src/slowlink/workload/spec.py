@@ -12,6 +12,7 @@ from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
+from slowlink.workload.tp_comm_config import tp_comm_config
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
@@ -276,8 +277,6 @@ def check_hardware(w: Workload, cluster: Cluster) -> None:
 
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
     """Validate a parsed workload file and resolve its model; every error names ``source``."""
-    from slowlink.workload.tp_comm_config import tp_comm_config
-
     check_kind(data, "workload", source)
     try:
         spec = WorkloadSpec.model_validate(data)
