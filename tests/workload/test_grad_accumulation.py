@@ -11,6 +11,7 @@ from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.compute import grad_accumulation_s, layer_compute, layer_params_per_gpu, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
+from slowlink.workload.memory import memory
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 
@@ -72,3 +73,23 @@ def test_the_step_is_slower_by_the_accumulation_of_every_micro_batch() -> None:
 def test_an_unknown_mode_is_rejected_with_its_field() -> None:
     with pytest.raises(SpecError, match="grad_accumulation"):
         _w("deepspeed")
+
+
+def test_fp32_accumulation_reads_the_new_gradient_and_reads_and_writes_the_fp32_sum() -> None:
+    # FSDP2 (reduce_dtype fp32, sync off): unsharded_accumulated_grad += grad: 2 (bf16) + 4 + 4 bytes per weight
+    gpu = load_cluster(EX / "ref-64gpu.yaml").gpu
+    assert grad_accumulation_s(_w("autograd_fp32"), 1e9, gpu) == pytest.approx(10e9 / gpu.hbm_bw_bytes_s)
+    assert grad_accumulation_s(_w("autograd_fp32"), 1e9, gpu) > grad_accumulation_s(_w("autograd"), 1e9, gpu)
+
+
+def test_fp32_accumulator_is_not_sharded_by_zero2() -> None:
+    def grads(acc: str) -> float:
+        return memory(workload_from_mapping({
+            "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "grad_accumulation": acc},
+            "parallel": {"tp": 2, "pp": 2, "dp": 4, "zero": 2}}, "w.yaml")).grads_bytes
+    # fused: the fp32 main gradient sharded over dp 4; FSDP2's fp32 accumulator holds the whole local gradient
+    assert grads("autograd_fp32") == pytest.approx(4 * grads("fused"))
+
+
+def test_fp32_accumulation_adds_the_embedding_gradient_as_megatron_main_grad_does() -> None:
+    assert embedding_grad_bytes(_w("autograd_fp32")) == pytest.approx(embedding_grad_bytes(_w("fused")))

@@ -21,7 +21,8 @@ backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
 (selective, the 5*a*s/h term of Korthikanti et al. 2022).
 Gradient accumulation (training.grad_accumulation autograd): each backward also adds the micro-batch's weight
-gradients into .grad, GRAD_ACCUMULATE_RW x the local weight bytes (:func:`grad_accumulation_s`).
+gradients into .grad, GRAD_ACCUMULATE_RW x the local weight bytes; autograd_fp32: into an fp32 buffer, the new
+gradient read in the weights' dtype and the fp32 sum read and written (:func:`grad_accumulation_s`).
 """
 
 from __future__ import annotations
@@ -141,14 +142,29 @@ def elementwise_bw_bytes_s(gpu: Gpu) -> float:
     return gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
 
 
-def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:
-    """Seconds of one micro-batch's weight-gradient accumulation over ``local_params`` weights: zero when the
-    GEMM accumulates (Megatron's gradient_accumulation_fusion, the default), else PyTorch's in-place add
-    (GRAD_ACCUMULATE_RW passes of the weights' bytes). Every micro-batch is charged; the step's first assigns
-    instead (at most 1/m of this term too much)."""
-    if w.training.grad_accumulation == "fused":
+def grad_accumulation_bytes_per_param(w: Workload) -> float:
+    """HBM bytes one weight's gradient accumulation moves per micro-batch (training.grad_accumulation):
+      fused          0: the weight-gradient GEMM accumulates (Megatron's gradient_accumulation_fusion)
+      autograd       3 e: AccumulateGrad's ``variable_grad += new_grad`` in the weights' dtype e
+      autograd_fp32  e + 2 x 4: the new gradient read, the fp32 sum read and written. PyTorch FSDP2
+                     (torch/distributed/_composable/fsdp/_fsdp_param.py, accumulate_unsharded_grad_if_needed:
+                     ``self.unsharded_accumulated_grad += self.unsharded_param.grad`` when reduce_dtype is fp32
+                     and gradient sync is off); Llama 3 accumulates in fp32 over micro-batches (Dubey et al.
+                     2024, Sec. 3.3.2, numerical stability)."""
+    e = kept_bytes(w.training.precision)
+    mode = w.training.grad_accumulation
+    if mode == "fused":
         return 0.0
-    return GRAD_ACCUMULATE_RW * local_params * kept_bytes(w.training.precision) / elementwise_bw_bytes_s(gpu)
+    if mode == "autograd_fp32":
+        return e + 2.0 * DTYPE_BYTES["fp32"]
+    return GRAD_ACCUMULATE_RW * e
+
+
+def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:
+    """Seconds of one micro-batch's weight-gradient accumulation over ``local_params`` weights
+    (:func:`grad_accumulation_bytes_per_param`). Every micro-batch is charged; the step's first assigns (autograd)
+    or upcasts (autograd_fp32) instead: at most 1/m of this term too much."""
+    return grad_accumulation_bytes_per_param(w) * local_params / elementwise_bw_bytes_s(gpu)
 
 
 def layer_params_per_gpu(w: Workload) -> float:

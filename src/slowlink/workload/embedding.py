@@ -11,6 +11,8 @@ unless ``grad_added_to_main_grad``): the bf16 gradient read, the fp32 main gradi
 micro-batch on the first pipeline stage, V/tp x h x (e written + e read + 4 + 4) bytes. With
 training.grad_accumulation autograd the dense gradient is added into .grad in the weights' dtype instead
 (:data:`~slowlink.workload.compute.GRAD_ACCUMULATE_RW` passes, PyTorch's AccumulateGrad): V/tp x h x (e + 3e).
+With autograd_fp32 (FSDP2's fp32 accumulator) the dense gradient is added into fp32 as Megatron's main_grad is:
+the same 2e + 4 + 4.
 The lookup itself and the scatter of the tokens' rows are tokens x h: not counted.
 """
 

@@ -3,7 +3,8 @@
 Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients (2, the
 weights' dtype, when autograd accumulates them: training.grad_accumulation) and 12 of optimizer state (fp32
 master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
-master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients, 3 also the weights.
+master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients (not FSDP2's fp32 accumulator,
+autograd_fp32, which is unsharded until the step's reduce-scatter), 3 also the weights.
 Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor by tensor (see
 :func:`activation_bytes_per_layer`); for a GPT layer (ffn 4h, GeLU, MHA, dropout) their Table 2:
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
@@ -123,11 +124,13 @@ def memory(w: Workload) -> Memory:
     inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
     weights = kept_bytes(t.precision)
     states = optimizer_state_bytes(t.precision)
-    # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation)
+    # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation);
+    # FSDP2's fp32 accumulator (autograd_fp32) holds the whole unsharded gradient until the reduce-scatter
     grads = weights if t.grad_accumulation == "autograd" else MAIN_GRAD_BYTES
+    grad_shard = shard if p.zero >= 2 and t.grad_accumulation != "autograd_fp32" else 1
     return Memory(
         weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
-        grads_bytes=grads * n / (shard if p.zero >= 2 else 1),
+        grads_bytes=grads * n / grad_shard,
         optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
         activations_bytes=activation_bytes_per_layer(w) * layers * inflight,
         workspace_bytes=WORKSPACE_BYTES,

@@ -71,10 +71,12 @@ class TrainingSpec(BaseModel):
         True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
         "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "
         "through memory forward and backward (Meta's reference llama, Aleph Alpha's scaling).")
-    grad_accumulation: Literal["fused", "autograd"] = Field(
+    grad_accumulation: Literal["fused", "autograd", "autograd_fp32"] = Field(
         "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
         "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "
-        "adds the new gradient into .grad in the weights' dtype, one elementwise pass per micro-batch.")
+        "adds the new gradient into .grad in the weights' dtype, one elementwise pass per micro-batch; "
+        "autograd_fp32 = the new gradient, in the weights' dtype, is added into an unsharded fp32 buffer by one "
+        "elementwise pass (FSDP2 with reduce_dtype fp32 and gradient sync off: unsharded_accumulated_grad).")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
 

@@ -88,8 +88,10 @@ def heldout_cases() -> list[Case]:
     out: list[Case] = []
     for c in _data("heldout_runs.yaml")["cases"]:
         w, cluster = workload_from_mapping(c["workload"], c["id"]), cluster_from_mapping(c["cluster"], c["id"])
-        # they ran; the memory model puts 2 of 71 over HBM: Nemotron-4 340B (+7.6 GiB), fa2-gpt2.7b-8k (its
-        # assumed micro-batch 8 without recompute: 160 GiB of activations)
+        # they ran; the memory model puts 5 of 71 over HBM: Nemotron-4 340B (+7.6 GiB), fa2-gpt2.7b-8k (its
+        # assumed micro-batch 8 without recompute: 160 GiB of activations), the three Llama 3 405B rows (+2.5-2.7
+        # GiB: FSDP's unsharded fp32 gradient accumulator, 11.8 GiB, beside 62 GiB of activations for 17.9
+        # micro-batches in flight on the first stage; Meta frees stage inputs/outputs early, Sec. 3.3.2)
         r = plan(w, cluster, check_memory=False)
         out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name))
     return out
