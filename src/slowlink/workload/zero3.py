@@ -12,10 +12,18 @@ Two implementations, chosen by ``parallel.zero3_impl``:
     - each gather is preceded by ``torch.cuda.synchronize()`` and every sub-module fetch synchronizes the
       device again, so nothing overlaps (DeepSpeed PR #1188, opened June 2021, merged 2021-10-31 as c0eeb69d:
       "the async version is not async at all"; issue #1174: a 5B model's ZeRO-3 forward took 480 ms against
-      60 ms under ZeRO-2 on one node). Assumed: the trace-based prefetch (``prefetch_next_sub_modules``) is
-      off; when the first step's sub-module trace holds it gathers the next sub-module while the current one
-      computes, which would make this model faster still (DeepSpeed PR #873, March 2021: the prefetcher "was
-      essentially disabled if the sub-module access pattern changed after the first iteration");
+      60 ms under ZeRO-2 on one node);
+    - the sub-module trace is off by one from v0.3.14 (PR #867, 7b46d11f, 2021-04-07) until the stage-3
+      rewrite of PR #1453 (2022-01-20): ``setup_zero_stage3_hooks`` registers its step reset
+      (``_pre_forward_hook``) on the top module after the top module's own fetch hook, whose ``increment_step``
+      runs first, so every later sub-module's step id is one less than its place in the trace (described in
+      DeepSpeed issue #1069, 2021-05-27). Both checks that read the trace then fail: ``get_params_to_prefetch``
+      ("Tracing failed. Prefetching is disabled") and ``get_reuse_distance_in_numel`` ("Cannot tell if the
+      sub_module is reused": 1e12 elements), so nothing is prefetched and every gathered tensor is released
+      after each use: gathered for the forward, again for the recomputed forward and again for the backward
+      (:func:`gathers_per_microbatch`), whatever ``stage3_max_reuse_distance`` says. v0.3.13 (March 2021) has
+      no reset hook: from the second step it prefetches the next sub-module behind the current one's compute
+      and keeps a tensor whose next use is near, which this model does not price (it would be faster);
     - the gather and the gradient reduce-scatter use the list form of ``torch.distributed``: PyTorch's
       ProcessGroupNCCL (1.8) copies each of the n ranks' slices out of (all_gather) or into (reduce_scatter)
       a flat buffer, one ``copy_`` per rank, serially on the communicator's stream
@@ -30,14 +38,23 @@ Two implementations, chosen by ``parallel.zero3_impl``:
       copy-in (S) and ``_partition_gradient``'s copy into the fp16 partition buffer (S/n), each read and
       written; after the step, ``_allgather_params``' copies (flat buffer ``torch.empty``, no fill). GPT-3 175B:
       ~2.1 s per step at 384-1,536 ranks. Assumed ``contiguous_gradients`` on, as DeepSpeedExamples'
-      ZeRO-3 configs set it (off, ``reduce_ipg_grads`` all-reduces through ``buffered_reduce_fallback``).
+      Megatron-LM-v1.1.5-ZeRO3 ``ds_zero_stage_3_config.json`` sets it (March-June 2021). DeepSpeed's own
+      default was off until PR #1199 (2021-07-01): ``reduce_ipg_grads`` then flattens each bucket, divides it and
+      all-reduces it through ``buffered_reduce_fallback`` (twice the reduce-scatter's bytes, no per-rank
+      lists). v0.3.16 alone defaults ``reduce_scatter`` off (PR #971; back on with PR #1058), which with
+      contiguous gradients all-reduces the whole bucket buffer at every reduction; neither is priced.
       Not charged, as it depends on ``reduce_bucket_size``, which Table 2 does not give: a gradient of at most
       that many elements is first copied into the bucket (``reduce_independent_p_g_buckets_and_remove_grads``)
       and every reduction divides the whole bucket, not only its gradients (GPT-3 175B: ~0.4 s per step at
       the 5e8 default, ~0.05 s at the 6.7e7 of the examples' config). Dropped: the fp32 gradient and
       master-weight copies at the optimizer step are partition-sized (milliseconds);
-    - a tensor gathered for the recomputed forward stays for its backward only if the parameters used in
-      between (``get_reuse_distance_in_numel``) are fewer than ``stage3_max_reuse_distance`` (1e9);
+    - outside the layers (not recomputed: one gather forward, one backward, one reduce-scatter each), a Megatron
+      GPT (non-gated here, as :func:`small_tensors`) has the word embedding, which the output layer reuses as
+      an external parameter of the whole model (``register_external_parameter`` in DeepSpeedExamples'
+      Megatron-LM-v1.1.5-ZeRO3 ``gpt2_model.py``, 2cd968f2, March 2021; found by ``ZeROOrderedDict`` from
+      v0.3.15), so it is gathered with the top module and held through the pass, and the learned position
+      embedding (s x h); a gated (Llama-style) model has an untied input embedding and output layer
+      (:func:`end_tensors`);
     - gradients are reduce-scattered per tensor (``_reduce_scatter_gradients``; ``reduce_scatter_coalesced``
       came with PR #1453, 2022-01-20), in the parameters' dtype (fp16; ``allreduce_always_fp32`` off),
       on the same process group (one NCCL stream), and waited for by the next fetch's synchronize;
@@ -69,11 +86,13 @@ from slowlink.workload.kernels import SHORT_KERNEL_S  # one per rank: the list A
 from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Model, Workload
 
-# DeepSpeed defaults (deepspeed/runtime/zero/constants.py, 2021): tensors below this many elements are not
-# partitioned (stage3_param_persistence_threshold); a gathered tensor is kept while its next use is closer
-# than this many elements of other parameters (stage3_max_reuse_distance).
+# DeepSpeed default (deepspeed/runtime/zero/constants.py, 2021): tensors below this many elements are not
+# partitioned (stage3_param_persistence_threshold).
 DS_PERSISTENCE_NUMEL = 1e5
-DS_MAX_REUSE_NUMEL = 1e9
+# Gathers of a weight tensor per micro-batch when nothing is kept between uses (the trace off by one, module
+# docstring): forward and backward, plus the recomputed forward under full recomputation.
+GATHERS_NO_REUSE = 2
+GATHERS_NO_REUSE_RECOMPUTE = 3
 # Host seconds of one eager PyTorch call from Python on a tiny tensor: 2.3 us, PyTorch's operator_benchmark
 # ``split_M8_N8_parts2`` (a view op, 8x8 tensor), as published in pytorch/pytorch PR #32194 (Jan 2020: 3.3 us
 # before that PR, 2.26 us after it, which PyTorch 1.8 includes). ``copy_`` (TensorIterator set-up and a
@@ -170,13 +189,23 @@ def post_step_gather_s(w: Workload, cost: CommCost, grp: list[list[int]], layers
     return nccl + hbm + host_loop_s(ranks, CALLS_PER_RANK_GATHER + CALLS_PER_RANK_PERSISTENT * len(small))
 
 
-def gathers_per_microbatch(numels: list[float], recompute: bool) -> list[int]:
-    """All-gathers of each tensor per micro-batch under DeepSpeed's reuse rule: forward, recomputed forward,
-    backward; the backward one is skipped when the tensors used between the recompute and the backward
-    (every later tensor twice: its recompute and its backward) hold fewer than DS_MAX_REUSE_NUMEL elements."""
-    if not recompute:
-        return [2] * len(numels)
-    return [2 if 2.0 * sum(numels[i + 1:]) < DS_MAX_REUSE_NUMEL else 3 for i in range(len(numels))]
+def gathers_per_microbatch(recompute: bool) -> int:
+    """All-gathers of each weight tensor of a layer per micro-batch: forward, backward and, under full
+    recomputation, the recomputed forward. DeepSpeed v0.3.14-v0.5.x keeps no gathered tensor between two uses:
+    its reuse check reads a trace whose step ids are off by one (module docstring), so the
+    ``stage3_max_reuse_distance`` rule never applies."""
+    return GATHERS_NO_REUSE_RECOMPUTE if recompute else GATHERS_NO_REUSE
+
+
+def end_tensors(m: Model, tp: int) -> list[float]:
+    """Elements on one GPU of each tensor gathered outside the layers (forward, backward, one reduce-scatter):
+    non-gated (Megatron GPT-2/3): the word embedding, tied to the output layer and fetched once per pass with
+    the whole model (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3 ``gpt2_model.py``), and the learned position
+    embedding (s x h, not split by TP); gated (Llama family): input embedding and output layer, untied."""
+    word = m.vocab * m.hidden / tp
+    if m.gated_mlp:
+        return [word, word]
+    return [word, float(m.seq_len * m.hidden)]
 
 
 def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gpu: Gpu) -> tuple[float, float]:
@@ -200,13 +229,12 @@ def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gp
         host = ranks * SHORT_KERNEL_S + host_loop_s(ranks, CALLS_PER_RANK_SCATTER)
         return cost("reduce_scatter", size, grp) + host + scatter_hbm_bytes(size, ranks) / hbm
 
-    full = layer_tensors(w.model, p.tp)  # DeepSpeed counts a tensor's full size (ds_numel)
-    per_layer = 0.0
-    for numel, n_gather in zip(full, gathers_per_microbatch(full, w.training.recompute == "full"), strict=True):
-        if numel * p.tp >= DS_PERSISTENCE_NUMEL:
-            per_layer += n_gather * gather(numel * w_bytes) + scatter(numel * g_bytes)
-    emb = w.model.vocab * w.model.hidden / p.tp  # input embedding and output layer: forward + backward each
-    ends = 2.0 * (2.0 * gather(emb * w_bytes) + scatter(emb * g_bytes))
+    n_gather = gathers_per_microbatch(w.training.recompute == "full")
+    # DeepSpeed compares a tensor's full size (ds_numel) with the persistence threshold
+    per_layer = sum(n_gather * gather(numel * w_bytes) + scatter(numel * g_bytes)
+                    for numel in layer_tensors(w.model, p.tp) if numel * p.tp >= DS_PERSISTENCE_NUMEL)
+    ends = sum(GATHERS_NO_REUSE * gather(numel * w_bytes) + scatter(numel * g_bytes)
+               for numel in end_tensors(w.model, p.tp))
     total = micro * (layers * per_layer + ends) + post_step_gather_s(w, cost, grp, layers, gpu)
     return total, total
 
