@@ -305,3 +305,16 @@ def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) ->
     assert hidden_tp > 0
     assert slowed.contention_s == pytest.approx(24 / cluster.gpu.sms * hidden_tp)
     assert slowed.step_time_s - free.step_time_s == pytest.approx(slowed.contention_s)  # pp 1: no bubble
+
+
+def test_overlapped_pp_hops_leave_only_the_fill_and_drain_exposed() -> None:
+    # overlap.pp_comm (Megatron's overlap_p2p_comm): a hop shorter than a chunk's compute costs nothing in the
+    # steady state, but the fill and drain still pass every hop on: (pp - 1) / vp x the micro-batch's hops
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    spec = {"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256, "micro_batch": 1},
+            "parallel": {"tp": 4, "pp": 2, "dp": 8, "vp": 4}}
+    waited = plan(workload_from_mapping(spec), cluster)
+    hidden = plan(workload_from_mapping({**spec, "overlap": {"pp_comm": True}}), cluster)
+    assert waited.comm_total_s["pp"] > 0 and hidden.comm_s["pp"] == 0.0
+    assert waited.step_time_s - hidden.step_time_s == pytest.approx(waited.comm_total_s["pp"], rel=1e-9)
+    assert hidden.bubble_s == pytest.approx(waited.bubble_s)

@@ -162,6 +162,9 @@ class OverlapSpec(BaseModel):
     tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
     tp_comm_config: str = Field("te-v1.13-default", description="With tp_comm: the userbuffers config (per GEMM "
                                 "method, SMs, chunks), a name in workload/data/tp_comm_configs.yaml.")
+    pp_comm: bool = Field(False, description="Overlap the PP send/recv with the next model chunk's compute "
+                          "(Megatron's overlap_p2p_comm with batch_p2p_comm false; interleaved schedule only, "
+                          "parallel.vp > 1); false = each hand-off waited for (Megatron's default).")
 
 
 class WorkloadSpec(BaseModel):
@@ -262,6 +265,14 @@ def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
                         f"({2 * cp}), the chunks context parallelism splits a sequence into")
 
 
+def check_pp_overlap(overlap: OverlapSpec, parallel: ParallelSpec) -> None:
+    """Megatron-Core overlaps the PP send/recv only in its interleaved schedule: the non-interleaved one raises
+    "Non-interleaved pipeline parallelism does not support overlapping p2p communication" (core_r0.10.0
+    pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving)."""
+    if overlap.pp_comm and parallel.vp < 2:
+        raise SpecError(f"overlap.pp_comm (true): needs the interleaved schedule, parallel.vp ({parallel.vp}) > 1")
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
@@ -287,6 +298,7 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     try:
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
+        check_pp_overlap(spec.overlap, spec.parallel)
         tp_comm_config(spec.overlap.tp_comm_config)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None

@@ -2,8 +2,9 @@
 
   t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ logits on the
               last stage) + PP send/recv of one micro-batch
-  pipeline  = (m + (pp - 1) / vp) * t_mb     (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
-                                              Narayanan et al. 2021 Sec. 2.2)
+  pipeline  = m * t_mb + (pp - 1) / vp * t_fill   (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
+              Narayanan et al. 2021 Sec. 2.2); t_fill = t_mb with every PP hop exposed: the fill and drain
+              pass each chunk's output on before the next stage can start, overlap.pp_comm or not
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer + DP contention
@@ -165,9 +166,10 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     logits = logits_compute_s(w, paced)
     emb = embedding_grad_bytes(w) / elementwise_bw_bytes_s(paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
-    t_mb = stage_time_s(w, (first * per_layer, mid * per_layer, last * per_layer), emb, logits) + pp_mb
+    stage = stage_time_s(w, (first * per_layer, mid * per_layer, last * per_layer), emb, logits)
+    t_mb = stage + pp_mb
     compute = micro * stage_time_s(w, (first * lc.total_s, mid * lc.total_s, last * lc.total_s), emb, logits)
-    bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
+    bubble = (w.parallel.pp - 1) / w.parallel.vp * (stage + dims["pp"].total_s)
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     gpu = cluster.gpu
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
