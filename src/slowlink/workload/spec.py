@@ -165,6 +165,13 @@ class OverlapSpec(BaseModel):
     pp_comm: bool = Field(False, description="Overlap the PP send/recv with the next model chunk's compute "
                           "(Megatron's overlap_p2p_comm with batch_p2p_comm false; interleaved schedule only, "
                           "parallel.vp > 1); false = each hand-off waited for (Megatron's default).")
+    defer_embedding_wgrad: bool = Field(
+        False, description="Megatron-Core's defer_embedding_wgrad_compute: the output layer's weight-gradient GEMM of "
+        "every micro-batch runs after the last stage's final backward, in its pipeline-drain idle time, not in each "
+        "micro-batch (needs parallel.pp > 1 and training.grad_accumulation fused).")
+    wgrad_deferral_limit: int = Field(
+        0, ge=0, description="With defer_embedding_wgrad: how many micro-batches' output-layer weight gradients are "
+        "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
 
 
 class WorkloadSpec(BaseModel):
@@ -265,12 +272,19 @@ def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
                         f"({2 * cp}), the chunks context parallelism splits a sequence into")
 
 
-def check_pp_overlap(overlap: OverlapSpec, parallel: ParallelSpec) -> None:
-    """Megatron-Core overlaps the PP send/recv only in its interleaved schedule: the non-interleaved one raises
-    "Non-interleaved pipeline parallelism does not support overlapping p2p communication" (core_r0.10.0
-    pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving)."""
-    if overlap.pp_comm and parallel.vp < 2:
-        raise SpecError(f"overlap.pp_comm (true): needs the interleaved schedule, parallel.vp ({parallel.vp}) > 1")
+def check_pipeline_overlap(spec: WorkloadSpec) -> None:
+    """What Megatron-Core core_r0.10.0 refuses: overlapped PP send/recv outside the interleaved schedule
+    (pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving raises), deferred embedding
+    weight gradients without pipeline parallelism or without gradient-accumulation fusion (model_parallel_config.py,
+    ``__post_init__``)."""
+    o, p = spec.overlap, spec.parallel
+    if o.pp_comm and p.vp < 2:
+        raise SpecError(f"overlap.pp_comm (true): needs the interleaved schedule, parallel.vp ({p.vp}) > 1")
+    if o.defer_embedding_wgrad and p.pp < 2:
+        raise SpecError(f"overlap.defer_embedding_wgrad (true): needs a pipeline, parallel.pp ({p.pp}) > 1")
+    if o.defer_embedding_wgrad and spec.training.grad_accumulation != "fused":
+        raise SpecError(f"overlap.defer_embedding_wgrad (true): needs training.grad_accumulation fused, not "
+                        f"{spec.training.grad_accumulation!r}")
 
 
 def check_hardware(w: Workload, cluster: Cluster) -> None:
@@ -298,7 +312,7 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     try:
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
-        check_pp_overlap(spec.overlap, spec.parallel)
+        check_pipeline_overlap(spec)
         tp_comm_config(spec.overlap.tp_comm_config)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
