@@ -303,3 +303,59 @@ def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) ->
     assert hidden_tp > 0
     assert slowed.contention_s == pytest.approx(24 / cluster.gpu.sms * hidden_tp)
     assert slowed.step_time_s - free.step_time_s == pytest.approx(slowed.contention_s)  # pp 1: no bubble
+
+
+def test_overlapped_pp_hops_leave_only_the_fill_and_drain_exposed() -> None:
+    # overlap.pp_comm (Megatron's overlap_p2p_comm): a hop shorter than a chunk's compute costs nothing in the
+    # steady state, but the fill and drain still pass every hop on: (pp - 1) / vp x the micro-batch's hops
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    spec = {"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256, "micro_batch": 1},
+            "parallel": {"tp": 4, "pp": 2, "dp": 8, "vp": 4}}
+    waited = plan(workload_from_mapping(spec), cluster)
+    hidden = plan(workload_from_mapping({**spec, "overlap": {"pp_comm": True}}), cluster)
+    assert waited.comm_total_s["pp"] > 0 and hidden.comm_s["pp"] == 0.0
+    assert waited.step_time_s - hidden.step_time_s == pytest.approx(waited.comm_total_s["pp"], rel=1e-9)
+    assert hidden.bubble_s == pytest.approx(waited.bubble_s)
+
+
+def _deferred(limit: int | None, **parallel: int) -> dict[str, object]:
+    overlap: dict[str, object] = {} if limit is None else {"defer_embedding_wgrad": True, "wgrad_deferral_limit": limit}
+    return {"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256, "micro_batch": 1},
+            "parallel": {"tp": 4, "pp": 2, "dp": 8, "vp": 4, **parallel}, "overlap": overlap}
+
+
+def test_deferred_output_wgrad_leaves_each_microbatch_for_the_drain() -> None:
+    # Megatron-Core defer_embedding_wgrad_compute: the last stage (the slowest: it holds the logits) loses the
+    # output layer's wgrad GEMM in every deferred micro-batch and in the bubble when all are deferred; the drain
+    # runs them all, waited for beyond the last rank's (pp - 1) / vp of a stage's backward of idle time
+    from slowlink.workload.compute import layer_compute
+    from slowlink.workload.step import deferred_microbatches, output_wgrad_s, stage_layers
+
+    cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
+    base, every = (workload_from_mapping(_deferred(x)) for x in (None, 0))
+    micro = 256 // 8
+    assert deferred_microbatches(every, micro) == micro and deferred_microbatches(base, micro) == 0
+    wgrad = output_wgrad_s(every, cluster.gpu)
+    idle = (2 - 1) / 4 * stage_layers(every)[2] * layer_compute(every, cluster.gpu).backward_s
+    drain = max(0.0, micro * wgrad - idle)
+    assert drain > 0  # 32 GEMMs outlast one chunk's backward here
+    saved = plan(base, cluster).step_time_s - plan(every, cluster).step_time_s
+    assert saved == pytest.approx((micro + 1 / 4) * wgrad - drain, rel=1e-6)
+    # wgrad_deferral_limit 4: the first 4 micro-batches only, all hidden in the drain; the bubble keeps its wgrad
+    four = workload_from_mapping(_deferred(4))
+    assert 4 * wgrad < idle
+    assert plan(base, cluster).step_time_s - plan(four, cluster).step_time_s == pytest.approx(4 * wgrad, rel=1e-6)
+
+
+@pytest.mark.parametrize(("spec", "rule"), [
+    (_deferred(0, pp=1, vp=1, dp=16),
+     r"w.yaml: overlap.defer_embedding_wgrad \(true\): needs a pipeline, parallel.pp \(1\) > 1"),
+    ({**_deferred(0), "training": {"global_batch": 256, "grad_accumulation": "autograd"}},
+     r"w.yaml: overlap.defer_embedding_wgrad \(true\): needs training.grad_accumulation fused, not 'autograd'"),
+    (_deferred(-1), r"w.yaml: overlap.wgrad_deferral_limit \(-1\): .*greater than or equal to 0"),
+])
+def test_deferred_wgrad_refused_where_megatron_refuses_it(spec: dict[str, object], rule: str) -> None:
+    from slowlink.errors import SpecError
+
+    with pytest.raises(SpecError, match=rule):
+        workload_from_mapping(spec, "w.yaml")

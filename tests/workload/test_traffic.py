@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from slowlink.collectives.constants import CHANNELS
+from slowlink.errors import SpecError
 from slowlink.workload.comm import CommCost
+from slowlink.workload.compute import StageCompute
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import comm_sm_share, micro_batch_act_bytes, overlap_contention_s, pp_microbatch
 
@@ -78,3 +80,32 @@ def test_with_sp_the_slice_is_already_1_over_tp_either_way() -> None:
         w = _pp_w(True, scatter_gather)
         pp_microbatch(w, cost)
         assert calls == [("send_recv", micro_batch_act_bytes(w) / 4)]
+
+
+def _vp_w(pp_comm: bool) -> Workload:
+    return workload_from_mapping({
+        "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "micro_batch": 1},
+        "parallel": {"tp": 4, "pp": 2, "dp": 2, "vp": 4}, "overlap": {"pp_comm": pp_comm}}, "w.yaml")
+
+
+def test_overlapped_pp_hop_waits_only_for_what_outlasts_the_next_chunk() -> None:
+    # Megatron's interleaved schedule with overlap_p2p_comm: the forward hop beside one backward chunk, the
+    # backward hop beside one forward chunk; hop = size x 1e-9 s here
+    _, cost = _priced()
+    w = _vp_w(True)
+    hop = micro_batch_act_bytes(w) / 4 * 1e-9
+    wide = pp_microbatch(w, cost, StageCompute(2 * hop, 4 * hop))
+    assert wide.total_s == pytest.approx(2 * 4 * hop)  # what moves does not change
+    assert wide.exposed_s == 0.0
+    # forward chunk 0.25 hop: the backward hop waits 0.75 hop; backward chunk 0.5 hop: the forward hop 0.5 hop
+    part = pp_microbatch(w, cost, StageCompute(0.25 * hop, 0.5 * hop))
+    assert part.exposed_s == pytest.approx(4 * (0.75 + 0.5) * hop)
+    # without the key (Megatron's default, batch_p2p_comm) every hop is waited for
+    assert pp_microbatch(_vp_w(False), cost, StageCompute(2 * hop, 4 * hop)).exposed_s == pytest.approx(8 * hop)
+
+
+def test_pp_comm_needs_the_interleaved_schedule() -> None:
+    with pytest.raises(SpecError, match=r"w.yaml: overlap.pp_comm \(true\): needs the interleaved schedule, "
+                                        r"parallel.vp \(1\) > 1"):
+        workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 64},
+                               "parallel": {"tp": 4, "pp": 2, "dp": 2}, "overlap": {"pp_comm": True}}, "w.yaml")

@@ -30,7 +30,8 @@ def _wl(**over: Any) -> dict[str, Any]:
      r"w.yaml: parallel.cp \(4\): model.seq_len \(8190\) must be a multiple of 2 \* cp \(8\)"),
     ({"parallel": {"tp": True}}, r"w.yaml: parallel.tp \(True\): must be an integer"),
     ({"training": {"global_batch": float("inf")}}, r"w.yaml: training.global_batch \(inf\)"),
-    ({"training": {"cross_entropy": "apex"}}, r"w.yaml: training.cross_entropy \('apex'\): .*'megatron' or 'fused'"),
+    ({"training": {"cross_entropy": "apex"}},
+     r"w.yaml: training.cross_entropy \('apex'\): .*'megatron', 'megatron_fused' or 'fused'"),
     ({"model": {"dropout": "yes"}}, r"w.yaml: model.dropout \('yes'\): must be true or false"),
     ({"model": {"dropout": 0.1}}, r"w.yaml: model.dropout \(0.1\): must be true or false"),
 ])

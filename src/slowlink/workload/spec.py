@@ -63,10 +63,11 @@ class TrainingSpec(BaseModel):
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
-    cross_entropy: Literal["megatron", "fused"] = Field(
+    cross_entropy: Literal["megatron", "megatron_fused", "fused"] = Field(
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
-        "logits, several elementwise passes); fused = one kernel reading the logits forward and once more "
-        "backward with an in-place gradient (apex xentropy, flash-attn's).")
+        "logits, several elementwise passes); megatron_fused = the same under cross_entropy_loss_fusion (four "
+        "torch.compile'd kernels, fp32 inside, bf16 gradient); fused = one kernel reading the logits forward and "
+        "once more backward with an in-place gradient (apex xentropy, flash-attn's).")
     fused_swiglu: bool = Field(
         True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
         "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "
@@ -164,6 +165,16 @@ class OverlapSpec(BaseModel):
     tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
     tp_comm_config: str = Field("te-v1.13-default", description="With tp_comm: the userbuffers config (per GEMM "
                                 "method, SMs, chunks), a name in workload/data/tp_comm_configs.yaml.")
+    pp_comm: bool = Field(False, description="Overlap the PP send/recv with the next model chunk's compute "
+                          "(Megatron's overlap_p2p_comm with batch_p2p_comm false; interleaved schedule only, "
+                          "parallel.vp > 1); false = each hand-off waited for (Megatron's default).")
+    defer_embedding_wgrad: bool = Field(
+        False, description="Megatron-Core's defer_embedding_wgrad_compute: the output layer's weight-gradient GEMM of "
+        "every micro-batch runs after the last stage's final backward, in its pipeline-drain idle time, not in each "
+        "micro-batch (needs parallel.pp > 1 and training.grad_accumulation fused).")
+    wgrad_deferral_limit: int = Field(
+        0, ge=0, description="With defer_embedding_wgrad: how many micro-batches' output-layer weight gradients are "
+        "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
 
 
 class WorkloadSpec(BaseModel):
@@ -264,6 +275,21 @@ def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:
                         f"({2 * cp}), the chunks context parallelism splits a sequence into")
 
 
+def check_pipeline_overlap(spec: WorkloadSpec) -> None:
+    """What Megatron-Core core_r0.10.0 refuses: overlapped PP send/recv outside the interleaved schedule
+    (pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving raises), deferred embedding
+    weight gradients without pipeline parallelism or without gradient-accumulation fusion (model_parallel_config.py,
+    ``__post_init__``)."""
+    o, p = spec.overlap, spec.parallel
+    if o.pp_comm and p.vp < 2:
+        raise SpecError(f"overlap.pp_comm (true): needs the interleaved schedule, parallel.vp ({p.vp}) > 1")
+    if o.defer_embedding_wgrad and p.pp < 2:
+        raise SpecError(f"overlap.defer_embedding_wgrad (true): needs a pipeline, parallel.pp ({p.pp}) > 1")
+    if o.defer_embedding_wgrad and spec.training.grad_accumulation != "fused":
+        raise SpecError(f"overlap.defer_embedding_wgrad (true): needs training.grad_accumulation fused, not "
+                        f"{spec.training.grad_accumulation!r}")
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
@@ -287,6 +313,7 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     try:
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
+        check_pipeline_overlap(spec)
         tp_comm_config(spec.overlap.tp_comm_config)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None

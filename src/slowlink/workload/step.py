@@ -2,11 +2,12 @@
 
   t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ logits on the
               last stage) + PP send/recv of one micro-batch
-  pipeline  = (m + (pp - 1) / vp) * t_mb     (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
-                                              Narayanan et al. 2021 Sec. 2.2)
+  pipeline  = m * t_mb + (pp - 1) / vp * t_fill   (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
+              Narayanan et al. 2021 Sec. 2.2); t_fill = t_mb with every PP hop exposed: the fill and drain
+              pass each chunk's output on before the next stage can start, overlap.pp_comm or not
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
-  step      = pipeline + exposed DP + optimizer + DP contention
+  step      = pipeline + exposed DP + optimizer + DP contention (+ deferred output-layer weight gradients)
 With ``overlap.tp_comm`` (and SP) the TP collectives are paired with GEMMs as Transformer Engine's userbuffers
 does (:func:`~slowlink.workload.tp_overlap.tp_overlap`). Overlapped communication slows the compute it hides
 behind (its CTAs hold SMs: :func:`~slowlink.workload.traffic.overlap_contention_s`): the hidden TP and CP
@@ -20,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from slowlink import units
+from slowlink.catalog import Gpu
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
-from slowlink.workload.compute import elementwise_bw_bytes_s, layer_compute, logits_compute_s
+from slowlink.workload.compute import Gemm, elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
@@ -101,6 +103,40 @@ def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_
     return max(first + first_extra_s, mid, last + last_extra_s)
 
 
+def output_wgrad_s(w: Workload, gpu: Gpu) -> float:
+    """Seconds of the output layer's weight-gradient GEMM, dW = X^T dY over [tokens, h] x [tokens, V/tp], for one
+    micro-batch: what ``overlap.defer_embedding_wgrad`` takes out of the last stage's backward."""
+    m = w.model
+    return gemm_time_s(Gemm(w.micro_batch_tokens, m.vocab / w.parallel.tp, m.hidden).backward()[1], gpu,
+                       w.training.precision)
+
+
+def deferred_microbatches(w: Workload, micro: int) -> int:
+    """Micro-batches whose output-layer weight gradient ``overlap.defer_embedding_wgrad`` defers: Megatron-Core
+    core_r0.10.0 keeps a micro-batch's input and output gradient while fewer than wgrad_deferral_limit are kept (0:
+    no limit), else computes its weight gradient at once (tensor_parallel/layers.py, ColumnParallelLinear.forward and
+    LinearWithGradAccumulationAndAsyncCommunication.backward)."""
+    if not w.overlap.defer_embedding_wgrad:
+        return 0
+    limit = w.overlap.wgrad_deferral_limit
+    return micro if limit == 0 else min(micro, limit)
+
+
+def deferred_wgrad_exposed_s(w: Workload, deferred: int, wgrad_s: float, stage_backward_s: float) -> float:
+    """Seconds the step waits for ``deferred`` deferred output-layer weight gradients of ``wgrad_s`` each.
+
+    Megatron-Core core_r0.10.0: after the schedule's last backward the last pipeline rank runs the kept weight-gradient
+    GEMMs (pipeline_parallel/schedules.py finish_embedding_wgrad_compute -> utils.py drain_embedding_wgrad_compute,
+    the SP all-gather of the next input beside each GEMM), before finalize_model_grads. That rank's last backward is
+    for its first model chunk; the drain then passes the gradient through the pp - 1 stages below it, one chunk's
+    backward each, while the last rank idles: (pp - 1) / vp of a stage's backward (``stage_backward_s``, one
+    micro-batch, every chunk). The GEMMs wait past that idle time only if longer. Not priced: the SP all-gathers
+    (one [tokens, h] input each, over NVLink beside the previous GEMM).
+    """
+    idle = (w.parallel.pp - 1) / w.parallel.vp * stage_backward_s
+    return max(0.0, deferred * wgrad_s - idle)
+
+
 def fit_dp(w: Workload, cluster: Cluster) -> Workload:
     """``w`` with ``parallel.dp: auto`` resolved on ``cluster``: its GPUs / (tp x pp x cp); else ``w``."""
     p = w.parallel
@@ -162,19 +198,27 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
-    logits = logits_compute_s(w, paced)
+    logits, wgrad = logits_compute_s(w, paced), output_wgrad_s(w, paced)
+    deferred = deferred_microbatches(w, micro)  # their output-layer wgrad moves to the pipeline drain
     emb = embedding_grad_bytes(w) / elementwise_bw_bytes_s(paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
-    t_mb = stage_time_s(w, (first * per_layer, mid * per_layer, last * per_layer), emb, logits) + pp_mb
-    compute = micro * stage_time_s(w, (first * lc.total_s, mid * lc.total_s, last * lc.total_s), emb, logits)
-    bubble = (w.parallel.pp - 1) / w.parallel.vp * t_mb
+
+    def slowest(layer_s: float, last_extra_s: float) -> float:
+        return stage_time_s(w, (first * layer_s, mid * layer_s, last * layer_s), emb, last_extra_s)
+
+    stage, stage_deferred = slowest(per_layer, logits), slowest(per_layer, logits - wgrad)
+    pipeline = deferred * stage_deferred + (micro - deferred) * stage + micro * pp_mb
+    compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
+    fill = stage_deferred if deferred == micro else stage  # the drain's last micro-batches keep their wgrad
+    bubble = (w.parallel.pp - 1) / w.parallel.vp * (fill + dims["pp"].total_s)
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     gpu = cluster.gpu
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
     opt = per_param * params_per_gpu(w) / shard
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
     dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)
-    step = micro * t_mb + bubble + opt + dims["dp"].exposed_s + dp_slow
+    drain = deferred_wgrad_exposed_s(w, deferred, wgrad, last * lc.backward_s)
+    step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain
     contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
                "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}

@@ -9,7 +9,9 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
       router and experts);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
       over the TP group, Narayanan et al. 2021 Sec. 4.1, or with pp_scatter_gather false every TP rank
-      sends the whole tensor);
+      sends the whole tensor); with overlap.pp_comm (Megatron's overlap_p2p_comm, interleaved schedule) a
+      chunk's send/recv runs beside the next chunk's compute and only what outlasts it is exposed; the
+      pipeline's fill and drain still wait for every hop (step.py);
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
       overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
@@ -132,17 +134,30 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
     return DimComm(t, t, "all_gather", gathered, "tp")
 
 
-def pp_microbatch(w: Workload, cost: CommCost) -> DimComm:
-    """Pipeline send/recv seconds of one micro-batch on one stage (forward + backward, every chunk)."""
+def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None) -> DimComm:
+    """Pipeline send/recv seconds of one micro-batch on one stage (forward + backward, every chunk).
+
+    Exposed = total, unless ``overlap.pp_comm``: Megatron-Core core_r0.10.0's interleaved schedule with
+    overlap_p2p_comm (pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving, steady
+    state) posts a chunk's forward send / next receive right after its forward and waits for that receive only
+    before the next forward, after one backward chunk; the backward's send / receive likewise wait through one
+    forward chunk. Per hop the step then waits max(0, hop - that chunk's compute) (``chunk``: one virtual
+    stage's forward and backward seconds; None = nothing to hide behind).
+    """
     p = w.parallel
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
     split = p.sequence_parallel or p.pp_scatter_gather  # SP, or scatter/gather (Narayanan et al. 2021, Sec. 4.1)
     size = micro_batch_act_bytes(w) / (p.tp if split else 1)
-    t = 2.0 * p.vp * cost("send_recv", size, groups_of(p, "pp_pairs"))
+    hop = cost("send_recv", size, groups_of(p, "pp_pairs"))
     if p.tp > 1 and not p.sequence_parallel and split:  # the receiver re-assembles the tensor over NVLink
-        t += 2.0 * p.vp * cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
-    return DimComm(t, t, "send_recv", size, "pp_pairs")
+        hop += cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
+    t = 2.0 * p.vp * hop
+    if not w.overlap.pp_comm or chunk is None:
+        return DimComm(t, t, "send_recv", size, "pp_pairs")
+    # the forward hop waits through a backward chunk, the backward hop through a forward chunk
+    exposed = p.vp * (max(0.0, hop - chunk.backward_s) + max(0.0, hop - chunk.forward_s))
+    return DimComm(t, exposed, "send_recv", size, "pp_pairs")
 
 
 MEGATRON_BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket: max(40M, 1M x dp) parameters
@@ -216,4 +231,10 @@ def all_dims(w: Workload, cluster: Cluster, cost: CommCost, lc: StageCompute, la
              micro: int) -> dict[str, DimComm]:
     """Every dimension's traffic; tp/cp/ep per layer and micro-batch, pp per micro-batch, dp per step."""
     return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost),
-            "pp": pp_microbatch(w, cost), "dp": dp_step(w, cost, lc, layers, micro, cluster.gpu)}
+            "pp": pp_microbatch(w, cost, virtual_stage(lc, layers, w.parallel.vp)),
+            "dp": dp_step(w, cost, lc, layers, micro, cluster.gpu)}
+
+
+def virtual_stage(lc: StageCompute, layers: int, vp: int) -> StageCompute:
+    """One model chunk's compute: ``layers`` (a stage's) / ``vp`` layers of ``lc`` each."""
+    return StageCompute(lc.forward_s * layers / vp, lc.backward_s * layers / vp)
