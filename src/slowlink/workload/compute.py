@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.workload.flops import params
 from slowlink.workload.loss import cross_entropy_bytes
-from slowlink.workload.memory import activation_bytes_per_layer, kept_bytes
+from slowlink.workload.memory import MAIN_GRAD_BYTES, activation_bytes_per_layer, kept_bytes
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
@@ -142,22 +142,27 @@ def elementwise_bw_bytes_s(gpu: Gpu) -> float:
     return gpu.hbm_bw_bytes_s if gpu.elementwise_bw is None else gpu.elementwise_bw
 
 
-def grad_accumulation_bytes_per_param(w: Workload) -> float:
-    """HBM bytes one weight's gradient accumulation moves per micro-batch (training.grad_accumulation):
-      fused          0: the weight-gradient GEMM accumulates (Megatron's gradient_accumulation_fusion)
+def added_grad_bytes_per_param(w: Workload) -> float:
+    """HBM bytes of adding one weight's new gradient into its accumulator outside the GEMM, per micro-batch:
       autograd       3 e: AccumulateGrad's ``variable_grad += new_grad`` in the weights' dtype e
-      autograd_fp32  e + 2 x 4: the new gradient read, the fp32 sum read and written. PyTorch FSDP2
-                     (torch/distributed/_composable/fsdp/_fsdp_param.py, accumulate_unsharded_grad_if_needed:
+      otherwise      e + 2 x 4: the new gradient read, the fp32 sum read and written: Megatron's DDP hook adding
+                     ``param.grad`` into ``main_grad`` (a gradient no GEMM accumulated, e.g. the embedding's,
+                     :mod:`slowlink.workload.embedding`), or PyTorch FSDP2's fp32 accumulator (autograd_fp32:
+                     torch/distributed/_composable/fsdp/_fsdp_param.py, accumulate_unsharded_grad_if_needed:
                      ``self.unsharded_accumulated_grad += self.unsharded_param.grad`` when reduce_dtype is fp32
-                     and gradient sync is off); Llama 3 accumulates in fp32 over micro-batches (Dubey et al.
+                     and gradient sync is off; Llama 3 accumulates in fp32 over micro-batches, Dubey et al.
                      2024, Sec. 3.3.2, numerical stability)."""
     e = kept_bytes(w.training.precision)
-    mode = w.training.grad_accumulation
-    if mode == "fused":
-        return 0.0
-    if mode == "autograd_fp32":
-        return e + 2.0 * DTYPE_BYTES["fp32"]
-    return GRAD_ACCUMULATE_RW * e
+    if w.training.grad_accumulation == "autograd":
+        return GRAD_ACCUMULATE_RW * e
+    return e + 2.0 * MAIN_GRAD_BYTES
+
+
+def grad_accumulation_bytes_per_param(w: Workload) -> float:
+    """HBM bytes one weight's gradient accumulation moves per micro-batch (training.grad_accumulation): none when
+    fused (the weight-gradient GEMM accumulates: Megatron's gradient_accumulation_fusion), else
+    :func:`added_grad_bytes_per_param`."""
+    return 0.0 if w.training.grad_accumulation == "fused" else added_grad_bytes_per_param(w)
 
 
 def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:

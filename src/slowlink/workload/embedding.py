@@ -8,25 +8,21 @@ token gradients into it: the whole [V/tp, h] table is written once however few t
 then adds it into the fp32 main gradient, a gradient that no fused weight-gradient kernel has already accumulated
 (distributed/distributed_data_parallel.py, the backward post-hook: ``param.main_grad.add_(param.grad.data)``
 unless ``grad_added_to_main_grad``): the bf16 gradient read, the fp32 main gradient read and written. Per
-micro-batch on the first pipeline stage, V/tp x h x (e written + e read + 4 + 4) bytes. With
-training.grad_accumulation autograd the dense gradient is added into .grad in the weights' dtype instead
-(:data:`~slowlink.workload.compute.GRAD_ACCUMULATE_RW` passes, PyTorch's AccumulateGrad): V/tp x h x (e + 3e).
-With autograd_fp32 (FSDP2's fp32 accumulator) the dense gradient is added into fp32 as Megatron's main_grad is:
-the same 2e + 4 + 4.
+micro-batch on the first pipeline stage, V/tp x h x (e written + the add's bytes,
+:func:`~slowlink.workload.compute.added_grad_bytes_per_param`: e read + 4 + 4). With training.grad_accumulation
+autograd the dense gradient is added into .grad in the weights' dtype instead (PyTorch's AccumulateGrad, 3e); with
+autograd_fp32 (FSDP2's fp32 accumulator) into fp32 as Megatron's main_grad is (e + 4 + 4).
 The lookup itself and the scatter of the tokens' rows are tokens x h: not counted.
 """
 
 from __future__ import annotations
 
-from slowlink.workload.compute import GRAD_ACCUMULATE_RW
-from slowlink.workload.memory import MAIN_GRAD_BYTES, kept_bytes
+from slowlink.workload.compute import added_grad_bytes_per_param
+from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import Workload
 
 
 def embedding_grad_bytes(w: Workload) -> float:
     """HBM bytes of the input embedding's dense weight gradient for one micro-batch (module docstring)."""
     m, p = w.model, w.parallel
-    e = kept_bytes(w.training.precision)
-    if w.training.grad_accumulation == "autograd":
-        return m.vocab / p.tp * m.hidden * (1.0 + GRAD_ACCUMULATE_RW) * e
-    return m.vocab / p.tp * m.hidden * (2.0 * e + 2.0 * MAIN_GRAD_BYTES)
+    return m.vocab / p.tp * m.hidden * (kept_bytes(w.training.precision) + added_grad_bytes_per_param(w))
