@@ -53,6 +53,20 @@ def test_a_measured_elementwise_rate_prices_the_elementwise_kernels_only() -> No
     assert slow.forward_s > base.forward_s and slow.attn_core_s == base.attn_core_s
 
 
+def test_selective_recompute_reruns_a_fused_attention_forward_in_backward() -> None:
+    # Megatron-Core checkpoints the core attention under 'selective' whatever its kernel (core_r0.10.0
+    # attention.py): with flash the backward pays one more attention forward, nothing else.
+    def lc(recompute: str):  # noqa: ANN202
+        return layer_compute(workload_from_mapping(
+            {"model": {"preset": "llama3-8b"}, "parallel": {"tp": 1, "pp": 1, "dp": 1},
+             "training": {"global_batch": 8, "flash_attention": True, "recompute": recompute}}), A100)
+
+    none, selective = lc("none"), lc("selective")
+    assert selective.forward_s == none.forward_s
+    assert selective.backward_s - none.backward_s == pytest.approx(selective.attn_core_s)
+    assert selective.attn_core_s > 0
+
+
 @pytest.mark.parametrize(("recompute", "sp", "fwd_ms", "bwd_ms"), [
     # Korthikanti et al. 2022, Table 4: one layer of the 22B model, TP 8, micro-batch 4 (published_runs.yaml).
     ("none", False, 7.7, 11.9),

@@ -19,7 +19,12 @@ and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and 
 Fused (flash) attention: the attention core costs FLASH_CAUSAL of it (causal blocks skipped), 2.5x forward
 backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
-(selective, the 5*a*s/h term of Korthikanti et al. 2022).
+(selective, the 5*a*s/h term of Korthikanti et al. 2022). With fused attention selective recompute saves no
+memory but still costs the core's forward: Megatron-Core checkpoints the core attention whatever its backend
+(core_r0.10.0 megatron/core/transformer/attention.py: ``checkpoint_core_attention`` is set by
+recompute_granularity 'selective' alone, and ``_checkpointed_attention_forward`` wraps ``self.core_attention``,
+TE's fused or flash kernel included); legacy Megatron-LM (megatron/model/transformer.py) skipped it under
+--use-flash-attn, a stack this model does not distinguish.
 Gradient accumulation (training.grad_accumulation autograd): each backward also adds the micro-batch's weight
 gradients into .grad, GRAD_ACCUMULATE_RW x the local weight bytes; autograd_fp32: into an fp32 buffer, the new
 gradient read in the weights' dtype and the fp32 sum read and written (:func:`grad_accumulation_s`).
@@ -198,7 +203,7 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     router_fwd, router_bwd = router_kernels_s(w)
     moe_fwd, moe_bwd = moe_fwd + router_fwd, moe_bwd + router_bwd
     fwd = fwd_gemm + core + elem + moe_fwd
-    extra = {"none": 0.0, "selective": 0.0 if flash else core + elem_attn, "full": fwd}[w.training.recompute]
+    extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
     core_bwd = (2.5 if flash else 2.0) * core
     accumulate = grad_accumulation_s(w, layer_params_per_gpu(w), gpu)
     return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + moe_bwd + extra + accumulate,
