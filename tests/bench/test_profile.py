@@ -117,3 +117,14 @@ def test_train_profile_on_cpu_splits_the_step_and_sets_it_against_plan(tmp_path:
 def test_profile_needs_timed_steps() -> None:
     res = runner.invoke(app, ["bench", "train", "--nproc", "1", *TINY[:-4], "--steps", "0", "--profile"])
     assert res.exit_code == 2 and "--steps (0) must be >= 1" in res.output and "Traceback" not in res.output
+
+
+def test_a_record_with_a_broken_profile_is_refused() -> None:
+    from slowlink.bench.record import check_record
+    from slowlink.errors import SpecError
+
+    prof = dict.fromkeys((f"{c}_s" for c in (*CLASSES, "idle")), 0.1) | {"wall_s": 1.0}
+    row = {"mode": "ddp", "ranks": 1, "step_time_s": 1.0, "profile": prof}
+    assert check_record([row], "r.json")["rows"][0]["profile"]["gemm_s"] == 0.1
+    with pytest.raises(SpecError, match="profile"):
+        check_record([row | {"profile": prof | {"idle_s": -0.5}}], "r.json")
