@@ -61,13 +61,16 @@ def test_device_idle_is_wall_minus_the_busy_union() -> None:
     recs = [Record("ampere_bf16_s16816gemm_x", 0.0, 4.0, 4.0, False),  # stream 7
             Record("pytorch_flash::flash_fwd_kernel", 3.0, 5.0, 2.0, False),  # stream 13, overlaps 1 s
             Record("vectorized_elementwise_kernel", 6.0, 7.0, 1.0, False),
-            Record("multi_tensor_apply_kernel", 7.0, 7.5, 0.5, True)]
+            Record("multi_tensor_apply_kernel", 7.0, 7.5, 0.5, True),
+            Record("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(...)>",
+                   6.5, 6.7, 0.2, False)]  # inside the elementwise kernel's interval: busy once
     out = breakdown(recs, wall_s=10.0, steps=2, device_kernels=True)
-    assert out["gemm_s"] == 2.0 and out["attention_s"] == 1.0 and out["elementwise_s"] == 0.5
+    assert out["gemm_s"] == 2.0 and out["attention_s"] == 1.0 and out["elementwise_s"] == pytest.approx(0.6)
+    assert out["elementwise_copy_s"] == pytest.approx(0.1)  # the cast, counted inside elementwise
     assert out["optimizer_s"] == 0.25 and out["other_s"] == 0.0
     assert out["idle_s"] == pytest.approx((10.0 - 6.5) / 2) and out["wall_s"] == 5.0  # busy 0-5, 6-7.5
     cpu = breakdown(recs, wall_s=10.0, steps=2, device_kernels=False)  # CPU: self times add, no union
-    assert cpu["idle_s"] == pytest.approx((10.0 - 7.5) / 2)
+    assert cpu["idle_s"] == pytest.approx((10.0 - 7.7) / 2)
 
 
 def _ev(name: str, kind: str, start_us: float, end_us: float, **kw: object) -> SimpleNamespace:
@@ -100,6 +103,7 @@ def test_train_profile_on_cpu_splits_the_step_and_sets_it_against_plan(tmp_path:
     prof = row["profile"]
     classes = sum(prof[f"{c}_s"] for c in CLASSES)
     assert prof["gemm_s"] > 0 and prof["attention_s"] > 0 and prof["optimizer_s"] > 0
+    assert 0 < prof["elementwise_copy_s"] <= prof["elementwise_s"]  # fp32: reshapes of transposed views copy
     tol = 1e-5 * prof["wall_s"]  # --json prints 6 significant digits
     assert classes <= prof["wall_s"] + tol and prof["idle_s"] == pytest.approx(prof["wall_s"] - classes, abs=tol)
     model = row["plan"]["profile"]
@@ -112,6 +116,7 @@ def test_train_profile_on_cpu_splits_the_step_and_sets_it_against_plan(tmp_path:
     table = runner.invoke(app, ["bench", "train", "--nproc", "1", *TINY, "--precision", "fp32", "--profile",
                                 "--no-results"])
     assert table.exit_code == 0 and "compute-only step by kernel class" in table.output
+    assert "of which copies, casts" in table.output
 
 
 def test_profile_needs_timed_steps() -> None:
@@ -123,7 +128,7 @@ def test_a_record_with_a_broken_profile_is_refused() -> None:
     from slowlink.bench.record import check_record
     from slowlink.errors import SpecError
 
-    prof = dict.fromkeys((f"{c}_s" for c in (*CLASSES, "idle")), 0.1) | {"wall_s": 1.0}
+    prof = dict.fromkeys((f"{c}_s" for c in (*CLASSES, "idle", "elementwise_copy")), 0.1) | {"wall_s": 1.0}
     row = {"mode": "ddp", "ranks": 1, "step_time_s": 1.0, "profile": prof}
     assert check_record([row], "r.json")["rows"][0]["profile"]["gemm_s"] == 0.1
     with pytest.raises(SpecError, match="profile"):

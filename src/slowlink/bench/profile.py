@@ -58,6 +58,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "nll_loss*, indexSelect*, CatArrayBatchedCopy) and the device's memcpy/memset: memory bound"),
 )
 _COMPILED = tuple((cls, re.compile(pat, re.IGNORECASE)) for cls, pat, _ in RULES)
+# Of elementwise, the copies and dtype casts (reported apart, inside elementwise): autocast re-casts every fp32
+# weight at each use (aten::_to_copy -> aten::copy_; on CUDA at::native's *_copy_kernel_cuda), traffic a workload
+# with bf16 weights does not have; the loss's upcast and memcpys land here too.
+COPY = re.compile(r"copy", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -98,13 +102,16 @@ def union_s(intervals: Iterable[tuple[float, float]]) -> float:
 
 def breakdown(records: list[Record], wall_s: float, steps: int, device_kernels: bool) -> dict[str, float]:
     """Seconds per step of each class, ``idle_s`` and ``wall_s`` (module docstring): kernels' busy union or the CPU
-    ops' summed self time against the wall."""
-    per = dict.fromkeys(CLASSES, 0.0)
+    ops' summed self time against the wall; ``elementwise_copy_s``: the part of elementwise that is copies and
+    casts (:data:`COPY`)."""
+    per, copy = dict.fromkeys(CLASSES, 0.0), 0.0
     for r in records:
-        per[classify(r.name, r.in_optimizer)] += r.self_s
+        cls = classify(r.name, r.in_optimizer)
+        per[cls] += r.self_s
+        copy += r.self_s if cls == "elementwise" and COPY.search(r.name) else 0.0
     busy = union_s((r.start_s, r.end_s) for r in records) if device_kernels else sum(per.values())
     out = {f"{c}_s": v / steps for c, v in per.items()}
-    out.update(idle_s=max(0.0, wall_s - busy) / steps, wall_s=wall_s / steps)
+    out.update(idle_s=max(0.0, wall_s - busy) / steps, wall_s=wall_s / steps, elementwise_copy_s=copy / steps)
     return out
 
 

@@ -81,6 +81,7 @@ class TrainProfile(BaseModel):
     other_s: float = Field(ge=0, description="Kernels no rule names (CPU: views and allocations).")
     idle_s: float = Field(ge=0, description="Wall minus the kernels' busy union (CPU: minus the ops' self time).")
     wall_s: float = Field(gt=0, description="Wall time of a profiled step.")
+    elementwise_copy_s: float = Field(ge=0, description="Of elementwise: copies and dtype casts (autocast's).")
 
 
 class TrainRow(BaseModel):

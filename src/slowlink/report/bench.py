@@ -61,11 +61,13 @@ def profile_table(row: dict[str, Any]) -> Table:
              f"{prof['wall_s'] / units.MS:.1f} ms/step against {row['compute_s'] / units.MS:.1f} ms unprofiled")
     t = Table("class", "measured (ms)", "share", "model (ms)", "measured - model (ms)", "measured / model",
               title=title)
-    keys = [k for k in prof if k != "wall_s"] + ["wall_s"]
-    for k in keys:
-        m = model[k] if model is not None else None
+    names = {"elementwise_copy_s": "  of which copies, casts", "wall_s": "total (wall)"}
+    order = [k for k in prof if k not in names] + ["wall_s"]
+    order.insert(order.index("elementwise_s") + 1, "elementwise_copy_s")
+    for k in order:
+        m = None if model is None else model.get(k)
         ratio = "n/a" if not m else f"{prof[k] / m:.2f}"
-        t.add_row("total (wall)" if k == "wall_s" else k.removesuffix("_s"), f"{prof[k] / units.MS:.2f}",
+        t.add_row(names.get(k, k.removesuffix("_s")), f"{prof[k] / units.MS:.2f}",
                   f"{prof[k] / prof['wall_s']:.1%}", "n/a" if m is None else f"{m / units.MS:.2f}",
                   "n/a" if m is None else f"{(prof[k] - m) / units.MS:+.2f}", ratio)
     return t
