@@ -8,8 +8,8 @@ import pytest
 
 from slowlink.catalog import load_catalog
 from slowlink.workload.comm import analytical_cost
-from slowlink.workload.compute import K_HALF, Gemm, gemm_time_s, layer_compute, wave_quantisation
-from slowlink.workload.spec import workload_from_mapping
+from slowlink.workload.compute import K_HALF, Gemm, StageCompute, gemm_time_s, layer_compute, wave_quantisation
+from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import tp_layer
 from slowlink.workload.validate import selene
 
@@ -56,7 +56,7 @@ def test_a_measured_elementwise_rate_prices_the_elementwise_kernels_only() -> No
 def test_selective_recompute_reruns_a_fused_attention_forward_in_backward() -> None:
     # Megatron-Core checkpoints the core attention under 'selective' whatever its kernel (core_r0.10.0
     # attention.py): with flash the backward pays one more attention forward, nothing else.
-    def lc(recompute: str):  # noqa: ANN202
+    def lc(recompute: str) -> StageCompute:
         return layer_compute(workload_from_mapping(
             {"model": {"preset": "llama3-8b"}, "parallel": {"tp": 1, "pp": 1, "dp": 1},
              "training": {"global_batch": 8, "flash_attention": True, "recompute": recompute}}), A100)
@@ -133,3 +133,48 @@ def test_the_same_sweep_gives_hopper_no_larger_k_half_and_the_same_rate_share() 
     assert _fit("h100-sxm", SWEEP_H100, 1.8 * K_HALF)[0] > rms_h100 + 0.02
     _, scale_a100 = _fit("a100-80gb", SWEEP_A100, None)
     assert scale_h100 / scale_a100 == pytest.approx(1.0, abs=0.05)
+
+
+def _llama(**training: object) -> Workload:
+    return workload_from_mapping({"model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pp": 1, "dp": 1},
+                                  "training": {"global_batch": 8} | training})
+
+
+@pytest.mark.parametrize("w", [
+    _llama(flash_attention=False, recompute="none"), _llama(flash_attention=True, recompute="none"),
+    _llama(flash_attention=False, recompute="selective"), _llama(flash_attention=True, recompute="selective"),
+    _llama(flash_attention=True, recompute="full", grad_accumulation="autograd"),
+    workload_from_mapping({"model": {"preset": "mixtral-8x7b"}, "parallel": {"tp": 2, "pp": 1, "dp": 8, "ep": 8},
+                           "training": {"global_batch": 64, "recompute": "selective"}}),
+], ids=["plain", "flash", "selective", "flash-selective", "flash-full-autograd", "mixtral"])
+def test_layer_compute_is_its_parts_and_each_part_is_the_kind_it_names(w: Workload) -> None:
+    from slowlink.workload.compute import LayerParts, attention_gemms, layer_gemms, layer_parts
+
+    p, lc = layer_parts(w, A100), layer_compute(w, A100)
+    parts = [getattr(p, f) for f in LayerParts.__dataclass_fields__]
+    assert lc.total_s == pytest.approx(sum(parts), rel=1e-12) and min(parts) >= 0
+    assert (lc.forward_s, lc.attn_core_s) == (p.forward_s, p.attn_fwd_s)
+    prec, t = w.training.precision, w.training
+    assert p.gemm_fwd_s == pytest.approx(sum(gemm_time_s(g, A100, prec) for g in layer_gemms(w)))
+    core = sum(gemm_time_s(g, A100, prec) for g in attention_gemms(w)) * (0.5 if t.flash_attention else 1.0)
+    assert p.attn_fwd_s == pytest.approx(core)
+    assert p.attn_bwd_s == pytest.approx((2.5 if t.flash_attention else 2.0) * core)
+    assert p.elementwise_bwd_s == pytest.approx(2 * p.elementwise_fwd_s) and p.elementwise_fwd_s > 0
+    assert (p.moe_fwd_s > 0) == (w.model.moe is not None) and (p.accumulate_s > 0) == (t.grad_accumulation != "fused")
+    if t.recompute == "full":
+        assert p.recompute_s == pytest.approx(p.forward_s)
+    elif t.recompute == "selective" and t.flash_attention:
+        assert p.recompute_s == pytest.approx(p.attn_fwd_s)
+    else:
+        assert (p.recompute_s > p.attn_fwd_s) if t.recompute == "selective" else p.recompute_s == 0
+
+
+def test_logits_compute_is_its_parts() -> None:
+    from slowlink.workload.compute import logits_compute_s, logits_parts
+    from slowlink.workload.loss import cross_entropy_bytes
+
+    w = _llama(grad_accumulation="autograd")
+    p = logits_parts(w, A100)
+    assert logits_compute_s(w, A100) == p.gemm_s + p.cross_entropy_s + p.accumulate_s
+    assert p.cross_entropy_s == pytest.approx(cross_entropy_bytes(w) / A100.hbm_bw_bytes_s)
+    assert p.gemm_s > 0 and p.accumulate_s > 0

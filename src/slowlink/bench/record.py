@@ -69,6 +69,21 @@ class ComputeRow(BaseModel):
     tflops: float = Field(gt=0, description="Achieved TFLOP/s.")
 
 
+class TrainProfile(BaseModel):
+    """Rank 0's compute-only step by kernel class, seconds per step (``bench train --profile``,
+    slowlink.bench.profile)."""
+
+    model_config = _ROW
+    gemm_s: float = Field(ge=0, description="GEMM kernels (CPU: aten matrix products, self time).")
+    attention_s: float = Field(ge=0, description="Attention kernels (flash, memory-efficient, cuDNN SDPA).")
+    elementwise_s: float = Field(ge=0, description="Memory-bound kernels: norms, activations, casts, loss.")
+    optimizer_s: float = Field(ge=0, description="Everything inside Optimizer.step.")
+    other_s: float = Field(ge=0, description="Kernels no rule names (CPU: views and allocations).")
+    idle_s: float = Field(ge=0, description="Wall minus the kernels' busy union (CPU: minus the ops' self time).")
+    wall_s: float = Field(gt=0, description="Wall time of a profiled step.")
+    elementwise_copy_s: float = Field(ge=0, description="Of elementwise: copies and dtype casts (autocast's).")
+
+
 class TrainRow(BaseModel):
     """One rank count of a training benchmark."""
 
@@ -76,6 +91,7 @@ class TrainRow(BaseModel):
     mode: str = Field(min_length=1, description="ddp or fsdp.")
     ranks: int = Field(ge=1, description="Ranks trained on.")
     step_time_s: float = Field(gt=0, description="Mean step time, seconds.")
+    profile: TrainProfile | None = Field(None, description="The compute-only step by kernel class (--profile).")
 
 
 class StorageRow(BaseModel):

@@ -14,6 +14,10 @@ Precision: bf16 or fp16 autocast (parameters and gradients stay fp32), or fp32 t
 bf16 on a GPU and, on a CPU, whichever of bf16 and fp32 runs a 512^3 GEMM faster there
 (:func:`fastest_precision`): a CPU without native bf16 (AVX2 only) runs bf16 GEMMs about 100x slower
 than fp32 (0.84 against 100 GFLOP/s on 2 threads of this project's AVX2 EPYC build machine).
+``profile``: rank 0 runs ``steps`` more compute-only steps under torch.profiler, after the timed ones (so
+``compute_s`` carries no profiler overhead; the profiled wall per step shows it), and the row's ``profile`` holds
+their seconds per step by kernel class and idle (:mod:`slowlink.bench.profile`). Under autocast the fp32 weights
+are cast to bf16/fp16 at every use: that copy traffic is real and lands in ``elementwise``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class TrainConfig:
     precision: str = "auto"  # bf16/fp16 autocast (parameters and gradients stay fp32), fp32, or auto
     threads: int | None = None
     seed: int = 0
+    profile: bool = False    # rank 0 profiles extra compute-only steps by kernel class (module docstring)
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -130,8 +135,9 @@ def fastest_precision(device: str, n: int = 512) -> str:
     return str(max(rows, key=lambda r: r["tflops"])["dtype"])
 
 
-def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any) -> float:
-    """Mean seconds per optimizer step after warm-up."""
+def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any,
+                profile: bool = False) -> tuple[float, dict[str, float] | None]:
+    """Mean seconds per optimizer step after warm-up; with ``profile``, the breakdown of ``steps`` more steps."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + int(os.environ.get("RANK", "0")))
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq_len + 1), generator=gen).to(device)
@@ -154,7 +160,30 @@ def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: 
     for _ in range(cfg.steps):
         step()
     _sync(torch, device)
-    return (time.perf_counter() - t0) / cfg.steps
+    mean_s = (time.perf_counter() - t0) / cfg.steps
+    return mean_s, (_profile_steps(torch, step, cfg.steps, device) if profile else None)
+
+
+def _profile_steps(torch: Any, step: Any, steps: int, device: str) -> dict[str, float]:
+    """``steps`` steps under torch.profiler after one the profiler warms up on and discards (its start-up costs
+    most: torch.profiler.schedule's ``warmup``), classed per step (:func:`slowlink.bench.profile.breakdown`)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from slowlink.bench.profile import breakdown, records_of
+
+    cuda = device.startswith("cuda")
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1)) as prof:
+        step()
+        _sync(torch, device)
+        prof.step()  # warm-up over: recording starts
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        _sync(torch, device)
+        wall_s = time.perf_counter() - t0
+        prof.step()  # the active steps end: the trace is collected
+    return breakdown(records_of(prof.events(), device), wall_s, steps, device_kernels=cuda)
 
 
 def _comm_only(torch: Any, dist: Any, cfg: TrainConfig, world: int, device: str) -> float:
@@ -214,8 +243,10 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
         chosen: list[Any] = [fastest_precision(ctx.device) if ctx.rank == 0 else None]
         dist.broadcast_object_list(chosen, src=0)
         cfg = replace(cfg, precision=str(chosen[0]))
-    compute_s = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier)
-    step_s = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device, dist.barrier)
+    compute_s, profiled = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier,
+                                      profile=cfg.profile and ctx.rank == 0)
+    step_s, _ = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device,
+                            dist.barrier)
     comm_s = _comm_only(torch, dist, cfg, ctx.world, ctx.device)
     mine = torch.tensor([step_s, compute_s, comm_s], dtype=torch.float64, device=ctx.device)
     every = [torch.empty_like(mine) for _ in range(ctx.world)]
@@ -232,6 +263,8 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
            "compute_s": compute_s, "exposed_comm_s": exposed, "comm_s": comm_s,
            "comm_compute_ratio": exposed / compute_s, "unoverlapped_comm_compute_ratio": comm_s / compute_s,
            "rank_step_s": [r[0] for r in per_rank], "rank_compute_s": [r[1] for r in per_rank]}
+    if profiled is not None:
+        row["profile"] = profiled
     return {"rows": [row], "hostnames": hosts}
 
 

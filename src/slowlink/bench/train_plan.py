@@ -4,6 +4,8 @@ The workload is the benchmark's model (no preset): its layers, hidden, heads, ff
 sequence, ungated MLP; global batch = batch x ranks, one micro-batch per step, the run's precision, no
 recomputation, fp32 gradient traffic, data parallel over every rank (DDP: ZeRO 0, FSDP: ZeRO 3), with the
 gradient reduction overlapped. A one-node cluster is resized to the rank count (gpus_per_node = ranks).
+A profiled row (``bench train --profile``) is set against the step model's own split of the same compute-only
+step (:func:`modelled_profile`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from slowlink.bench.profile import CLASSES
 from slowlink.bench.train import TrainConfig
 from slowlink.errors import SpecError
 from slowlink.fileio import read_mapping
@@ -55,5 +58,35 @@ def compare_with_plan(row: dict[str, Any], cfg: TrainConfig, cluster_file: Path)
     """The row's measurement against plan: step, compute, exposed comm and ratio, with the step error."""
     p = plan_for(cfg, int(row["ranks"]), row["precision"], cluster_file)
     err = (float(p["step_time_s"]) - row["step_time_s"]) / row["step_time_s"]
-    return {"step_time_s": p["step_time_s"], "compute_s": p["compute_s"], "exposed_comm_s": p["exposed_comm_s"],
-            "comm_compute_ratio": p["comm_compute_ratio"], "mfu": p["mfu"], "error_pct": 100 * err}
+    out = {"step_time_s": p["step_time_s"], "compute_s": p["compute_s"], "exposed_comm_s": p["exposed_comm_s"],
+           "comm_compute_ratio": p["comm_compute_ratio"], "mfu": p["mfu"], "error_pct": 100 * err}
+    if "profile" in row:
+        out["profile"] = modelled_profile(cfg, int(row["ranks"]), row["precision"], cluster_file)
+        out["profile_diff"] = {k: row["profile"][k] - v for k, v in out["profile"].items()}  # measured - model
+    return out
+
+
+def modelled_profile(cfg: TrainConfig, ranks: int, precision: str, cluster_file: Path) -> dict[str, float]:
+    """The step model's seconds per compute-only step of one rank (the benchmark's local, unsharded model: the
+    workload on one GPU, priced on the cluster's GPU) by the classes of :mod:`slowlink.bench.profile`: layers x
+    :func:`~slowlink.workload.compute.layer_parts` + the output layer's
+    :func:`~slowlink.workload.compute.logits_parts` + the embedding's gradient + the optimizer step (what plan
+    adds up for one micro-batch on one stage, compute_s + optimizer_s). elementwise holds the norms, activations,
+    softmax, MoE dispatch, loss and gradient accumulation; other the recomputation; idle is 0: the model has no
+    gap term (launch gaps are inside the GEMM efficiency E_GEMM)."""
+    from slowlink.topology.degraded import paced_gpu
+    from slowlink.workload.compute import layer_parts, logits_parts
+    from slowlink.workload.step import embedding_grad_s, optimizer_s
+
+    w = workload_for(cfg, 1, precision)
+    cluster = cluster_for(cluster_file, ranks)
+    gpu, _ = paced_gpu(cluster)  # plan's pacing: the layers on the slowest GPU, the optimizer on the catalog one
+    lp, lg = layer_parts(w, gpu), logits_parts(w, gpu)
+    n = w.model.layers
+    elementwise = (n * (lp.elementwise_fwd_s + lp.elementwise_bwd_s + lp.moe_fwd_s + lp.moe_bwd_s
+                        + lp.accumulate_s) + lg.cross_entropy_s + lg.accumulate_s + embedding_grad_s(w, gpu))
+    per = {"gemm": n * (lp.gemm_fwd_s + lp.gemm_bwd_s) + lg.gemm_s, "attention": n * (lp.attn_fwd_s + lp.attn_bwd_s),
+           "elementwise": elementwise, "optimizer": optimizer_s(w, cluster.gpu), "other": n * lp.recompute_s}
+    out = {f"{c}_s": per[c] for c in CLASSES}
+    out.update(idle_s=0.0, wall_s=sum(per.values()))
+    return out

@@ -236,6 +236,9 @@ def train(
     backend: str = _BACKEND,
     timeout_s: float = _TIMEOUT,
     cluster: Path | None = _TRAIN_CLUSTER,
+    profile: bool = typer.Option(False, "--profile", help="Rank 0 profiles --steps more compute-only steps: "
+                                 "time by kernel class (gemm, attention, elementwise, optimizer, other) and idle, "
+                                 "against plan's split with --cluster."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     results: Path = _RESULTS,
     no_results: bool = _NO_RESULTS,
@@ -244,7 +247,7 @@ def train(
     from slowlink.bench import launch
     from slowlink.bench.train import TrainConfig, config_dict
     from slowlink.progress import progress
-    from slowlink.report.bench import train_table
+    from slowlink.report.bench import profile_table, train_table
     from slowlink.spec.cluster import load_cluster
 
     try:
@@ -253,7 +256,7 @@ def train(
         raise BenchError(f"--nproc ({nproc!r}) must be comma-separated integers, e.g. 1,2") from None
     cfg = TrainConfig(mode=mode, layers=layers, hidden=hidden, heads=heads, ffn_hidden=ffn_hidden, vocab=vocab,
                       seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads,
-                      precision=precision)
+                      precision=precision, profile=profile)
     cfg.check()
     gpu = None if cluster is None else load_cluster(cluster).gpu
     be = launch.resolve_backend(backend)
@@ -278,6 +281,9 @@ def train(
         return
     out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
                                 f"{rows[0]['precision']}"))
+    for r in rows:
+        if "profile" in r:
+            out.print(profile_table(r))
 
 
 bench_app.command("compute")(compute)

@@ -53,6 +53,26 @@ def train_table(rows: list[dict[str, Any]], title: str) -> Table:
     return t
 
 
+def profile_table(row: dict[str, Any]) -> Table:
+    """A profiled row (``bench train --profile``): per kernel class and idle, measured ms per step and its share of
+    the profiled wall, and with a plan the model's ms, measured - model and the ratio."""
+    prof, model = row["profile"], (row.get("plan") or {}).get("profile")
+    title = (f"{row['ranks']} ranks: rank 0's compute-only step by kernel class, profiled "
+             f"{prof['wall_s'] / units.MS:.1f} ms/step against {row['compute_s'] / units.MS:.1f} ms unprofiled")
+    t = Table("class", "measured (ms)", "share", "model (ms)", "measured - model (ms)", "measured / model",
+              title=title)
+    names = {"elementwise_copy_s": "  of which copies, casts", "wall_s": "total (wall)"}
+    order = [k for k in prof if k not in names] + ["wall_s"]
+    order.insert(order.index("elementwise_s") + 1, "elementwise_copy_s")
+    for k in order:
+        m = None if model is None else model.get(k)
+        ratio = "n/a" if not m else f"{prof[k] / m:.2f}"
+        t.add_row(names.get(k, k.removesuffix("_s")), f"{prof[k] / units.MS:.2f}",
+                  f"{prof[k] / prof['wall_s']:.1%}", "n/a" if m is None else f"{m / units.MS:.2f}",
+                  "n/a" if m is None else f"{(prof[k] - m) / units.MS:+.2f}", ratio)
+    return t
+
+
 def compare_table(moves: list[dict[str, Any]], title: str) -> Table:
     """key, baseline, result, change, tolerance, status."""
     t = Table("what", "metric", "baseline", "result", "change", "tolerance", "status", title=title)

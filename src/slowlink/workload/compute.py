@@ -184,8 +184,34 @@ def layer_params_per_gpu(w: Workload) -> float:
     return ((dense - 2.0 * m.vocab * m.hidden) / p.tp + expert / (p.tp * p.ep)) / m.layers
 
 
-def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
-    """Forward and backward seconds of one layer for one micro-batch on one GPU (see module docstring)."""
+@dataclass(frozen=True)
+class LayerParts:
+    """Seconds of one layer for one micro-batch on one GPU, by kind of kernel (module docstring); forward and
+    backward add up to :func:`layer_compute` (``forward_s``, ``backward_s``)."""
+
+    gemm_fwd_s: float       # weight GEMMs (QKV, output, MLP, router and experts)
+    gemm_bwd_s: float       # their data- and weight-gradient GEMMs
+    attn_fwd_s: float       # attention core: score and context GEMMs, or the fused kernel's share
+    attn_bwd_s: float       # its backward (2x, fused 2.5x: scores recomputed)
+    elementwise_fwd_s: float  # memory-bound kernels over the kept activations (norms, GeLU, softmax, dropout)
+    elementwise_bwd_s: float  # the same twice in backward
+    moe_fwd_s: float        # MoE token dispatch traffic and router kernels, forward
+    moe_bwd_s: float        # and backward
+    recompute_s: float      # activation recomputation in backward (training.recompute)
+    accumulate_s: float     # weight-gradient accumulation outside the GEMM (training.grad_accumulation)
+
+    @property
+    def forward_s(self) -> float:
+        return self.gemm_fwd_s + self.attn_fwd_s + self.elementwise_fwd_s + self.moe_fwd_s
+
+    @property
+    def backward_s(self) -> float:
+        return (self.gemm_bwd_s + self.attn_bwd_s + self.elementwise_bwd_s + self.moe_bwd_s + self.recompute_s
+                + self.accumulate_s)
+
+
+def layer_parts(w: Workload, gpu: Gpu) -> LayerParts:
+    """Forward and backward seconds of one layer for one micro-batch on one GPU by kind (see module docstring)."""
     prec = w.training.precision
     gemms = layer_gemms(w)
     fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
@@ -204,18 +230,43 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     moe_fwd, moe_bwd = moe_fwd + router_fwd, moe_bwd + router_bwd
     fwd = fwd_gemm + core + elem + moe_fwd
     extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
-    core_bwd = (2.5 if flash else 2.0) * core
-    accumulate = grad_accumulation_s(w, layer_params_per_gpu(w), gpu)
-    return StageCompute(forward_s=fwd, backward_s=bwd_gemm + core_bwd + 2.0 * elem + moe_bwd + extra + accumulate,
-                        attn_core_s=core)
+    return LayerParts(gemm_fwd_s=fwd_gemm, gemm_bwd_s=bwd_gemm, attn_fwd_s=core,
+                      attn_bwd_s=(2.5 if flash else 2.0) * core, elementwise_fwd_s=elem, elementwise_bwd_s=2.0 * elem,
+                      moe_fwd_s=moe_fwd, moe_bwd_s=moe_bwd, recompute_s=extra,
+                      accumulate_s=grad_accumulation_s(w, layer_params_per_gpu(w), gpu))
 
 
-def logits_compute_s(w: Workload, gpu: Gpu) -> float:
+def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
+    """Forward and backward seconds of one layer for one micro-batch on one GPU: :func:`layer_parts` summed."""
+    parts = layer_parts(w, gpu)
+    return StageCompute(forward_s=parts.forward_s, backward_s=parts.backward_s, attn_core_s=parts.attn_fwd_s)
+
+
+@dataclass(frozen=True)
+class LogitsParts:
+    """Seconds of the output projection and loss for one micro-batch, by kind (:func:`logits_parts`)."""
+
+    gemm_s: float           # the projection's forward, data- and weight-gradient GEMMs
+    cross_entropy_s: float  # vocab-parallel cross-entropy, forward and backward (memory bound)
+    accumulate_s: float     # the projection's weight-gradient accumulation outside the GEMM
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.cross_entropy_s + self.accumulate_s
+
+
+def logits_parts(w: Workload, gpu: Gpu) -> LogitsParts:
     """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
-    (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage)."""
+    (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage), by kind."""
     m, p, t = w.model, w.parallel, w.training
     g = Gemm(w.micro_batch_tokens, m.vocab / p.tp, m.hidden)
     prec = t.precision
     gemms = gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
-    accumulate = grad_accumulation_s(w, m.vocab / p.tp * m.hidden, gpu)
-    return gemms + cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu) + accumulate
+    return LogitsParts(gemm_s=gemms, cross_entropy_s=cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu),
+                       accumulate_s=grad_accumulation_s(w, m.vocab / p.tp * m.hidden, gpu))
+
+
+def logits_compute_s(w: Workload, gpu: Gpu) -> float:
+    """Forward + backward seconds of the output projection and its loss for one micro-batch: :func:`logits_parts`
+    summed."""
+    return logits_parts(w, gpu).total_s

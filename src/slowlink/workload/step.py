@@ -111,6 +111,20 @@ def output_wgrad_s(w: Workload, gpu: Gpu) -> float:
                        w.training.precision)
 
 
+def embedding_grad_s(w: Workload, gpu: Gpu) -> float:
+    """Seconds of the embedding's dense weight gradient per micro-batch on the first stage
+    (:func:`~slowlink.workload.embedding.embedding_grad_bytes` at the elementwise rate)."""
+    return embedding_grad_bytes(w) / elementwise_bw_bytes_s(gpu)
+
+
+def optimizer_s(w: Workload, gpu: Gpu) -> float:
+    """Seconds of the optimizer step on one GPU (module docstring): its local parameters (/ dp x cp under ZeRO) x
+    ADAM_BYTES_PER_PARAM / HBM bandwidth, or x the device's measured AdamW seconds per parameter."""
+    shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
+    per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
+    return per_param * params_per_gpu(w) / shard
+
+
 def deferred_microbatches(w: Workload, micro: int) -> int:
     """Micro-batches whose output-layer weight gradient ``overlap.defer_embedding_wgrad`` defers: Megatron-Core
     core_r0.10.0 keeps a micro-batch's input and output gradient while fewer than wgrad_deferral_limit are kept (0:
@@ -200,7 +214,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logits, wgrad = logits_compute_s(w, paced), output_wgrad_s(w, paced)
     deferred = deferred_microbatches(w, micro)  # their output-layer wgrad moves to the pipeline drain
-    emb = embedding_grad_bytes(w) / elementwise_bw_bytes_s(paced)  # the first stage's, every micro-batch
+    emb = embedding_grad_s(w, paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
 
     def slowest(layer_s: float, last_extra_s: float) -> float:
@@ -211,10 +225,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
     fill = stage_deferred if deferred == micro else stage  # the drain's last micro-batches keep their wgrad
     bubble = (w.parallel.pp - 1) / w.parallel.vp * (fill + dims["pp"].total_s)
-    shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
-    gpu = cluster.gpu
-    per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
-    opt = per_param * params_per_gpu(w) / shard
+    opt = optimizer_s(w, cluster.gpu)
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
     dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)
     drain = deferred_wgrad_exposed_s(w, deferred, wgrad, last * lc.backward_s)
