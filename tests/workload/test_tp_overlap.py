@@ -24,6 +24,7 @@ from slowlink.workload.tp_overlap import (
     ring_exchange_ag,
     tp_overlap,
 )
+from slowlink.workload.traffic import edge_tp
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = load_catalog([]).gpu("h100-sxm")
@@ -81,8 +82,9 @@ def test_overlap_leaves_tp_exposed_even_when_the_layer_outlasts_it() -> None:
     r = plan(w, cluster)
     micro = w.training.global_batch // (w.training.micro_batch * w.parallel.dp)
     layers = w.model.layers
-    assert r.comm_s["tp"] == pytest.approx(micro * layers * ub.exposed_s)
-    assert r.comm_total_s["tp"] == pytest.approx(micro * layers * ub.total_s)
+    edge = edge_tp(w, cost, cluster.gpu)  # pp 1: the embedding's and the output layer's on the same stage
+    assert r.comm_s["tp"] == pytest.approx(micro * (layers * ub.exposed_s + edge.embedding_s + edge.output_s))
+    assert r.comm_total_s["tp"] == pytest.approx(micro * (layers * ub.total_s + edge.total_s))
 
 
 def test_every_collective_of_the_block_is_priced_once_per_pass() -> None:
@@ -106,7 +108,10 @@ def test_without_sequence_parallelism_tp_overlap_hides_nothing() -> None:
     w = _tp_comm(sp=False)
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     r = plan(w, cluster)
-    assert r.comm_s["tp"] == pytest.approx(r.comm_total_s["tp"])
+    micro = w.training.global_batch // (w.training.micro_batch * w.parallel.dp)
+    edge = edge_tp(w, analytical_cost(cluster), cluster.gpu)  # not userbuffers': the output layer's hides
+    assert r.comm_s["tp"] - micro * (edge.embedding_s + edge.output_s) == pytest.approx(
+        r.comm_total_s["tp"] - micro * edge.total_s)
     assert r.comm_s["tp"] > 0.0
 
 

@@ -1,7 +1,8 @@
 """The step model: checks the plan, then step time = pipeline (micro-batches + bubble) + DP + optimizer.
 
-  t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ logits on the
-              last stage) + PP send/recv of one micro-batch
+  t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ the embedding's
+              gradient on the first stage, logits on the last, each with its own exposed TP collectives:
+              :func:`~slowlink.workload.traffic.edge_tp`) + PP send/recv of one micro-batch
   pipeline  = m * t_mb + (pp - 1) / vp * t_fill   (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
               Narayanan et al. 2021 Sec. 2.2); t_fill = t_mb with every PP hop exposed: the fill and drain
               pass each chunk's output on before the next stage can start, overlap.pp_comm or not
@@ -32,7 +33,7 @@ from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_ste
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
-from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, overlap_contention_s
+from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
 DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
@@ -217,10 +218,17 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     emb = embedding_grad_s(w, paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
 
-    def slowest(layer_s: float, last_extra_s: float) -> float:
-        return stage_time_s(w, (first * layer_s, mid * layer_s, last * layer_s), emb, last_extra_s)
+    edge = edge_tp(w, price, paced)  # the embedding's and the output layer's TP collectives, first and last stage
 
-    stage, stage_deferred = slowest(per_layer, logits), slowest(per_layer, logits - wgrad)
+    def slowest(layer_s: float, last_extra_s: float, first_wait_s: float = 0.0, last_wait_s: float = 0.0) -> float:
+        return stage_time_s(w, (first * layer_s, mid * layer_s, last * layer_s), emb + first_wait_s,
+                            last_extra_s + last_wait_s)
+
+    stage = slowest(per_layer, logits, edge.embedding_s, edge.output_s)
+    stage_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s)
+    # what the edge collectives add to the slowest stage's micro-batches: reported with the layers' TP waits
+    edge_wait = (deferred * (stage_deferred - slowest(per_layer, logits - wgrad))
+                 + (micro - deferred) * (stage - slowest(per_layer, logits)))
     pipeline = deferred * stage_deferred + (micro - deferred) * stage + micro * pp_mb
     compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
     fill = stage_deferred if deferred == micro else stage  # the drain's last micro-batches keep their wgrad
@@ -231,9 +239,9 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     drain = deferred_wgrad_exposed_s(w, deferred, wgrad, last * lc.backward_s)
     step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain
     contention = micro * busiest * layer_slow + dp_slow
-    exposed = {"tp": micro * busiest * tp_exp, "cp": micro * busiest * dims["cp"].exposed_s,
+    exposed = {"tp": micro * busiest * tp_exp + edge_wait, "cp": micro * busiest * dims["cp"].exposed_s,
                "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
-    totals = {"tp": micro * busiest * tp_total, "cp": micro * busiest * dims["cp"].total_s,
+    totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
               "dp": dims["dp"].total_s}
     gb = w.training.global_batch

@@ -2,7 +2,8 @@
 
 Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on the busiest stage):
   TP  exposed unless overlap.tp_comm with SP: then each collective against the GEMM TE pairs it with
-      (:mod:`slowlink.workload.tp_overlap`);
+      (:mod:`slowlink.workload.tp_overlap`); the word embedding's and the output layer's own collectives on
+      the first and last stage by Megatron-Core's rules (:func:`edge_tp`);
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
@@ -30,7 +31,7 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
-from slowlink.workload.compute import StageCompute
+from slowlink.workload.compute import Gemm, StageCompute, gemm_time_s
 from slowlink.workload.memory import kept_bytes, params_per_gpu
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
@@ -90,6 +91,47 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
         one, op = blocks * cost("all_reduce", size, grp), "all_reduce"
     passes = 3.0 if w.training.recompute == "full" else 2.0
     return DimComm(one * passes, one * passes, op, size, "tp")
+
+
+@dataclass(frozen=True)
+class EdgeTp:
+    """TP seconds per micro-batch of the layers at the model's two ends: what the first stage waits for around the
+    word embedding (``embedding_s``), the last stage around the output layer (``output_s``; ``output_deferred_s``
+    for a micro-batch whose weight gradient overlap.defer_embedding_wgrad defers), and all their collectives
+    (``total_s``)."""
+
+    embedding_s: float
+    output_s: float
+    output_deferred_s: float
+    total_s: float
+
+
+def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
+    """The word embedding's and the output layer's TP collectives (Megatron-Core core_r0.10.0, neither is a TE
+    module, so userbuffers never pairs them; x = one micro-batch's activations, :func:`micro_batch_act_bytes`):
+      embedding     tensor_parallel/layers.py VocabParallelEmbedding.forward: each rank holds a vocabulary slice,
+                    so the lookups are partial sums: reduce-scattered to the SP slices (LanguageModelEmbedding
+                    sets reduce_scatter_embeddings with SP), else all-reduced; backward: the reduce-scatter's
+                    all-gather (an all-reduce's backward moves nothing). Both block the compute stream.
+      output layer  ColumnParallelLinear via LinearWithGradAccumulationAndAsyncCommunication: forward all-gathers
+                    the SP input before its GEMM (blocking); backward all-gathers it again (async) beside the
+                    data-gradient GEMM and reduce-scatters the data gradient (async) beside the weight-gradient
+                    GEMM, each waiting only for what outlasts its GEMM; a deferred weight gradient skips the
+                    all-gather and leaves the reduce-scatter nothing to hide behind. Without SP: one all-reduce of
+                    the data gradient beside the weight-gradient GEMM (none in forward).
+    Each exposed; at tp 1 nothing."""
+    p = w.parallel
+    if p.tp == 1:
+        return EdgeTp(0.0, 0.0, 0.0, 0.0)
+    grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
+    dgrad, wgrad = (gemm_time_s(g, gpu, w.training.precision)
+                    for g in Gemm(w.micro_batch_tokens, w.model.vocab / p.tp, w.model.hidden).backward())
+    if not p.sequence_parallel:
+        ar = cost("all_reduce", size, grp)
+        return EdgeTp(ar, max(0.0, ar - wgrad), ar, 2.0 * ar)
+    ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
+    return EdgeTp(embedding_s=rs + ag, output_s=ag + max(0.0, ag - dgrad) + max(0.0, rs - wgrad),
+                  output_deferred_s=ag + rs, total_s=rs + ag + 2.0 * ag + rs)
 
 
 def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
