@@ -1,16 +1,30 @@
-"""Exposure rules of workload/traffic.py: the SM contention of communication hidden behind compute, and what a
-pipeline hand-off sends."""
+"""Exposure rules of workload/traffic.py: the SM contention of communication hidden behind compute, what a
+pipeline hand-off sends, and the DP traffic a step waits for under Megatron-Core's interleaved schedule."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
+from slowlink.spec.cluster import load_cluster
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.spec import Workload, workload_from_mapping
-from slowlink.workload.traffic import comm_sm_share, micro_batch_act_bytes, overlap_contention_s, pp_microbatch
+from slowlink.workload.traffic import (
+    MEGATRON_BUCKET_PARAMS,
+    chunked_gather_exposed_s,
+    chunked_reduce_exposed_s,
+    comm_sm_share,
+    dp_step,
+    last_bucket_params,
+    micro_batch_act_bytes,
+    overlap_contention_s,
+    pp_microbatch,
+    word_embedding_params,
+)
 
 
 def test_a_collective_holds_one_sm_per_channel() -> None:
@@ -109,3 +123,71 @@ def test_pp_comm_needs_the_interleaved_schedule() -> None:
                                         r"parallel.vp \(1\) > 1"):
         workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 64},
                                "parallel": {"tp": 4, "pp": 2, "dp": 2}, "overlap": {"pp_comm": True}}, "w.yaml")
+
+
+def test_one_chunk_reduction_hides_behind_the_last_backward_but_its_last_bucket() -> None:
+    # vp = 1: max(reduction - backward, last bucket), the rule before interleaving was modelled
+    assert chunked_reduce_exposed_s([5.0], 1.0, 3.0, 4) == pytest.approx(2.0)
+    assert chunked_reduce_exposed_s([5.0], 1.0, 10.0, 4) == pytest.approx(1.0)
+
+
+def test_interleaved_chunks_reduce_one_after_another_from_their_last_backward() -> None:
+    # pp 2, chunk backward 1 s: chunk 2 ready at -4 s, chunk 1 at -2 s, chunk 0's buckets from -1 s
+    # chunk 2: -4..-2; chunk 1: -2..0; chunk 0 but its last bucket: 0..2; the last bucket 2..3
+    assert chunked_reduce_exposed_s([3.0, 2.0, 2.0], 1.0, 1.0, 2) == pytest.approx(3.0)
+    # short reductions: each chunk's hides behind the backwards after it; only the last bucket is left
+    assert chunked_reduce_exposed_s([1.0, 1.0, 1.0], 0.5, 1.0, 2) == pytest.approx(0.5)
+
+
+def test_the_first_forward_waits_for_chunk_0s_whole_gather() -> None:
+    # pp 2, chunk forward 1 s: chunk 1's gather (2..3) ends before its first forward (4), chunk 2's (4..5) before
+    # its own (6): only chunk 0's 2 s delay the step
+    assert chunked_gather_exposed_s([2.0, 1.0, 1.0], 1.0, 2) == pytest.approx(2.0)
+    # chunk 1's 5 s gather (2..7) delays its first forward to 7 (3 s more); chunk 2 (7..8) is then in time
+    assert chunked_gather_exposed_s([2.0, 5.0, 1.0], 1.0, 2) == pytest.approx(5.0)
+
+
+def test_the_last_bucket_holds_the_word_embedding_whole() -> None:
+    w = _dp_w(zero=1, vp=1)
+    emb = word_embedding_params(w)
+    assert emb == 128256 / 4 * 4096  # llama3-8b at TP 4: 131M, more than Megatron's 40M bucket
+    assert last_bucket_params(w, 1e12) == MEGATRON_BUCKET_PARAMS
+    assert last_bucket_params(w, 1e12, emb) == emb
+    assert last_bucket_params(w, 1e6, emb) == 1e6  # never more than the GPU holds
+
+
+def _dp_w(zero: int, vp: int, pp: int = 2) -> Workload:
+    return workload_from_mapping({
+        "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "micro_batch": 1},
+        "parallel": {"tp": 4, "pp": pp, "dp": 2, "vp": vp, "zero": zero},
+        "overlap": {"grad_reduce": True, "param_gather": True}}, "w.yaml")
+
+
+_GPU = load_cluster(Path(__file__).parents[2] / "examples" / "ref-64gpu.yaml").gpu  # unused below ZeRO 3
+
+
+def _by_size(op_s: dict[str, float]) -> CommCost:
+    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        return size_bytes * op_s.get(op, 0.0)
+
+    return cost
+
+
+def test_interleaving_hides_more_of_the_reduction_than_one_backward() -> None:
+    # 16 layers on the stage, 4 chunks of 4; a reduction of 2 GB/s-ish against 1 ms backward per layer
+    cost = _by_size({"reduce_scatter": 1e-11, "all_gather": 0.0})
+    lc = StageCompute(0.0, 1e-3)
+    one = dp_step(_dp_w(1, 1), cost, lc, 16, 8, _GPU)
+    four = dp_step(_dp_w(1, 4), cost, lc, 16, 8, _GPU)
+    assert four.total_s == pytest.approx(one.total_s)  # what moves does not change
+    emb = word_embedding_params(_dp_w(1, 4)) * 2 * 1e-11  # bf16 gradients
+    assert one.exposed_s >= emb  # the embedding's bucket is waited for whole
+    assert emb <= four.exposed_s < one.exposed_s
+
+
+def test_zero_0_keeps_the_one_chunk_rule() -> None:
+    cost = _by_size({"all_reduce": 1e-11})
+    lc = StageCompute(0.0, 1e-3)
+    d = dp_step(_dp_w(0, 4), cost, lc, 16, 8, _GPU)
+    bucket = MEGATRON_BUCKET_PARAMS * 2 * 1e-11
+    assert d.exposed_s == pytest.approx(max(d.total_s - 16 * 1e-3, bucket))

@@ -16,8 +16,12 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   DP  once per step: the gradient reduce-scatter/all-reduce hides behind one micro-batch's backward when
       overlap.grad_reduce, the ZeRO 1/2 parameter all-gather behind one forward when
       overlap.param_gather, except the last DDP bucket (Megatron's max(40M, 1M x dp) parameters), which
-      nothing follows; ZeRO 3 gathers the parameters forward and backward and reduce-scatters them every
-      micro-batch (:mod:`slowlink.workload.zero3`: FSDP per layer with prefetch, or DeepSpeed 2021 per tensor).
+      nothing follows; with Megatron-Core's distributed optimizer (zero 1) that bucket holds at least the
+      word embedding, and under interleaving (vp > 1) each model chunk's reduction starts after its own
+      last backward and the step's first forward waits for chunk 0's whole gather
+      (:func:`chunked_reduce_exposed_s`, :func:`chunked_gather_exposed_s`); ZeRO 3 gathers the parameters
+      forward and backward and reduce-scatters them every micro-batch (:mod:`slowlink.workload.zero3`: FSDP
+      per layer with prefetch, or DeepSpeed 2021 per tensor).
 Hidden is not free: while a collective runs beside compute, its CTAs hold SMs the compute loses
 (:func:`overlap_contention_s`).
 """
@@ -206,18 +210,89 @@ MEGATRON_BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket: max(40M, 1M x dp) param
 MEGATRON_BUCKET_PER_DP = 1e6  # (megatron/core/distributed/distributed_data_parallel.py, bucket_size default)
 
 
-def last_bucket_params(w: Workload, local_params: float) -> float:
+def last_bucket_params(w: Workload, local_params: float, embedding_params: float = 0.0) -> float:
     """Parameters in the DP bucket that no compute can hide: Megatron-LM's DDP reduces gradients in buckets
-    of max(40M, 1M x dp) parameters (megatron/core/distributed/distributed_data_parallel.py); the bucket
+    of max(40M, 1M x dp) parameters (core_r0.10.0 distributed_data_parallel.py l.54-56); the bucket
     holding the first layers is ready only when the last backward ends, and the optimizer waits for it.
-    Its parameter all-gather (distributed optimizer) likewise precedes the first forward."""
+    Its parameter all-gather (distributed optimizer) likewise precedes the first forward.
+
+    ``embedding_params``: the word embedding that bucket holds. param_and_grad_buffer.py l.533-561 fills
+    buckets from the last parameter backwards and closes one only after a whole parameter is in it (and
+    puts a shared embedding in a bucket of its own, l.520-531): the first parameter, the embedding, is in
+    the last bucket, never split. That bucket is the embedding plus what remains of the other parameters,
+    which the model does not know at tensor granularity: the full bucket when the embedding is smaller,
+    the embedding alone (a lower bound) when it is larger."""
     p = w.parallel
-    return min(local_params, max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp * p.cp))
+    bucket = max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp * p.cp, embedding_params)
+    return min(local_params, bucket)
+
+
+def word_embedding_params(w: Workload) -> float:
+    """The first stage's word-embedding parameters, vocab / tp x hidden (the rows TP splits)."""
+    return w.model.vocab / w.parallel.tp * w.model.hidden
+
+
+def chunked_reduce_exposed_s(chunk_s: list[float], last_bucket_s: float, chunk_backward_s: float,
+                             pp: int) -> float:
+    """Seconds the step waits, after the first pipeline rank's last backward, for the gradient reduction of
+    ``chunk_s`` (seconds of each model chunk's reduction, chunk 0 first) run one after another on the DP
+    communicator, as Megatron-Core core_r0.10.0 with overlap_grad_reduce schedules them:
+
+    - the reduction of a chunk is enabled only for its last micro-batch's backward
+      (pipeline_parallel/schedules.py l.933-937; NeMo 2.1 sets no grad_sync_func without an
+      ``align_grad_reduce`` that core_r0.10.0's DDP config lacks, nemo/lightning/megatron_parallel.py
+      l.107-116), its buckets start as their gradients are ready (param_and_grad_buffer.py l.386-403);
+    - only chunk 0 of the first pipeline rank has buckets (distributed_data_parallel.py l.69-77; the
+      caller's disable_bucketing = chunk > 0, megatron/training/training.py l.582, NeMo
+      megatron_parallel.py l.584): any other chunk is one bucket, started when its last backward ends;
+    - in the cooldown the first rank runs the last ``pp`` backwards of chunk vp-1, then of vp-2, ... chunk 0
+      last (groups of microbatch_group_size_per_vp_stage = pp micro-batches, schedules.py l.718-752, and
+      l.656-665 refuses a last group that is not whole): chunk c's last backward ends
+      pp x c chunk backwards (``chunk_backward_s``: one chunk, one micro-batch) before the end. Bubbles in
+      the cooldown, which would hide more, are not counted.
+
+    Megatron-LM's own loop (align_grad_reduce, default on: training.py l.1343-1346) instead starts each
+    chunk's whole reduction after its last backward (schedules.py l.956-966), chunk 0's too: not modelled.
+
+    Chunk 0's buckets but the last start no earlier than its last backward begins (as with vp = 1); the last
+    (``last_bucket_s``) only when it ends. With one chunk: max(chunk - backward, last bucket), the vp = 1 rule.
+    """
+    free = float("-inf")  # when the DP stream is free, 0 = the end of the last backward
+    for c in range(len(chunk_s) - 1, 0, -1):
+        free = max(free, -pp * c * chunk_backward_s) + chunk_s[c]
+    free = max(free, -chunk_backward_s) + chunk_s[0] - last_bucket_s
+    return max(free, 0.0) + last_bucket_s
+
+
+def chunked_gather_exposed_s(chunk_s: list[float], chunk_forward_s: float, pp: int) -> float:
+    """Seconds the parameter all-gathers (``chunk_s``: each model chunk's, chunk 0 first) delay the first
+    pipeline rank's forwards under interleaving with overlap_param_gather and align_param_gather (Megatron-LM's
+    default; NeMo 2.1 sets it when pp > 1 and vp > 1, lightning/pytorch/callbacks/megatron_comm_overlap.py
+    l.184-191), Megatron-Core core_r0.10.0:
+
+    - chunks 0 and 1 are gathered before the first forward (pipeline_parallel/schedules.py l.713-716), each
+      chunk c >= 2 when chunk c-1's first forward starts (l.867-880);
+    - a chunk's gather issues all its buckets, last layers first (distributed_data_parallel.py l.398-418;
+      bucket 0 holds the last parameters, param_and_grad_buffer.py l.533-561); the first forward needs the
+      embedding's bucket, issued last, and waits for the whole of chunk 0 (forward pre-hook, l.327-357);
+    - in the warmup the first rank starts chunk c's first forward pp chunk forwards (``chunk_forward_s``)
+      after chunk c-1's (schedule table, schedules.py l.718-752), or when its gather ends.
+    """
+    start = end = chunk_s[0]  # chunk 0's first forward, and when the DP stream is free
+    for c in range(1, len(chunk_s)):
+        end = max(end, start if c >= 2 else 0.0) + chunk_s[c]
+        start = max(start + pp * chunk_forward_s, end)
+    return start - (len(chunk_s) - 1) * pp * chunk_forward_s
 
 
 def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
     """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed (``gpu``: the HBM
-    bandwidth DeepSpeed 2021's ZeRO-3 copies run at)."""
+    bandwidth DeepSpeed 2021's ZeRO-3 copies run at).
+
+    zero 1 is Megatron-Core's distributed optimizer: its last bucket holds the word embedding, and with
+    vp > 1 the exposure follows the interleaved schedule (:func:`chunked_reduce_exposed_s`,
+    :func:`chunked_gather_exposed_s`, per chunk of the first pipeline rank: ``layers`` / vp layers, chunk 0
+    with the embedding). zero 0 (PyTorch or Megatron DDP) and zero 2 keep the one-chunk rule."""
     p, o = w.parallel, w.overlap
     if p.dp * p.cp == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
@@ -227,22 +302,49 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
     reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
-    red = cost(reduce_op, dense_n * g_bytes, groups_of(p, dim))
-    if expert_n and p.dp // p.ep > 1:
-        red += cost(reduce_op, expert_n * g_bytes, groups_of(p, "edp"))
-    gather, w_bytes = 0.0, kept_bytes(w.training.precision)
-    if p.zero >= 1:
-        gather = cost("all_gather", dense_n * w_bytes, groups_of(p, dim))
-        if expert_n and p.dp // p.ep > 1:
-            gather += cost("all_gather", expert_n * w_bytes, groups_of(p, "edp"))
-    bucket = last_bucket_params(w, dense_n)
+    edp = bool(expert_n) and p.dp // p.ep > 1
+
+    def reduce_s(dense: float, expert: float) -> float:
+        t = cost(reduce_op, dense * g_bytes, groups_of(p, dim))
+        return t + (cost(reduce_op, expert * g_bytes, groups_of(p, "edp")) if edp and expert else 0.0)
+
+    def gather_s(dense: float, expert: float) -> float:
+        w_bytes = kept_bytes(w.training.precision)
+        t = cost("all_gather", dense * w_bytes, groups_of(p, dim))
+        return t + (cost("all_gather", expert * w_bytes, groups_of(p, "edp")) if edp and expert else 0.0)
+
+    red = reduce_s(dense_n, expert_n)
+    gather = gather_s(dense_n, expert_n) if p.zero >= 1 else 0.0
+    megatron = p.zero == 1
+    emb = word_embedding_params(w) if megatron else 0.0
+    bucket = last_bucket_params(w, dense_n, emb)
+    chunks = _chunk_params(w, layers) if megatron and p.vp > 1 else None
     red_exp = red
-    if o.grad_reduce:
-        red_exp = max(red - layers * lc.backward_s, cost(reduce_op, bucket * g_bytes, groups_of(p, dim)))
+    if o.grad_reduce and chunks is not None:
+        red_exp = chunked_reduce_exposed_s([reduce_s(d, e) for d, e in chunks], reduce_s(bucket, 0.0),
+                                           layers * lc.backward_s / p.vp, p.pp)
+    elif o.grad_reduce:
+        red_exp = max(red - layers * lc.backward_s, reduce_s(bucket, 0.0))
     gat_exp = gather
-    if o.param_gather and p.zero >= 1:
-        gat_exp = max(gather - layers * lc.forward_s, cost("all_gather", bucket * w_bytes, groups_of(p, dim)))
+    if o.param_gather and p.zero >= 1 and chunks is not None:
+        gat_exp = chunked_gather_exposed_s([gather_s(d, e) for d, e in chunks], layers * lc.forward_s / p.vp,
+                                           p.pp)
+    elif o.param_gather and p.zero >= 1:
+        gat_exp = max(gather - layers * lc.forward_s, gather_s(bucket, 0.0))
     return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
+
+
+def _chunk_params(w: Workload, layers: int) -> list[tuple[float, float]]:
+    """(dense, expert) parameters of each model chunk of the first pipeline rank, chunk 0 first: ``layers`` /
+    vp layers each (``layers``: the busiest stage's), chunk 0 also the word embedding."""
+    from slowlink.workload.flops import params
+
+    m, p = w.model, w.parallel
+    dense, expert = params(m)
+    per_chunk = layers / p.vp / m.layers
+    d = (dense - 2.0 * m.vocab * m.hidden) / p.tp * per_chunk
+    e = expert / (p.tp * p.ep) * per_chunk
+    return [(d + (word_embedding_params(w) if c == 0 else 0.0), e) for c in range(p.vp)]
 
 
 def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
