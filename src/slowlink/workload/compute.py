@@ -177,11 +177,16 @@ def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:
     return grad_accumulation_bytes_per_param(w) * local_params / elementwise_bw_bytes_s(gpu)
 
 
-def layer_params_per_gpu(w: Workload) -> float:
-    """Weights of one layer on one GPU: dense matrices and norms / tp, experts / (tp x ep)."""
+def layer_params_split(w: Workload) -> tuple[float, float]:
+    """(dense, expert) weights of one layer on one GPU: dense matrices and norms / tp, experts / (tp x ep)."""
     m, p = w.model, w.parallel
     dense, expert = params(m)
-    return ((dense - 2.0 * m.vocab * m.hidden) / p.tp + expert / (p.tp * p.ep)) / m.layers
+    return (dense - 2.0 * m.vocab * m.hidden) / p.tp / m.layers, expert / (p.tp * p.ep) / m.layers
+
+
+def layer_params_per_gpu(w: Workload) -> float:
+    """Weights of one layer on one GPU, dense and expert (:func:`layer_params_split`)."""
+    return sum(layer_params_split(w))
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
-from slowlink.workload.compute import Gemm, StageCompute, gemm_time_s
+from slowlink.workload.compute import Gemm, StageCompute, gemm_time_s, layer_params_split
 from slowlink.workload.memory import kept_bytes, params_per_gpu
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
@@ -337,14 +337,10 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
 def _chunk_params(w: Workload, layers: int) -> list[tuple[float, float]]:
     """(dense, expert) parameters of each model chunk of the first pipeline rank, chunk 0 first: ``layers`` /
     vp layers each (``layers``: the busiest stage's), chunk 0 also the word embedding."""
-    from slowlink.workload.flops import params
-
-    m, p = w.model, w.parallel
-    dense, expert = params(m)
-    per_chunk = layers / p.vp / m.layers
-    d = (dense - 2.0 * m.vocab * m.hidden) / p.tp * per_chunk
-    e = expert / (p.tp * p.ep) * per_chunk
-    return [(d + (word_embedding_params(w) if c == 0 else 0.0), e) for c in range(p.vp)]
+    dense, expert = layer_params_split(w)
+    per_chunk = layers / w.parallel.vp
+    return [(dense * per_chunk + (word_embedding_params(w) if c == 0 else 0.0), expert * per_chunk)
+            for c in range(w.parallel.vp)]
 
 
 def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
