@@ -11,6 +11,8 @@
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
 #     pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
 #   run: command `bash benchmarks/device_profile.sh`, carry [".whl"], timeout_s 420
+# Then, on the GPU only, benchmarks/overlap_contention.py: the GEMM chunks userbuffers issues, alone and beside HBM
+# copies / a 16-SM streaming kernel (the TP-overlap cost the SM-share rule leaves out), into $OUT/overlap/.
 # SMALL=1 runs tiny shapes (a check of this script on a CPU). Results: $OUT/<shape>.json (bench train's rows, with
 # `profile` measured and `plan.profile` modelled: seconds per step by class; both are printed too), stderr in $OUT/log.
 set -euo pipefail
@@ -41,3 +43,6 @@ for s in "${SHAPES[@]}"; do
     $PY -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; print(sys.argv[2], 'measured', r['profile']);
 print('  model', r['plan']['profile'])" "$OUT/$name.json" "$name"
 done
+if [[ "${SMALL:-0}" != 1 ]]; then
+    $PY benchmarks/overlap_contention.py "$OUT/overlap" 50 2>>"$OUT/log" | tail -n 30
+fi
