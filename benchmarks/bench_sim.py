@@ -28,7 +28,7 @@ def _cluster(nodes: int, gpn: int = 8, nics: int = 8, **fabric: Any) -> Cluster:
         "name": "b", "nodes": nodes, "gpus_per_node": gpn, "gpu": "h100-sxm",
         "scale_up": {"link": "nvlink4", "domain_gpus": gpn},
         "nics": {"compute": {"per_node": nics, "speed_gbit_s": 400}},
-        "fabric": {"transport": "infiniband", "topology": "rail-optimized", "tiers": 2, **fabric},
+        "fabric": {"transport": "infiniband", "topology": "rail-optimized", **{"tiers": 2, **fabric}},
     })
 
 
@@ -37,7 +37,8 @@ def ring_table(max_gpus: int) -> float:
     print(f"{'gpus':>6} {'flows':>7} {'sim_s':>8} {'time_ms':>9} {'busbw_GB/s':>10}")
     at_1024, n = 0.0, 8
     while n <= max_gpus:
-        c = _cluster(n // 8)
+        # a 2-tier rail fabric of radix-64 switches holds 256 nodes (64 leaves, topology/shape.py); then 3 tiers
+        c = _cluster(n // 8, tiers=2 if n // 8 <= 256 else 3)
         t0 = time.perf_counter()
         pred, res = simulate_collective(c, "all_reduce", units.GiB, topo=build(c), algorithm="ring")
         dt = time.perf_counter() - t0
@@ -78,7 +79,8 @@ def oversubscription() -> None:
         for o in (1, 4):
             c = _cluster(8, gpn=1, nics=1, topology="fat-tree", oversubscription=o, routing="adaptive",
                          switch_radix={1: 8, 4: 5}[o])  # 4 hosts per leaf at either ratio
-            t.append(simulate_collective(c, op, units.GiB, ranks, build(c), algorithm="ring")[0].time_s)
+            algorithm = "ring" if op == "all_reduce" else None  # NCCL_ALGO names no all_to_all algorithm
+            t.append(simulate_collective(c, op, units.GiB, ranks, build(c), algorithm=algorithm)[0].time_s)
         print(f"{name:<28} {t[0] * 1e3:>8.2f} {t[1] * 1e3:>8.2f} {t[1] / t[0]:>6.2f}")
 
 

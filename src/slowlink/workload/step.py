@@ -30,10 +30,12 @@ from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of
 from slowlink.workload.compute import Gemm, elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
+from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
+from slowlink.workload.schedule import pipeline_s
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
-from slowlink.workload.traffic import DimComm, all_dims, comm_sm_share, edge_tp, overlap_contention_s
+from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 
 ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad read (4), norm/unscale passes
 DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
@@ -124,6 +126,60 @@ def optimizer_s(w: Workload, gpu: Gpu) -> float:
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
     return per_param * params_per_gpu(w) / shard
+
+
+def output_forward_s(w: Workload, gpu: Gpu) -> float:
+    """Seconds of the output layer's forward GEMM, [tokens, h] x [h, V/tp], for one micro-batch."""
+    m = w.model
+    return gemm_time_s(Gemm(w.micro_batch_tokens, m.vocab / w.parallel.tp, m.hidden), gpu, w.training.precision)
+
+
+@dataclass(frozen=True)
+class BubbleEdges:
+    """The work of the model's two ends that the pipeline's first and last chunk carry, per micro-batch: the
+    embedding's gradient (first rank, chunk 0, backward), both ends' TP collectives, the output layer and loss
+    (last rank, last chunk: ``logits_s`` forward + backward as the drain runs it, ``logits_forward_s`` of it
+    forward)."""
+
+    embedding_grad_s: float
+    tp: EdgeTp
+    logits_s: float
+    logits_forward_s: float
+    deferred: bool
+
+
+def pipeline_bubble_s(w: Workload, micro: int, layers: tuple[int, int, int], per_layer_s: float,
+                      forward_share: float, pp_comm: DimComm, edges: BubbleEdges, fill_s: float) -> float:
+    """The pipeline's fill and drain, and any wait of its steady state: Megatron-Core's schedule run op by op
+    (:mod:`slowlink.workload.schedule`) beyond ``micro`` x the slowest rank's micro-batch (``fill_s`` + its exposed
+    hops). Each rank's chunk holds its
+    stage's layers / vp, a layer ``per_layer_s`` (``forward_share`` of it forward: the layer's compute split,
+    applied to its waits too), each op its share of the exposed PP hops; the first rank's chunk 0 adds the
+    embedding's gradient and collectives, the last rank's last chunk the output layer and loss; a hop (one
+    send/recv of ``pp_comm``) separates ops on neighbouring ranks, less the part the sending op already waited
+    for (all of it when the send/recv blocks: no overlap.pp_comm). The closed form (pp - 1) / vp x (fill + the
+    micro-batch's hops) is what this gives for equal chunks and instant hops. Longer: the first micro-batch
+    crosses all pp x vp virtual stages in the warm-up and again in the cool-down, at least 2 (pp vp - 1) hops
+    rather than 2 (pp - 1); unequal end chunks stall their neighbours (Nemotron-4 340B, one layer per chunk, +2%
+    of a step; Llama 3 405B's lighter 7-layer end stages with the logits on one chunk, +4.5% per micro-batch)."""
+    p = w.parallel
+    if p.pp == 1:
+        return 0.0
+    hop = pp_comm.total_s / (2.0 * p.vp)
+    per_op = pp_comm.exposed_s / (2.0 * p.vp)
+    out_s = edges.tp.output_deferred_s if edges.deferred else edges.tp.output_s
+    extra = {("F", 0, 0): edges.tp.embedding_fwd_s,
+             ("B", 0, 0): edges.embedding_grad_s + edges.tp.embedding_s - edges.tp.embedding_fwd_s,
+             ("F", p.pp - 1, p.vp - 1): edges.logits_forward_s + edges.tp.output_fwd_s,
+             ("B", p.pp - 1, p.vp - 1): edges.logits_s - edges.logits_forward_s + out_s - edges.tp.output_fwd_s}
+
+    def op_s(kind: str, rank: int, chunk: int) -> float:
+        n = layers[0] if rank == 0 else layers[2] if rank == p.pp - 1 else layers[1]
+        share = forward_share if kind == "F" else 1.0 - forward_share
+        return n / p.vp * per_layer_s * share + per_op + extra.get((kind, rank, chunk), 0.0)
+
+    # a blocking send/recv (no overlap.pp_comm) is inside the sending op already: only the rest delays the receiver
+    return max(0.0, pipeline_s(p.pp, p.vp, micro, op_s, hop - per_op) - micro * (fill_s + pp_comm.exposed_s))
 
 
 def deferred_microbatches(w: Workload, micro: int) -> int:
@@ -231,8 +287,12 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
                  + (micro - deferred) * (stage - slowest(per_layer, logits)))
     pipeline = deferred * stage_deferred + (micro - deferred) * stage + micro * pp_mb
     compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
-    fill = stage_deferred if deferred == micro else stage  # the drain's last micro-batches keep their wgrad
-    bubble = (w.parallel.pp - 1) / w.parallel.vp * (fill + dims["pp"].total_s)
+    all_deferred = deferred == micro  # else the drain's last micro-batches keep their wgrad
+    bubble = pipeline_bubble_s(w, micro, (first, mid, last), per_layer, lc.forward_s / lc.total_s, dims["pp"],
+                               BubbleEdges(emb, edge, logits - (wgrad if all_deferred else 0.0),
+                                           output_forward_s(w, paced) + cross_entropy_bytes(w) / 2.0
+                                           / elementwise_bw_bytes_s(paced), all_deferred),
+                               stage_deferred if all_deferred else stage)
     opt = optimizer_s(w, cluster.gpu)
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
     dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)

@@ -102,12 +102,14 @@ class EdgeTp:
     """TP seconds per micro-batch of the layers at the model's two ends: what the first stage waits for around the
     word embedding (``embedding_s``), the last stage around the output layer (``output_s``; ``output_deferred_s``
     for a micro-batch whose weight gradient overlap.defer_embedding_wgrad defers), and all their collectives
-    (``total_s``)."""
+    (``total_s``); of the waits, what falls in the forward (``embedding_fwd_s``, ``output_fwd_s``)."""
 
     embedding_s: float
     output_s: float
     output_deferred_s: float
     total_s: float
+    embedding_fwd_s: float = 0.0
+    output_fwd_s: float = 0.0
 
 
 def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
@@ -132,10 +134,10 @@ def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
                     for g in Gemm(w.micro_batch_tokens, w.model.vocab / p.tp, w.model.hidden).backward())
     if not p.sequence_parallel:
         ar = cost("all_reduce", size, grp)
-        return EdgeTp(ar, max(0.0, ar - wgrad), ar, 2.0 * ar)
+        return EdgeTp(ar, max(0.0, ar - wgrad), ar, 2.0 * ar, embedding_fwd_s=ar)
     ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
     return EdgeTp(embedding_s=rs + ag, output_s=ag + max(0.0, ag - dgrad) + max(0.0, rs - wgrad),
-                  output_deferred_s=ag + rs, total_s=rs + ag + 2.0 * ag + rs)
+                  output_deferred_s=ag + rs, total_s=rs + ag + 2.0 * ag + rs, embedding_fwd_s=rs, output_fwd_s=ag)
 
 
 def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
