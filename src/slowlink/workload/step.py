@@ -3,9 +3,11 @@
   t_mb      = layers_on_busiest_stage * (fwd + bwd + exposed TP/CP/EP of one layer) (+ the embedding's
               gradient on the first stage, logits on the last, each with its own exposed TP collectives:
               :func:`~slowlink.workload.traffic.edge_tp`) + PP send/recv of one micro-batch
-  pipeline  = m * t_mb + (pp - 1) / vp * t_fill   (1F1B bubble (pp-1)/m, interleaved (pp-1)/(vp*m);
-              Narayanan et al. 2021 Sec. 2.2); t_fill = t_mb with every PP hop exposed: the fill and drain
-              pass each chunk's output on before the next stage can start, overlap.pp_comm or not
+  pipeline  = m * t_mb + bubble: Megatron-Core's schedule run op by op (:func:`pipeline_bubble_s`,
+              :mod:`slowlink.workload.schedule`); with equal chunks and instant hops the bubble is Narayanan et
+              al. 2021's (pp - 1) / vp x a stage's micro-batch (Sec. 2.2), longer with hops (the fill and
+              drain pass each chunk's output on before the next virtual stage can start, overlap.pp_comm or
+              not) and with unequal end chunks
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer + DP contention (+ deferred output-layer weight gradients)
