@@ -69,6 +69,11 @@ def time_gemm(torch: Any, a: Any, b: Any, reps: int) -> float:
     """Seconds per GEMM, ``reps`` back to back after 3 warm-ups."""
     for _ in range(3):
         a @ b
+    return _timed_gemms(torch, a, b, reps)
+
+
+def _timed_gemms(torch: Any, a: Any, b: Any, reps: int) -> float:
+    """Seconds per GEMM of ``reps`` back to back on the current stream, by CUDA events (synchronises)."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record()
     for _ in range(reps):
@@ -88,13 +93,8 @@ def time_gemm_beside(torch: Any, a: Any, b: Any, reps: int, bg: Any, alone_s: fl
         b0.record()
         moved = bg(3.0 * reps * alone_s + 2e-3)
         b1.record()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(reps):
-        a @ b
-    e1.record()
-    torch.cuda.synchronize()
-    return float(e0.elapsed_time(e1)) / 1e3 / reps, moved / (float(b0.elapsed_time(b1)) / 1e3) / 1e9
+    per_gemm = _timed_gemms(torch, a, b, reps)
+    return per_gemm, moved / (float(b0.elapsed_time(b1)) / 1e3) / 1e9
 
 
 def copy_background(torch: Any) -> Any:
