@@ -42,6 +42,9 @@ def test_plan_json_has_contract_keys(tmp_path: Path) -> None:
     ({"parallel": {"tp": 1, "pp": 64, "dp": 1}}, "must be divisible by the other stages x vp (64 x 1)"),
     ({"parallel": {"tp": 1, "pp": 2, "dp": 32, "vp": 3}}, "must be divisible by the other stages x vp (2 x 3)"),
     ({"training": {"global_batch": 100}}, "training.global_batch (100) must be divisible by micro_batch"),
+    ({"training": {"global_batch": 80}, "parallel": {"tp": 2, "pp": 4, "dp": 8, "vp": 2}},
+     "parallel.vp (2): the interleaved schedule needs the micro-batches per step, training.global_batch / "
+     "(micro_batch * dp) = 10, to be a multiple of parallel.pp (4)"),
     ({"model": {"preset": "llama3-8", "seq_len": 8192}}, "did you mean llama3-8b"),
     ({"training": {"micro_batch": 16, "global_batch": 512, "recompute": "none"}}, "exceeds the GPU's HBM"),
 ])

@@ -28,7 +28,9 @@ Op = tuple[str, int, int]  # ("F" | "B", model chunk, micro-batch)
 
 
 def rank_schedule(pp: int, vp: int, m: int, rank: int) -> list[Op]:
-    """Rank ``rank``'s ops in Megatron-Core's order (module docstring), ``m`` micro-batches."""
+    """Rank ``rank``'s ops in Megatron-Core's order (module docstring), ``m`` micro-batches (interleaved: a multiple
+    of pp, as Megatron-Core requires and :func:`~slowlink.workload.step.check_plan` checks; another m leaves a
+    partial last group whose dependencies this order cannot meet)."""
     if vp == 1:
         order = [(k, 0) for k in range(m)]
         warm = min(pp - rank - 1, m)

@@ -241,7 +241,13 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide model.moe.experts ({m.moe.experts})")
     if p.dp % p.ep:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})")
-    return t.global_batch // (t.micro_batch * p.dp)
+    micro = t.global_batch // (t.micro_batch * p.dp)
+    if p.vp > 1 and p.pp > 1 and micro % p.pp:
+        # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
+        raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
+                             f"training.global_batch / (micro_batch * dp) = {micro}, to be a multiple of "
+                             f"parallel.pp ({p.pp}), as Megatron-LM requires")
+    return micro
 
 
 def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_memory: bool = True) -> StepResult:
