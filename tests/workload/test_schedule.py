@@ -66,3 +66,22 @@ def test_a_heavy_chunk_stalls_the_steady_state_and_the_extrapolation_is_exact() 
     assert rate > 1.05 * slowest_rank
     for m in (13 * pp, 13 * pp + 3):
         assert pipeline_s(pp, vp, m, op_s, 0.1) == pytest.approx(makespan_s(pp, vp, m, op_s, 0.1), rel=1e-12)
+
+
+def test_every_layout_megatron_accepts_runs_and_extends_exactly() -> None:
+    # interleaved: m a multiple of pp (check_plan refuses others, as Megatron-Core does), the extension exact; 1F1B:
+    # any m, the extension within the ripple of a period that need not divide 2 pp (pp - 1 here)
+    def op_s(kind: str, rank: int, chunk: int) -> float:
+        return (1.0 if kind == "F" else 2.0) * (1.3 if chunk == 0 else 1.0) * (0.8 if rank == 0 else 1.0)
+
+    worst = 0.0
+    for pp in range(2, 7):
+        for vp in range(1, 5):
+            for m in range(1, 10 * pp):
+                if vp > 1 and m % pp:
+                    continue
+                whole = makespan_s(pp, vp, m, op_s, 0.05)
+                error = abs(pipeline_s(pp, vp, m, op_s, 0.05) / whole - 1.0)
+                assert error < (1e-12 if vp > 1 else 2e-3), (pp, vp, m)
+                worst = max(worst, error)
+    assert worst > 1e-6  # the 1F1B ripple is there: the bound above is what the extension can miss
