@@ -11,7 +11,7 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.comm import CommCost
-from slowlink.workload.compute import StageCompute
+from slowlink.workload.compute import StageCompute, vocab_shard_params
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import (
     MEGATRON_BUCKET_PARAMS,
@@ -23,7 +23,6 @@ from slowlink.workload.traffic import (
     micro_batch_act_bytes,
     overlap_contention_s,
     pp_microbatch,
-    word_embedding_params,
 )
 
 
@@ -149,7 +148,7 @@ def test_the_first_forward_waits_for_chunk_0s_whole_gather() -> None:
 
 def test_the_last_bucket_holds_the_word_embedding_whole() -> None:
     w = _dp_w(zero=1, vp=1)
-    emb = word_embedding_params(w)
+    emb = vocab_shard_params(w)
     assert emb == 128256 / 4 * 4096  # llama3-8b at TP 4: 131M, more than Megatron's 40M bucket
     assert last_bucket_params(w, 1e12) == MEGATRON_BUCKET_PARAMS
     assert last_bucket_params(w, 1e12, emb) == emb
@@ -180,7 +179,7 @@ def test_interleaving_hides_more_of_the_reduction_than_one_backward() -> None:
     one = dp_step(_dp_w(1, 1), cost, lc, 16, 8, _GPU)
     four = dp_step(_dp_w(1, 4), cost, lc, 16, 8, _GPU)
     assert four.total_s == pytest.approx(one.total_s)  # what moves does not change
-    emb = word_embedding_params(_dp_w(1, 4)) * 2 * 1e-11  # bf16 gradients
+    emb = vocab_shard_params(_dp_w(1, 4)) * 2 * 1e-11  # bf16 gradients
     assert one.exposed_s >= emb  # the embedding's bucket is waited for whole
     assert emb <= four.exposed_s < one.exposed_s
 

@@ -247,6 +247,17 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     return StageCompute(forward_s=parts.forward_s, backward_s=parts.backward_s, attn_core_s=parts.attn_fwd_s)
 
 
+def vocab_shard_params(w: Workload) -> float:
+    """Weights of one GPU's slice of a vocabulary matrix, the word embedding or the output layer: V/tp x h."""
+    return w.model.vocab / w.parallel.tp * w.model.hidden
+
+
+def output_gemm(w: Workload) -> Gemm:
+    """The output layer's forward GEMM for one micro-batch on one GPU, [tokens, h] x [h, V/tp]; its data- and
+    weight-gradient GEMMs are :meth:`Gemm.backward`."""
+    return Gemm(w.micro_batch_tokens, w.model.vocab / w.parallel.tp, w.model.hidden)
+
+
 @dataclass(frozen=True)
 class LogitsParts:
     """Seconds of the output projection and loss for one micro-batch, by kind (:func:`logits_parts`)."""
@@ -254,21 +265,26 @@ class LogitsParts:
     gemm_s: float           # the projection's forward, data- and weight-gradient GEMMs
     cross_entropy_s: float  # vocab-parallel cross-entropy, forward and backward (memory bound)
     accumulate_s: float     # the projection's weight-gradient accumulation outside the GEMM
+    gemm_forward_s: float   # of gemm_s, the forward GEMM
 
     @property
     def total_s(self) -> float:
         return self.gemm_s + self.cross_entropy_s + self.accumulate_s
 
+    @property
+    def forward_s(self) -> float:
+        """The forward GEMM and half the loss's passes."""
+        return self.gemm_forward_s + self.cross_entropy_s / 2.0
+
 
 def logits_parts(w: Workload, gpu: Gpu) -> LogitsParts:
     """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
     (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage), by kind."""
-    m, p, t = w.model, w.parallel, w.training
-    g = Gemm(w.micro_batch_tokens, m.vocab / p.tp, m.hidden)
-    prec = t.precision
-    gemms = gemm_time_s(g, gpu, prec) + sum(gemm_time_s(x, gpu, prec) for x in g.backward())
-    return LogitsParts(gemm_s=gemms, cross_entropy_s=cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu),
-                       accumulate_s=grad_accumulation_s(w, m.vocab / p.tp * m.hidden, gpu))
+    g, prec = output_gemm(w), w.training.precision
+    forward = gemm_time_s(g, gpu, prec)
+    return LogitsParts(gemm_s=forward + sum(gemm_time_s(x, gpu, prec) for x in g.backward()),
+                       cross_entropy_s=cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu),
+                       accumulate_s=grad_accumulation_s(w, vocab_shard_params(w), gpu), gemm_forward_s=forward)
 
 
 def logits_compute_s(w: Workload, gpu: Gpu) -> float:

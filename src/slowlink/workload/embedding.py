@@ -17,12 +17,11 @@ The lookup itself and the scatter of the tokens' rows are tokens x h: not counte
 
 from __future__ import annotations
 
-from slowlink.workload.compute import added_grad_bytes_per_param
+from slowlink.workload.compute import added_grad_bytes_per_param, vocab_shard_params
 from slowlink.workload.memory import kept_bytes
 from slowlink.workload.spec import Workload
 
 
 def embedding_grad_bytes(w: Workload) -> float:
     """HBM bytes of the input embedding's dense weight gradient for one micro-batch (module docstring)."""
-    m, p = w.model, w.parallel
-    return m.vocab / p.tp * m.hidden * (kept_bytes(w.training.precision) + added_grad_bytes_per_param(w))
+    return vocab_shard_params(w) * (kept_bytes(w.training.precision) + added_grad_bytes_per_param(w))

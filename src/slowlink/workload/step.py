@@ -29,10 +29,9 @@ from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
-from slowlink.workload.compute import Gemm, elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_compute_s
+from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_parts, output_gemm
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
-from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
@@ -111,9 +110,7 @@ def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_
 def output_wgrad_s(w: Workload, gpu: Gpu) -> float:
     """Seconds of the output layer's weight-gradient GEMM, dW = X^T dY over [tokens, h] x [tokens, V/tp], for one
     micro-batch: what ``overlap.defer_embedding_wgrad`` takes out of the last stage's backward."""
-    m = w.model
-    return gemm_time_s(Gemm(w.micro_batch_tokens, m.vocab / w.parallel.tp, m.hidden).backward()[1], gpu,
-                       w.training.precision)
+    return gemm_time_s(output_gemm(w).backward()[1], gpu, w.training.precision)
 
 
 def embedding_grad_s(w: Workload, gpu: Gpu) -> float:
@@ -128,12 +125,6 @@ def optimizer_s(w: Workload, gpu: Gpu) -> float:
     shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
     return per_param * params_per_gpu(w) / shard
-
-
-def output_forward_s(w: Workload, gpu: Gpu) -> float:
-    """Seconds of the output layer's forward GEMM, [tokens, h] x [h, V/tp], for one micro-batch."""
-    m = w.model
-    return gemm_time_s(Gemm(w.micro_batch_tokens, m.vocab / w.parallel.tp, m.hidden), gpu, w.training.precision)
 
 
 @dataclass(frozen=True)
@@ -277,7 +268,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
-    logits, wgrad = logits_compute_s(w, paced), output_wgrad_s(w, paced)
+    logit_parts = logits_parts(w, paced)
+    logits, wgrad = logit_parts.total_s, output_wgrad_s(w, paced)
     deferred = deferred_microbatches(w, micro)  # their output-layer wgrad moves to the pipeline drain
     emb = embedding_grad_s(w, paced)  # the first stage's, every micro-batch
     pp_mb = dims["pp"].exposed_s
@@ -298,8 +290,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     all_deferred = deferred == micro  # else the drain's last micro-batches keep their wgrad
     bubble = pipeline_bubble_s(w, micro, (first, mid, last), per_layer, lc.forward_s / lc.total_s, dims["pp"],
                                BubbleEdges(emb, edge, logits - (wgrad if all_deferred else 0.0),
-                                           output_forward_s(w, paced) + cross_entropy_bytes(w) / 2.0
-                                           / elementwise_bw_bytes_s(paced), all_deferred),
+                                           logit_parts.forward_s, all_deferred),
                                stage_deferred if all_deferred else stage)
     opt = optimizer_s(w, cluster.gpu)
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it

@@ -35,7 +35,7 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
-from slowlink.workload.compute import Gemm, StageCompute, gemm_time_s, layer_params_split
+from slowlink.workload.compute import StageCompute, gemm_time_s, layer_params_split, output_gemm, vocab_shard_params
 from slowlink.workload.memory import kept_bytes, params_per_gpu
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
@@ -130,8 +130,7 @@ def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
     if p.tp == 1:
         return EdgeTp(0.0, 0.0, 0.0, 0.0)
     grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
-    dgrad, wgrad = (gemm_time_s(g, gpu, w.training.precision)
-                    for g in Gemm(w.micro_batch_tokens, w.model.vocab / p.tp, w.model.hidden).backward())
+    dgrad, wgrad = (gemm_time_s(g, gpu, w.training.precision) for g in output_gemm(w).backward())
     if not p.sequence_parallel:
         ar = cost("all_reduce", size, grp)
         return EdgeTp(ar, max(0.0, ar - wgrad), ar, 2.0 * ar, embedding_fwd_s=ar)
@@ -229,11 +228,6 @@ def last_bucket_params(w: Workload, local_params: float, embedding_params: float
     return min(local_params, bucket)
 
 
-def word_embedding_params(w: Workload) -> float:
-    """The first stage's word-embedding parameters, vocab / tp x hidden (the rows TP splits)."""
-    return w.model.vocab / w.parallel.tp * w.model.hidden
-
-
 def chunked_reduce_exposed_s(chunk_s: list[float], last_bucket_s: float, chunk_backward_s: float,
                              pp: int) -> float:
     """Seconds the step waits, after the first pipeline rank's last backward, for the gradient reduction of
@@ -318,7 +312,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     red = reduce_s(dense_n, expert_n)
     gather = gather_s(dense_n, expert_n) if p.zero >= 1 else 0.0
     megatron = p.zero == 1
-    emb = word_embedding_params(w) if megatron else 0.0
+    emb = vocab_shard_params(w) if megatron else 0.0
     bucket = last_bucket_params(w, dense_n, emb)
     chunks = _chunk_params(w, layers) if megatron and p.vp > 1 else None
     red_exp = red
@@ -341,7 +335,7 @@ def _chunk_params(w: Workload, layers: int) -> list[tuple[float, float]]:
     vp layers each (``layers``: the busiest stage's), chunk 0 also the word embedding."""
     dense, expert = layer_params_split(w)
     per_chunk = layers / w.parallel.vp
-    return [(dense * per_chunk + (word_embedding_params(w) if c == 0 else 0.0), expert * per_chunk)
+    return [(dense * per_chunk + (vocab_shard_params(w) if c == 0 else 0.0), expert * per_chunk)
             for c in range(w.parallel.vp)]
 
 
