@@ -69,15 +69,16 @@ def time_gemm(torch: Any, a: Any, b: Any, reps: int) -> float:
     """Seconds per GEMM, ``reps`` back to back after 3 warm-ups."""
     for _ in range(3):
         a @ b
-    return _timed_gemms(torch, a, b, reps)
+    return _per_call_s(torch, lambda: a @ b, reps)
 
 
-def _timed_gemms(torch: Any, a: Any, b: Any, reps: int) -> float:
-    """Seconds per GEMM of ``reps`` back to back on the current stream, by CUDA events (synchronises)."""
+def _per_call_s(torch: Any, fn: Any, reps: int) -> float:
+    """Seconds per call of ``fn`` run ``reps`` times back to back on the current stream, by CUDA events
+    (synchronises)."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record()
     for _ in range(reps):
-        a @ b
+        fn()
     e1.record()
     torch.cuda.synchronize()
     return float(e0.elapsed_time(e1)) / 1e3 / reps
@@ -93,7 +94,7 @@ def time_gemm_beside(torch: Any, a: Any, b: Any, reps: int, bg: Any, alone_s: fl
         b0.record()
         moved = bg(3.0 * reps * alone_s + 2e-3)
         b1.record()
-    per_gemm = _timed_gemms(torch, a, b, reps)
+    per_gemm = _per_call_s(torch, lambda: a @ b, reps)
     return per_gemm, moved / (float(b0.elapsed_time(b1)) / 1e3) / 1e9
 
 
@@ -102,14 +103,8 @@ def copy_background(torch: Any) -> Any:
     copy measured alone): returns the bytes it will move (read + write)."""
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     dst.copy_(src)
-    e0.record()
-    for _ in range(5):
-        dst.copy_(src)
-    e1.record()
-    torch.cuda.synchronize()
-    one_s = float(e0.elapsed_time(e1)) / 1e3 / 5
+    one_s = _per_call_s(torch, lambda: dst.copy_(src), 5)
 
     def run(seconds: float) -> float:
         count = int(seconds / one_s) + 2
@@ -143,12 +138,7 @@ def triton_background(torch: Any) -> Any:
         stream[(SM_PROGRAMS,)](src, dst, n, loops, BLOCK=4096)
 
     launch(1)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    launch(2)
-    e1.record()
-    torch.cuda.synchronize()
-    one_s = float(e0.elapsed_time(e1)) / 1e3 / 2
+    one_s = _per_call_s(torch, lambda: launch(2), 1) / 2  # per pass over the buffer
 
     def run(seconds: float) -> float:
         loops = int(seconds / one_s) + 1
