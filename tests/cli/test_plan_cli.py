@@ -230,3 +230,20 @@ def test_scale_error_names_both_files(cli_fails: Callable[..., str]) -> None:
     cli_fails(["scale", "examples/ref-64gpu.yaml", "examples/llama3-8b.yaml", "--nodes", "1,2,3"],
               "examples/llama3-8b.yaml on examples/ref-64gpu.yaml (cluster ref-64gpu):",
               "must be divisible by micro_batch")
+
+
+def test_plan_reports_the_measured_error_of_the_runs_alike(tmp_path: Path) -> None:
+    """The terminal and --json carry the held-out runs alike (GPU, TP) and their error (workload.accuracy)."""
+    from slowlink.workload.accuracy import accuracy
+
+    w = _workload(tmp_path, parallel={"tp": 8, "dp": 8})
+    expected = accuracy("h100-sxm", 8, False)
+    assert expected.alike.n > 0
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(w)])
+    assert res.exit_code == 0, res.output
+    assert (f"accuracy: on {expected.alike.n} held-out h100-sxm runs at TP 8 measured steps were "
+            f"{expected.alike.mean_error:.1%} longer") in " ".join(res.stdout.split())
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(w), "--json"])
+    acc = json.loads(res.stdout)["accuracy"]
+    assert acc["alike"]["runs"] == [r.id for r in expected.alike.runs]
+    assert (acc["gpu"], acc["tp"], acc["sharded_params"]) == ("h100-sxm", 8, False)

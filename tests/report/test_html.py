@@ -53,6 +53,7 @@ def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path:
     for name in ("ref-64gpu", "ref-64gpu-roce", "ref-64gpu-25gbe", "llama3-8b", "DP exposed", "TP exposed"):
         assert name in text
     assert "h100-sxm" in text and "tp 2, pp 1, dp 32" in text  # the inputs
+    assert "accuracy: no held-out h100-sxm run at TP 2; on " in text  # the model's measured error (no TP 2 run)
 
 
 def test_single_cluster_plan_page(tmp_path: Path, parse_page: Callable[..., Any]) -> None:

@@ -64,9 +64,10 @@ def plan_cmd(
     html: Path | None = _HTML,
 ) -> None:
     """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
-    from slowlink.report.plan import bottleneck_lines, plan_table
+    from slowlink.report.plan import accuracy_json, accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
     from slowlink.storage.plan import plan_storage
+    from slowlink.workload.accuracy import accuracy
     from slowlink.workload.advice import advise
 
     if workload is None:
@@ -98,8 +99,11 @@ def plan_cmd(
     # The storage model (issue 14): data stall and checkpoint overhead beside communication.
     stor = [plan_storage(w, c, r) for _, c, r, _ in fits]
     gp = _goodputs(w, fits, stor)
+    # the step model's measured error on the published runs alike (workload.accuracy)
+    accs = [accuracy(c.gpu.name, w.parallel.tp, w.parallel.zero == 3) for _, c, *_ in fits]
     if html is not None:
-        report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice)
+        report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice,
+                               [accuracy_sentence(a) for a in accs])
     if as_json:
         from slowlink.report.goodput import goodput_json
         from slowlink.straggler.degraded import plan_degraded_by
@@ -107,7 +111,8 @@ def plan_cmd(
         js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
               | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
               | goodput_json(g)  # ETTR and time-to-train with a token budget (docs/goodput.md)
-              for (key, c, *_), r, adv, st, g in zip(fits, results, advice, stor, gp, strict=True)}
+              | {"accuracy": accuracy_json(a)}
+              for (key, c, *_), r, adv, st, g, a in zip(fits, results, advice, stor, gp, accs, strict=True)}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
@@ -116,6 +121,8 @@ def plan_cmd(
         out.print(line, soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
+    for line in accuracy_lines(names, accs):
+        out.print(line, soft_wrap=True)
     for key, g in zip(names, gp, strict=True):
         if g is not None:
             from slowlink.report.goodput import goodput_sentence

@@ -240,10 +240,13 @@ def _plan_metrics(names: Sequence[str], results: Sequence[StepResult]) -> str:
 
 
 def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-              advice: Sequence[Sequence[Advice]]) -> str:
-    """The page of ``slowlink plan``: bottleneck and advice per cluster, step breakdown, metrics, inputs."""
+              advice: Sequence[Sequence[Advice]], accuracy: Sequence[str] = ()) -> str:
+    """The page of ``slowlink plan``: bottleneck and advice per cluster (with ``accuracy``, each cluster's
+    sentence on the model's measured error, report.plan.accuracy_sentence), step breakdown, metrics, inputs."""
     names = [c.name for c in clusters]
     blocks = "".join(_bottleneck_block(n, r, a) for n, r, a in zip(names, results, advice, strict=True))
+    blocks += "".join(f'<p class="accuracy"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
+                      for n, text in zip(names, accuracy, strict=True))
     fig = _figure_block(breakdown_svg(names, results), "Where each step goes: compute, pipeline bubble, "
                         "optimizer and the communication each parallel dimension leaves exposed.", "breakdown")
     body = (f"<h2>Bottleneck</h2>{blocks}<h2>Step time</h2>{fig}{_plan_metrics(names, results)}"
@@ -252,8 +255,8 @@ def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepRe
 
 
 def write_plan(path: Path, clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-               advice: Sequence[Sequence[Advice]]) -> None:
-    _write(path, plan_page(clusters, w, results, advice))
+               advice: Sequence[Sequence[Advice]], accuracy: Sequence[str] = ()) -> None:
+    _write(path, plan_page(clusters, w, results, advice, accuracy))
 
 
 # ---- scale --------------------------------------------------------------------------------------------

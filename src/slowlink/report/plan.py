@@ -9,6 +9,7 @@ from rich.table import Table
 from slowlink.workload.step import DIM_WORDS, StepResult
 
 if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: their modules load when they do
+    from slowlink.workload.accuracy import Accuracy, RunGroup
     from slowlink.workload.advice import Advice
     from slowlink.workload.scale import ScalePoint
     from slowlink.workload.validate import Case
@@ -134,3 +135,48 @@ def error_summary(cases: list[Case], what: str) -> str:
 
     return (f"{what} error: mean {mean_abs_error(cases):.1%}, max {max(abs(c.error) for c in cases):.1%} "
             f"over {len(cases)} cases")
+
+
+def _longer(e: float) -> str:
+    """A mean signed MFU error as what it means for the step: measured longer (positive) or shorter."""
+    return f"{abs(e):.1%} {'longer' if e >= 0 else 'shorter'}"
+
+
+def accuracy_sentence(a: Accuracy) -> str:
+    """What the held-out runs say about a plan: the runs alike (GPU, TP, ZeRO-3) and all on its GPU, or that
+    none was published on it (plain text: the terminal and the HTML report print it)."""
+    sharded = " with ZeRO-3" if a.sharded_params else ""
+    if not a.same_gpu.n:
+        return (f"accuracy unmeasured: no held-out published run on {a.gpu} (runs on "
+                f"{', '.join(a.gpus_measured)}; slowlink validate)")
+
+    def measured(g: RunGroup, runs: str) -> str:
+        return (f"on {runs} measured steps were {_longer(g.mean_error)} than predicted on average "
+                f"(|error| {g.mean_abs_error:.1%}, {g.low:+.1%} to {g.high:+.1%})")
+
+    every = f"{a.same_gpu.n} held-out {a.gpu} runs"
+    if not a.alike.n:
+        return f"accuracy: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; " \
+               "slowlink validate lists them"
+    same = a.same_gpu
+    return (f"accuracy: {measured(a.alike, f'{a.alike.n} held-out {a.gpu} runs at TP {a.tp}{sharded}')}; all "
+            f"{every}: {_longer(same.mean_error)} (|error| {same.mean_abs_error:.1%}); slowlink validate lists them")
+
+
+def accuracy_lines(names: list[str], accs: list[Accuracy]) -> list[str]:
+    """One :func:`accuracy_sentence` per distinct (GPU, TP, ZeRO-3), led by the clusters it applies to."""
+    groups: dict[str, list[str]] = {}
+    for name, a in zip(names, accs, strict=True):
+        groups.setdefault(accuracy_sentence(a), []).append(name)
+    return [f"[bold]{', '.join(keys)}[/]: {text}" for text, keys in groups.items()]
+
+
+def accuracy_json(a: Accuracy) -> dict[str, object]:
+    """The ``accuracy`` object of ``slowlink plan --json``: each group's runs (ids), mean signed and absolute
+    error (MFU predicted / measured - 1) and range."""
+    def group(g: RunGroup) -> dict[str, object]:
+        return {"runs": [r.id for r in g.runs], "mean_error": g.mean_error, "mean_abs_error": g.mean_abs_error,
+                "min_error": g.low, "max_error": g.high}
+
+    return {"gpu": a.gpu, "tp": a.tp, "sharded_params": a.sharded_params, "alike": group(a.alike),
+            "same_gpu": group(a.same_gpu), "gpus_measured": list(a.gpus_measured)}

@@ -34,6 +34,8 @@ class Case:
     measured_s: float
     quantity: str = "step time (s)"
     gpu: str = ""  # the run's GPU (catalog name), for the breakdown by generation
+    tp: int = 1  # the run's TP degree and whether it shards parameters (ZeRO-3 / FSDP): the error's two
+    sharded_params: bool = False  # strongest patterns (workload.accuracy)
 
     @property
     def error(self) -> float:
@@ -93,7 +95,8 @@ def heldout_cases() -> list[Case]:
         # GiB: FSDP's unsharded fp32 gradient accumulator, 11.8 GiB, beside 62 GiB of activations for 17.9
         # micro-batches in flight on the first stage; Meta frees stage inputs/outputs early, Sec. 3.3.2)
         r = plan(w, cluster, check_memory=False)
-        out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name))
+        out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name, w.parallel.tp,
+                        w.parallel.zero == 3))
     return out
 
 
@@ -126,7 +129,8 @@ def cases() -> list[Case]:
                 "parallel": {"tp": c["tp"], "pp": c["pp"], "dp": 1, "vp": c["vp"], "sequence_parallel": sp}})
             cl = selene(c["gpus"] // 8)
             r = plan(w, cl)
-            out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"], gpu=cl.gpu.name))
+            out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"], gpu=cl.gpu.name,
+                            tp=w.parallel.tp))
     runs = _data("narayanan_2021_runs.yaml")["runs"]
     for c in data["narayanan_2021"]["cases"]:
         run = runs[c["id"]]
@@ -142,5 +146,5 @@ def cases() -> list[Case]:
             "overlap": {"grad_reduce": run["ddp"] == "torch"}})
         cl = selene(c["gpus"] // 8)
         r = plan(w, cl)
-        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name))
+        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name, tp=w.parallel.tp))
     return out
