@@ -56,3 +56,8 @@ def test_json_lists_the_runs_and_the_errors() -> None:
     assert same["runs"] == ["4-0", "4-1", "4-2"]
     assert (js["gpu"], js["tp"], js["sharded_params"]) == ("h100-sxm", 8, False)
     assert js["gpus_measured"] == ["a100-80gb", "h100-sxm"]
+
+
+def test_a_flow_plan_is_told_the_runs_were_priced_analytically() -> None:
+    assert accuracy_sentence(_acc((0.1,), ()), "flow").startswith("accuracy (of the analytical model): on 1 ")
+    assert accuracy_json(_acc((0.1,), ()))["model"] == "analytical"

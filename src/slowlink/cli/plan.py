@@ -103,7 +103,7 @@ def plan_cmd(
     accs = [accuracy(c.gpu.name, w.parallel.tp, w.parallel.zero == 3) for _, c, *_ in fits]
     if html is not None:
         report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice,
-                               [accuracy_sentence(a) for a in accs])
+                               [accuracy_sentence(a, fidelity) for a in accs])
     if as_json:
         from slowlink.report.goodput import goodput_json
         from slowlink.straggler.degraded import plan_degraded_by
@@ -121,7 +121,7 @@ def plan_cmd(
         out.print(line, soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
-    for line in accuracy_lines(names, accs):
+    for line in accuracy_lines(names, accs, fidelity):
         out.print(line, soft_wrap=True)
     for key, g in zip(names, gp, strict=True):
         if g is not None:

@@ -142,12 +142,14 @@ def _longer(e: float) -> str:
     return f"{abs(e):.1%} {'longer' if e >= 0 else 'shorter'}"
 
 
-def accuracy_sentence(a: Accuracy) -> str:
+def accuracy_sentence(a: Accuracy, fidelity: str = "analytical") -> str:
     """What the held-out runs say about a plan: the runs alike (GPU, TP, ZeRO-3) and all on its GPU, or that
-    none was published on it (plain text: the terminal and the HTML report print it)."""
+    none was published on it (plain text: the terminal and the HTML report print it). The runs were priced by
+    the analytical model; a plan at another ``fidelity`` is told so."""
     sharded = " with ZeRO-3" if a.sharded_params else ""
+    label = "accuracy" if fidelity == "analytical" else "accuracy (of the analytical model)"
     if not a.same_gpu.n:
-        return (f"accuracy unmeasured: no held-out published run on {a.gpu} (runs on "
+        return (f"{label} unmeasured: no held-out published run on {a.gpu} (runs on "
                 f"{', '.join(a.gpus_measured)}; slowlink validate)")
 
     def measured(g: RunGroup, runs: str) -> str:
@@ -156,27 +158,28 @@ def accuracy_sentence(a: Accuracy) -> str:
 
     every = f"{a.same_gpu.n} held-out {a.gpu} runs"
     if not a.alike.n:
-        return f"accuracy: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; " \
+        return f"{label}: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; " \
                "slowlink validate lists them"
     same = a.same_gpu
-    return (f"accuracy: {measured(a.alike, f'{a.alike.n} held-out {a.gpu} runs at TP {a.tp}{sharded}')}; all "
+    return (f"{label}: {measured(a.alike, f'{a.alike.n} held-out {a.gpu} runs at TP {a.tp}{sharded}')}; all "
             f"{every}: {_longer(same.mean_error)} (|error| {same.mean_abs_error:.1%}); slowlink validate lists them")
 
 
-def accuracy_lines(names: list[str], accs: list[Accuracy]) -> list[str]:
+def accuracy_lines(names: list[str], accs: list[Accuracy], fidelity: str = "analytical") -> list[str]:
     """One :func:`accuracy_sentence` per distinct (GPU, TP, ZeRO-3), led by the clusters it applies to."""
     groups: dict[str, list[str]] = {}
     for name, a in zip(names, accs, strict=True):
-        groups.setdefault(accuracy_sentence(a), []).append(name)
+        groups.setdefault(accuracy_sentence(a, fidelity), []).append(name)
     return [f"[bold]{', '.join(keys)}[/]: {text}" for text, keys in groups.items()]
 
 
 def accuracy_json(a: Accuracy) -> dict[str, object]:
     """The ``accuracy`` object of ``slowlink plan --json``: each group's runs (ids), mean signed and absolute
-    error (MFU predicted / measured - 1) and range."""
+    error (MFU predicted / measured - 1) and range, as the analytical model priced them (``model``)."""
     def group(g: RunGroup) -> dict[str, object]:
         return {"runs": [r.id for r in g.runs], "mean_error": g.mean_error, "mean_abs_error": g.mean_abs_error,
                 "min_error": g.low, "max_error": g.high}
 
-    return {"gpu": a.gpu, "tp": a.tp, "sharded_params": a.sharded_params, "alike": group(a.alike),
+    return {"model": "analytical", "gpu": a.gpu, "tp": a.tp, "sharded_params": a.sharded_params,
+            "alike": group(a.alike),
             "same_gpu": group(a.same_gpu), "gpus_measured": list(a.gpus_measured)}
