@@ -95,6 +95,13 @@ def test_validate_breaks_the_held_out_error_down_by_source_and_gpu() -> None:
     assert by["source"]["dgxc"]["mean_abs_error"] == pytest.approx(mean_abs_error(dgxc))
     assert by["source"]["dgxc"]["mean_error"] == pytest.approx(sum(c.error for c in dgxc) / len(dgxc))
     assert set(by["gpu"]) == {"a100-80gb", "h100-sxm"}
+    # by GPU and TP, ZeRO-3 apart: the grouping plan's accuracy sentence uses (workload.accuracy)
+    assert sum(g["cases"] for g in by["gpu_tp"].values()) == len(held)
+    tp8 = [c for c in held if c.gpu == "h100-sxm" and c.tp == 8 and not c.sharded_params]
+    assert by["gpu_tp"]["h100-sxm tp8"]["cases"] == len(tp8) > 0
+    assert by["gpu_tp"]["h100-sxm tp8"]["mean_error"] == pytest.approx(sum(c.error for c in tp8) / len(tp8))
+    zero3 = [c for c in held if c.sharded_params]
+    assert zero3 and by["gpu_tp"]["a100-80gb tp1 zero3"]["cases"] == len(zero3)
 
 
 def test_scale_json_and_bad_mode(tmp_path: Path) -> None:

@@ -100,13 +100,24 @@ def heldout_cases() -> list[Case]:
     return out
 
 
+def _group_key(c: Case, label: str) -> str:
+    """A case's group under ``label``: its source, its GPU, or its GPU and TP (ZeRO-3 apart), the grouping
+    ``slowlink plan`` reports its accuracy by (workload.accuracy)."""
+    if label == "source":
+        return c.source
+    if label == "gpu":
+        return c.gpu or "-"
+    return f"{c.gpu or '-'} tp{c.tp}{' zero3' if c.sharded_params else ''}"
+
+
 def breakdown(cases: list[Case]) -> dict[str, dict[str, tuple[int, float, float]]]:
-    """Cases, mean |error| and mean signed error by source (id prefix) and by GPU: where a set's error lives."""
+    """Cases, mean |error| and mean signed error by source (id prefix), by GPU and by GPU and TP: where a
+    set's error lives."""
     out: dict[str, dict[str, tuple[int, float, float]]] = {}
-    for label in ("source", "gpu"):
+    for label in ("source", "gpu", "gpu_tp"):
         groups: dict[str, list[Case]] = {}
         for c in cases:
-            groups.setdefault((c.source if label == "source" else c.gpu) or "-", []).append(c)
+            groups.setdefault(_group_key(c, label), []).append(c)
         out[label] = {k: (len(v), mean_abs_error(v), sum(c.error for c in v) / len(v)) for k, v in groups.items()}
     return out
 
