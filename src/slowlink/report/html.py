@@ -240,9 +240,9 @@ def _plan_metrics(names: Sequence[str], results: Sequence[StepResult]) -> str:
 
 
 def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-              advice: Sequence[Sequence[Advice]], accuracy: Sequence[str] = ()) -> str:
-    """The page of ``slowlink plan``: bottleneck and advice per cluster (with ``accuracy``, each cluster's
-    sentence on the model's measured error, report.plan.accuracy_sentence), step breakdown, metrics, inputs."""
+              advice: Sequence[Sequence[Advice]], accuracy: Sequence[str]) -> str:
+    """The page of ``slowlink plan``: bottleneck, advice and ``accuracy`` (the model's measured error where it
+    applies, report.plan.accuracy_sentence) per cluster, step breakdown, metrics, inputs."""
     names = [c.name for c in clusters]
     blocks = "".join(_bottleneck_block(n, r, a) for n, r, a in zip(names, results, advice, strict=True))
     blocks += "".join(f'<p class="accuracy"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
@@ -255,7 +255,7 @@ def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepRe
 
 
 def write_plan(path: Path, clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-               advice: Sequence[Sequence[Advice]], accuracy: Sequence[str] = ()) -> None:
+               advice: Sequence[Sequence[Advice]], accuracy: Sequence[str]) -> None:
     _write(path, plan_page(clusters, w, results, advice, accuracy))
 
 

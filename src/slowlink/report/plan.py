@@ -158,8 +158,8 @@ def accuracy_sentence(a: Accuracy, fidelity: str = "analytical") -> str:
 
     every = f"{a.same_gpu.n} held-out {a.gpu} runs"
     if not a.alike.n:
-        return f"{label}: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; " \
-               "slowlink validate lists them"
+        return (f"{label}: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; "
+                "slowlink validate lists them")
     same = a.same_gpu
     return (f"{label}: {measured(a.alike, f'{a.alike.n} held-out {a.gpu} runs at TP {a.tp}{sharded}')}; all "
             f"{every}: {_longer(same.mean_error)} (|error| {same.mean_abs_error:.1%}); slowlink validate lists them")
@@ -181,5 +181,4 @@ def accuracy_json(a: Accuracy) -> dict[str, object]:
                 "min_error": g.low, "max_error": g.high}
 
     return {"model": "analytical", "gpu": a.gpu, "tp": a.tp, "sharded_params": a.sharded_params,
-            "alike": group(a.alike),
-            "same_gpu": group(a.same_gpu), "gpus_measured": list(a.gpus_measured)}
+            "alike": group(a.alike), "same_gpu": group(a.same_gpu), "gpus_measured": list(a.gpus_measured)}
