@@ -190,3 +190,35 @@ def test_zero_0_keeps_the_one_chunk_rule() -> None:
     d = dp_step(_dp_w(0, 4), cost, lc, 16, 8, _GPU)
     bucket = MEGATRON_BUCKET_PARAMS * 2 * 1e-11
     assert d.exposed_s == pytest.approx(max(d.total_s - 16 * 1e-3, bucket))
+
+
+def _tp_w(sp: bool, fused_gate_up: bool, preset: str = "llama3-8b", recompute: str = "none") -> Workload:
+    return workload_from_mapping({
+        "model": {"preset": preset},
+        "training": {"global_batch": 64, "micro_batch": 1, "fused_gate_up": fused_gate_up, "recompute": recompute},
+        "parallel": {"tp": 4, "pp": 1, "dp": 2, "sequence_parallel": sp}}, "w.yaml")
+
+
+def _unit_cost(op: str, size: float, grp: list[list[int]]) -> float:
+    return {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5}[op]
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_split_gate_and_up_linears_all_reduce_the_mlp_input_gradient_twice(recompute: str) -> None:
+    """Aleph Alpha's scaling: dense_in and siglu_weight each mark their input for a backward all-reduce without
+    SP: one all-reduce a layer more than a fused fc1 (2 blocks x 2 or 3 passes), the recomputed forward none."""
+    from slowlink.workload.traffic import split_gate_up_allreduces, tp_layer
+
+    passes = 3 if recompute == "full" else 2
+    fused, split = (tp_layer(_tp_w(False, f, recompute=recompute), _unit_cost) for f in (True, False))
+    assert fused.total_s == fused.exposed_s == 2 * passes
+    assert split.total_s == split.exposed_s == 2 * passes + 1
+    assert split_gate_up_allreduces(_tp_w(False, False)) == 1
+
+
+def test_with_sp_or_an_ungated_mlp_the_split_adds_nothing() -> None:
+    from slowlink.workload.traffic import split_gate_up_allreduces, tp_layer
+
+    assert split_gate_up_allreduces(_tp_w(True, False)) == 0  # the norm gathers once, reduce-scatters once
+    assert tp_layer(_tp_w(True, False), _unit_cost) == tp_layer(_tp_w(True, True), _unit_cost)
+    assert split_gate_up_allreduces(_tp_w(False, False, preset="gpt3-175b")) == 0  # no gate

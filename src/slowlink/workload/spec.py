@@ -72,6 +72,10 @@ class TrainingSpec(BaseModel):
         True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
         "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "
         "through memory forward and backward (Meta's reference llama, Aleph Alpha's scaling).")
+    fused_gate_up: bool = Field(
+        True, description="Gated MLP's gate and up projections as one column-parallel linear (Megatron's fc1 of "
+        "2 x ffn / tp); false = two linears, each of which, with TP and no SP, all-reduces its own input "
+        "gradient in the backward (Aleph Alpha's scaling: ParallelSwiGLUMLP dense_in and siglu_weight).")
     grad_accumulation: Literal["fused", "autograd", "autograd_fp32"] = Field(
         "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
         "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "

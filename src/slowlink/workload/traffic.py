@@ -3,7 +3,8 @@
 Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on the busiest stage):
   TP  exposed unless overlap.tp_comm with SP: then each collective against the GEMM TE pairs it with
       (:mod:`slowlink.workload.tp_overlap`); the word embedding's and the output layer's own collectives on
-      the first and last stage by Megatron-Core's rules (:func:`edge_tp`);
+      the first and last stage by Megatron-Core's rules (:func:`edge_tp`); without SP a gated MLP kept as two
+      linears all-reduces its input gradient twice (:func:`split_gate_up_allreduces`);
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
@@ -89,12 +90,27 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     moe = w.model.moe
     # attention and MLP blocks; a routed-only MoE MLP has none of its own (its dispatcher's are in ep_layer)
     blocks = 1.0 if moe is not None and not moe.shared_experts else 2.0
+    passes = 3.0 if w.training.recompute == "full" else 2.0
     if p.sequence_parallel:
         one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
-    else:
-        one, op = blocks * cost("all_reduce", size, grp), "all_reduce"
-    passes = 3.0 if w.training.recompute == "full" else 2.0
-    return DimComm(one * passes, one * passes, op, size, "tp")
+        return DimComm(one * passes, one * passes, op, size, "tp")
+    one = blocks * cost("all_reduce", size, grp)
+    total = one * passes + split_gate_up_allreduces(w) * cost("all_reduce", size, grp)
+    return DimComm(total, total, "all_reduce", size, "tp")
+
+
+def split_gate_up_allreduces(w: Workload) -> int:
+    """All-reduces a layer's backward adds per micro-batch when a gated MLP keeps its gate and up projections as
+    two column-parallel linears (``training.fused_gate_up`` false) under TP without SP: each linear marks its
+    input for a backward all-reduce of its own (Aleph Alpha's scaling, ``ColumnParallelLinear.forward`` calls
+    ``copy_to_tensor_model_parallel_region`` unless SP; ``ParallelSwiGLUMLP`` has ``dense_in`` and
+    ``siglu_weight``), one more than a fused fc1's. With SP the norm gathers the input once and its backward
+    reduce-scatters the summed gradient once (``rms_norm.py``): none. The two GEMMs of ffn/tp are priced as
+    one of 2 ffn/tp (same FLOPs) and the sum of their input gradients (an s x h add) is left out."""
+    m, p = w.model, w.parallel
+    split = m.gated_mlp and not w.training.fused_gate_up and p.tp > 1 and not p.sequence_parallel
+    has_tp_mlp = m.moe is None or m.moe.shared_experts > 0
+    return 1 if split and has_tp_mlp else 0
 
 
 @dataclass(frozen=True)
