@@ -60,7 +60,7 @@ def test_unknown_workload_key_points_to_the_workload_doc(tmp_path: Path, cli_fai
     ("model: {preset: llama3-8b, seq_len: 8190}\ntraining: {global_batch: 512}\nparallel: {tp: 2, dp: 8, cp: 4}\n",
      "model.seq_len (8190) must be a multiple of 2 * cp (8)"),
     ("model: {preset: llama3-8b}\ntraining: {global_batch: 512, cross_entropy: apex}\n",
-     "training.cross_entropy ('apex'): Input should be 'megatron', 'megatron_fused' or 'fused'"),
+     "training.cross_entropy ('apex'): Input should be 'megatron', 'megatron_fused', 'fused' or 'gathered'"),
     ("model: {preset: llama3-8b, dropout: 0.1}\ntraining: {global_batch: 512}\n",
      "model.dropout (0.1): must be true or false"),
 ])

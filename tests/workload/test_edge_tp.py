@@ -16,9 +16,10 @@ H100 = load_catalog([]).gpu("h100-sxm")
 SLOW = {"all_gather": 30e-3, "reduce_scatter": 50e-3, "all_reduce": 70e-3}  # seconds, longer than any GEMM below
 
 
-def _w(tp: int = 4, sp: bool = True, pp: int = 1, dp: int = 2) -> Workload:
+def _w(tp: int = 4, sp: bool = True, pp: int = 1, dp: int = 2, cross_entropy: str = "megatron") -> Workload:
     return workload_from_mapping({
-        "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "micro_batch": 1},
+        "model": {"preset": "llama3-8b"},
+        "training": {"global_batch": 64, "micro_batch": 1, "cross_entropy": cross_entropy},
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "sequence_parallel": sp}}, "w.yaml")
 
 
@@ -92,3 +93,17 @@ def test_the_step_pays_them_on_its_slowest_stage_and_reports_them_as_tp(pp: int)
     layers_tp = micro * max(stage_layers(w)) * tp_layer(w, slow).exposed_s
     assert a.comm_s["tp"] == pytest.approx(layers_tp + micro * edge)
     assert a.step_time_s > b.step_time_s + micro * edge  # + the bubble's share
+
+
+@pytest.mark.parametrize("sp", [True, False])
+def test_a_gathered_loss_all_gathers_the_whole_logits_before_it(sp: bool) -> None:
+    """training.cross_entropy gathered (Aleph Alpha's scaling): the output layer's forward all-gathers b*s x V
+    logits over TP, blocking, on top of Megatron's collectives."""
+    base, w = _w(sp=sp), _w(sp=sp, cross_entropy="gathered")
+    calls, cost = _cost(SLOW)
+    e, e0 = edge_tp(w, cost, H100), edge_tp(base, _cost(SLOW)[1], H100)
+    logits = w.micro_batch_tokens * w.model.vocab * 2
+    assert ("all_gather", logits) in calls
+    for field in ("output_s", "output_deferred_s", "total_s", "output_fwd_s"):
+        assert getattr(e, field) == pytest.approx(getattr(e0, field) + 30e-3), field
+    assert e.embedding_s == e0.embedding_s

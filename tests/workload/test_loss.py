@@ -30,3 +30,16 @@ def test_megatron_fused_counts_one_kernel_per_compiled_function() -> None:
 def test_loss_bytes_scale_with_the_local_logits() -> None:
     one = cross_entropy_bytes(_w("megatron_fused", tp=1, cp=1))
     assert cross_entropy_bytes(_w("megatron_fused", tp=4, cp=2)) == pytest.approx(one / 8.0)
+
+
+def test_gathered_loss_runs_over_the_whole_vocabulary_on_every_tp_rank() -> None:
+    """Aleph Alpha's scaling: per logit of the whole vocabulary, .float() 2+4 and back 4+2, log_softmax 3 reads
+    + 1 write of 4, argmax 4, nll's zero-filled gradient 4, log_softmax backward 3 reads + 1 write of 4: 52 bytes;
+    with TP the list all-gather's copy-out and torch.cat (2+2 each) and the own slice's copy backward (4/tp)."""
+    full = 8192 / 2 * 128512  # tokens per CP rank x the whole vocabulary
+    assert cross_entropy_bytes(_w("gathered", tp=1)) == pytest.approx(52.0 * full)
+    assert cross_entropy_bytes(_w("gathered", tp=4)) == pytest.approx((52.0 + 8.0 + 4.0 / 4) * full)
+    # fp32 logits: .float() returns its input
+    assert cross_entropy_bytes(_w("gathered", "fp32", tp=1)) == pytest.approx(40.0 * full)
+    # not divided by TP: at TP 8 it moves 8x what Megatron's vocab-parallel loss moves per rank, and more
+    assert cross_entropy_bytes(_w("gathered", tp=8)) > 8 * cross_entropy_bytes(_w("megatron", tp=8))

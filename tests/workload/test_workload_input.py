@@ -31,7 +31,7 @@ def _wl(**over: Any) -> dict[str, Any]:
     ({"parallel": {"tp": True}}, r"w.yaml: parallel.tp \(True\): must be an integer"),
     ({"training": {"global_batch": float("inf")}}, r"w.yaml: training.global_batch \(inf\)"),
     ({"training": {"cross_entropy": "apex"}},
-     r"w.yaml: training.cross_entropy \('apex'\): .*'megatron', 'megatron_fused' or 'fused'"),
+     r"w.yaml: training.cross_entropy \('apex'\): .*'megatron', 'megatron_fused', 'fused' or 'gathered'"),
     ({"model": {"dropout": "yes"}}, r"w.yaml: model.dropout \('yes'\): must be true or false"),
     ({"model": {"dropout": 0.1}}, r"w.yaml: model.dropout \(0.1\): must be true or false"),
 ])

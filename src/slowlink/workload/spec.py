@@ -63,11 +63,13 @@ class TrainingSpec(BaseModel):
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
-    cross_entropy: Literal["megatron", "megatron_fused", "fused"] = Field(
+    cross_entropy: Literal["megatron", "megatron_fused", "fused", "gathered"] = Field(
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
         "logits, several elementwise passes); megatron_fused = the same under cross_entropy_loss_fusion (four "
         "torch.compile'd kernels, fp32 inside, bf16 gradient); fused = one kernel reading the logits forward and "
-        "once more backward with an in-place gradient (apex xentropy, flash-attn's).")
+        "once more backward with an in-place gradient (apex xentropy, flash-attn's); gathered = the logits "
+        "all-gathered over TP, cast to fp32 and PyTorch's cross_entropy over the whole vocabulary on every TP "
+        "rank (Aleph Alpha's scaling).")
     fused_swiglu: bool = Field(
         True, description="Gated MLP activation in one kernel that keeps the gate and up outputs (Megatron-Core's "
         "bias_swiglu_impl); false = SiLU(gate) * up as two PyTorch ops, which also keep SiLU(gate) and move it "

@@ -141,18 +141,23 @@ def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
                     GEMM, each waiting only for what outlasts its GEMM; a deferred weight gradient skips the
                     all-gather and leaves the reduce-scatter nothing to hide behind. Without SP: one all-reduce of
                     the data gradient beside the weight-gradient GEMM (none in forward).
-    Each exposed; at tp 1 nothing."""
-    p = w.parallel
+    With ``training.cross_entropy: gathered`` the output layer's forward also all-gathers the whole logits
+    (b*s/cp x V, :mod:`slowlink.workload.loss`), blocking. Each exposed; at tp 1 nothing."""
+    p, t = w.parallel, w.training
     if p.tp == 1:
         return EdgeTp(0.0, 0.0, 0.0, 0.0)
     grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
-    dgrad, wgrad = (gemm_time_s(g, gpu, w.training.precision) for g in output_gemm(w).backward())
+    dgrad, wgrad = (gemm_time_s(g, gpu, t.precision) for g in output_gemm(w).backward())
+    logits = (cost("all_gather", w.micro_batch_tokens * w.model.vocab * kept_bytes(t.precision), grp)
+              if t.cross_entropy == "gathered" else 0.0)
     if not p.sequence_parallel:
         ar = cost("all_reduce", size, grp)
-        return EdgeTp(ar, max(0.0, ar - wgrad), ar, 2.0 * ar, embedding_fwd_s=ar)
+        return EdgeTp(ar, logits + max(0.0, ar - wgrad), logits + ar, 2.0 * ar + logits, embedding_fwd_s=ar,
+                      output_fwd_s=logits)
     ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
-    return EdgeTp(embedding_s=rs + ag, output_s=ag + max(0.0, ag - dgrad) + max(0.0, rs - wgrad),
-                  output_deferred_s=ag + rs, total_s=rs + ag + 2.0 * ag + rs, embedding_fwd_s=rs, output_fwd_s=ag)
+    return EdgeTp(embedding_s=rs + ag, output_s=logits + ag + max(0.0, ag - dgrad) + max(0.0, rs - wgrad),
+                  output_deferred_s=logits + ag + rs, total_s=rs + ag + 2.0 * ag + rs + logits, embedding_fwd_s=rs,
+                  output_fwd_s=ag + logits)
 
 
 def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
