@@ -79,6 +79,12 @@ class Accuracy:
     gpus_measured: tuple[str, ...]
 
 
+def layout_key(gpu: str, tp: int, sharded_params: bool) -> str:
+    """The group a run's error is reported by and a plan is matched on: its GPU and TP, ZeRO-3 / FSDP apart
+    (``validate``'s ``gpu_tp`` breakdown, :func:`accuracy`)."""
+    return f"{gpu or '-'} tp{tp}{' zero3' if sharded_params else ''}"
+
+
 def record_rows(runs: list[RecordedRun]) -> list[dict[str, object]]:
     """The record's rows, errors rounded to ``DIGITS`` decimals."""
     return [{"id": r.id, "gpu": r.gpu, "tp": r.tp, "sharded_params": r.sharded_params,
@@ -104,7 +110,8 @@ def accuracy(gpu: str, tp: int, sharded_params: bool) -> Accuracy:
     """The recorded held-out runs alike a plan of TP ``tp`` on ``gpu`` (catalog name), ZeRO-3 / FSDP or not."""
     runs = recorded_runs()
     same = tuple(r for r in runs if r.gpu == gpu)
-    alike = tuple(r for r in same if r.tp == tp and r.sharded_params == sharded_params)
+    key = layout_key(gpu, tp, sharded_params)
+    alike = tuple(r for r in same if layout_key(r.gpu, r.tp, r.sharded_params) == key)
     return Accuracy(gpu, tp, sharded_params, RunGroup(alike), RunGroup(same),
                     tuple(sorted({r.gpu for r in runs})))
 

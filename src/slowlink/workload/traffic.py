@@ -94,8 +94,7 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     if p.sequence_parallel:
         one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
         return DimComm(one * passes, one * passes, op, size, "tp")
-    one = blocks * cost("all_reduce", size, grp)
-    total = one * passes + split_gate_up_allreduces(w) * cost("all_reduce", size, grp)
+    total = (blocks * passes + split_gate_up_allreduces(w)) * cost("all_reduce", size, grp)
     return DimComm(total, total, "all_reduce", size, "tp")
 
 

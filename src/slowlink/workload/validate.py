@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.workload.accuracy import layout_key
 from slowlink.workload.flops import model_flops_per_step
 from slowlink.workload.spec import Model, Workload, workload_from_mapping
 from slowlink.workload.step import plan
@@ -107,7 +108,7 @@ def _group_key(c: Case, label: str) -> str:
         return c.source
     if label == "gpu":
         return c.gpu or "-"
-    return f"{c.gpu or '-'} tp{c.tp}{' zero3' if c.sharded_params else ''}"
+    return layout_key(c.gpu, c.tp, c.sharded_params)
 
 
 def breakdown(cases: list[Case]) -> dict[str, dict[str, tuple[int, float, float]]]:
