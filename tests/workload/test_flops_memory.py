@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step, params
-from slowlink.workload.memory import check_fits, memory
+from slowlink.workload.memory import activation_bytes_per_layer, check_fits, logits_bytes, memory, stage_params
 from slowlink.workload.spec import workload_from_mapping
 
 
@@ -81,3 +86,93 @@ def test_autograd_accumulation_keeps_gradients_in_the_weights_dtype() -> None:
     assert m.grads_bytes == pytest.approx(fused.grads_bytes / 2)
     assert m.grads_bytes == pytest.approx(m.weights_bytes)
     assert m.optimizer_bytes == fused.optimizer_bytes
+
+
+def _llama(pp: int, vp: int = 1, **training: object) -> dict[str, object]:
+    return {"model": {"preset": "llama3-8b"},
+            "training": {"global_batch": 64, "micro_batch": 1, "recompute": "selective", **training},
+            "parallel": {"tp": 2, "pp": pp, "dp": 1, "vp": vp}}
+
+
+def test_logits_and_loss_bytes_by_cross_entropy_path() -> None:
+    # N = 8192 tokens x 128256 / tp 2 logits on the last stage: Megatron's fp32 copy beside the bf16 logits (2 + 4),
+    # fp32 training's .float() is the same tensor (4), the fused loss works in the logits (2), the gathered loss
+    # holds the whole vocabulary on every TP rank: two micro-batches' logits and three fp32 buffers (2 x 2 + 12)
+    n = 8192 * 128256 / 2
+    for path, per_logit in (("megatron", 6.0), ("megatron_fused", 6.0), ("fused", 2.0), ("gathered", 2 * 16.0)):
+        w = workload_from_mapping(_llama(1, cross_entropy=path))
+        assert logits_bytes(w) == pytest.approx(n * per_logit), path
+    fp32 = workload_from_mapping(_llama(1, precision="fp32"))
+    assert logits_bytes(fp32) == pytest.approx(n * 4.0)
+
+
+def test_pp1_holds_the_logits_and_both_ends() -> None:
+    w = workload_from_mapping(_llama(1))
+    m = memory(w)
+    assert m.stage == "only"
+    assert m.logits_bytes == pytest.approx(logits_bytes(w))
+    assert m.weights_bytes == pytest.approx(2.0 * sum(params(w.model)) / 2)  # bf16, all of it over tp 2
+    assert m.total_bytes == pytest.approx(sum(m.parts.values()))
+    assert set(m.to_json()) == {"weights_gib", "grads_gib", "optimizer_gib", "activations_gib", "logits_gib",
+                                "workspace_gib", "total_gib", "stage"}
+
+
+def test_stage_params_add_up_to_the_model() -> None:
+    for spec in (_llama(4), {"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 64},
+                             "parallel": {"tp": 2, "pp": 4, "ep": 4, "dp": 4}}):
+        w = workload_from_mapping(spec)
+        p = w.parallel
+        per_stage = w.model.layers // p.pp
+        total = sum(stage_params(w, per_stage, int(r == 0) + int(r == p.pp - 1)) for r in range(p.pp))
+        dense, expert = params(w.model)
+        assert total == pytest.approx(dense / p.tp + expert / (p.tp * p.ep))
+
+
+def test_the_last_stage_is_the_most_loaded_when_its_logits_outweigh_the_first_stages_activations() -> None:
+    # 4 stages of 8 layers, a 256k vocabulary, full recompute: the first rank keeps 4 micro-batches of layer
+    # inputs (4 x 8 x s h e), the last one micro-batch of them and 8192 x 256000 / 2 logits at 6 bytes
+    big = {"model": {"preset": "llama3-8b", "vocab": 256000}, "training": {"global_batch": 64, "recompute": "full"},
+           "parallel": {"tp": 2, "pp": 4, "dp": 1}}
+    m = memory(workload_from_mapping(big))
+    assert m.stage == "last"
+    assert m.logits_bytes == pytest.approx(8192 * 256000 / 2 * 6.0)
+    small = dict(big, model={"preset": "llama3-8b", "vocab": 32000}, training={"global_batch": 64})
+    assert memory(workload_from_mapping(small)).stage == "first"
+
+
+def test_first_rank_keeps_pp_plus_pp_minus_1_over_vp_stages_of_activations() -> None:
+    # Megatron-Core's interleaved order: rank 0 holds pp*vp + pp - 1 chunks of layers/vp each (the closed form
+    # pp + (pp - 1)/vp stages' worth), 1F1B pp micro-batches; both as the walked schedule gives them
+    for vp in (1, 2):
+        w = workload_from_mapping(_llama(4, vp=vp))
+        per_stage = activation_bytes_per_layer(w) * w.model.layers // 4
+        assert memory(w).activations_bytes == pytest.approx(per_stage * (4 if vp == 1 else 4 + 3 / vp))
+
+
+def test_uneven_ends_make_the_second_rank_the_most_loaded() -> None:
+    # Llama 3 405B's layout (Dubey et al. 2024 Sec. 3.3.2: one layer fewer on the first and the last stage, for
+    # the embedding's and the logits' memory): 7 + 14 x 8 + 7 layers over pp 16, vp 8; rank 1's eighth layer
+    # outweighs rank 0's embedding and its two more chunks in flight
+    w = workload_from_mapping({"model": {"preset": "llama3-405b"},
+                               "training": {"global_batch": 128, "micro_batch": 1, "recompute": "none"},
+                               "parallel": {"tp": 8, "pp": 16, "dp": 1, "vp": 8, "first_stage_layers": 7,
+                                            "last_stage_layers": 7}})
+    assert memory(w).stage == "middle"
+
+
+def test_infeasible_plan_names_the_pipeline_stage() -> None:
+    w = workload_from_mapping({"model": {"preset": "gpt3-175b"}, "training": {"global_batch": 8},
+                               "parallel": {"tp": 1, "pp": 2, "zero": 0}})
+    with pytest.raises(InfeasiblePlan, match=r"memory per GPU on the (first|last) pipeline stage \("):
+        check_fits(memory(w), 80 * 2**30)
+
+
+def test_logits_bytes_match_pytorchs_peak_on_this_machine() -> None:
+    # benchmarks/loss_memory.py runs both losses (Megatron's ops re-enacted, PyTorch's cross_entropy as Aleph
+    # Alpha's scaling calls it) and exits 1 when the peak resident bytes per logit are off the model by > 5%
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "loss_memory.py"
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) >= {"megatron", "gathered"}

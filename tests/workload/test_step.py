@@ -331,7 +331,8 @@ def test_deferred_output_wgrad_leaves_each_microbatch_for_the_drain() -> None:
     # runs them all, waited for beyond the last rank's (pp - 1) / vp of a stage's backward of idle time. A deferred
     # micro-batch's output layer also skips its backward all-gather and waits for its reduce-scatter (edge_tp)
     from slowlink.workload.compute import layer_compute
-    from slowlink.workload.step import deferred_microbatches, output_wgrad_s, stage_layers
+    from slowlink.workload.schedule import stage_layers
+    from slowlink.workload.step import deferred_microbatches, output_wgrad_s
     from slowlink.workload.traffic import edge_tp
 
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")

@@ -1,4 +1,4 @@
-"""Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode).
+"""Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode), logits.
 
 Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients (2, the
 weights' dtype, when autograd accumulates them: training.grad_accumulation) and 12 of optimizer state (fp32
@@ -11,7 +11,10 @@ Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor 
   with sequence parallelism: s*b*h*(34/t + 5*a*s/(h*t))
   selective recompute:       drops the attention-core term (so does fused/flash attention)
   full recompute:            2*s*b*h (the layer input; /t with SP)
-A 1F1B first stage holds pp micro-batches of its layers; interleaving multiplies by 1 + (pp-1)/(pp*vp).
+Each pipeline rank holds the activations of the chunk forwards whose backward has not run (Megatron-Core's order:
+the first rank pp micro-batches of its layers in 1F1B, pp + (pp-1)/vp stages' worth interleaved), its stage's
+weights and states, and the ends: the input embedding on the first rank, the output layer and one micro-batch's
+logits and loss buffers on the last; the plan reports the most loaded rank (:func:`memory`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.workload.flops import params
+from slowlink.workload.schedule import peak_in_flight, stage_layers
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
@@ -33,16 +37,22 @@ class Memory:
     grads_bytes: float
     optimizer_bytes: float
     activations_bytes: float
+    logits_bytes: float
     workspace_bytes: float
+    stage: str  # the pipeline rank it is: "only" (pp 1), "first", "middle" or "last"
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """Bytes by part, in the order a breakdown lists them."""
+        return {k.removesuffix("_bytes"): v for k, v in self.__dict__.items() if k.endswith("_bytes")}
 
     @property
     def total_bytes(self) -> float:
-        return (self.weights_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes
-                + self.workspace_bytes)
+        return sum(self.parts.values())
 
-    def to_json(self) -> dict[str, float]:
-        return {k.removesuffix("_bytes") + "_gib": v / units.GiB for k, v in self.__dict__.items()} | {
-            "total_gib": self.total_bytes / units.GiB}
+    def to_json(self) -> dict[str, float | str]:
+        out: dict[str, float | str] = {f"{k}_gib": v / units.GiB for k, v in self.parts.items()}
+        return out | {"total_gib": self.total_bytes / units.GiB, "stage": self.stage}
 
 
 def kept_bytes(precision: str) -> float:
@@ -114,34 +124,99 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     return tokens * per_token
 
 
+# fp32 buffers of one logit alive at once in the backward of PyTorch's cross_entropy over fp32 logits: the
+# log-softmax output (saved), nll_loss's gradient and log_softmax's input gradient (aten nll_loss_backward,
+# _log_softmax_backward_data)
+LOSS_BACKWARD_FP32 = 3.0
+
+
+def logits_bytes(w: Workload) -> float:
+    """Bytes the logits and the loss hold at their peak, one micro-batch on the last pipeline stage.
+
+    N = b*s/cp x V/tp logits of e bytes (:func:`kept_bytes`) out of the output layer; ``training.cross_entropy``
+    (the ops as :mod:`slowlink.workload.loss` reads them from the same code):
+      megatron, megatron_fused  e + 4 per logit: Megatron-Core (core_r0.10.0 tensor_parallel/cross_entropy.py,
+                      ``calculate_logits_max``; fusions/fused_cross_entropy.py alike) copies the logits to fp32
+                      with ``.float()`` while the caller (``GPTModel.forward``) still holds them, then works in
+                      place on that copy and saves it for the backward, whose fp32 gradient, also in place, is
+                      cast back to e bytes beside it; fp32 training: 4 (``.float()`` returns the same tensor)
+      fused           e: the logits alone, the loss and its gradient written in place (flash-attn's
+                      cross_entropy with inplace_backward, :data:`~slowlink.workload.loss.FUSED_CE_PASSES`)
+      gathered        2 e + :data:`LOSS_BACKWARD_FP32` x 4 per logit of the whole vocabulary (N x tp, every TP
+                      rank): in the loss's backward PyTorch's ``nll_loss`` gradient (zero-filled), the log-softmax
+                      output its forward saved and ``log_softmax``'s input gradient, all fp32; beside them the
+                      gathered logits of this micro-batch and of the one before, which stay in the pipeline's
+                      stage-output buffers (Aleph Alpha's scaling, core/nn/parallel_module/parallel_module.py
+                      ``_execute_loss_fn`` reads the output with ``get``, not ``take``; pipeline_schedule/train.py
+                      ``required_buffer_count``: at least two buffers, reused every other micro-batch). Its forward
+                      holds less (2 e + the fp32 cast + the log-softmax output)
+    Measured with PyTorch 2.13 on this machine's CPU (``benchmarks/loss_memory.py``, peak resident bytes, 2048 x
+    32768 bf16 logits): megatron 6.14 bytes per logit (modelled 6), gathered 16.08 (modelled 16).
+    """
+    m, p, t = w.model, w.parallel, w.training
+    n = w.micro_batch_tokens * m.vocab / p.tp
+    e = kept_bytes(t.precision)
+    f32 = DTYPE_BYTES["fp32"]
+    if t.cross_entropy == "gathered":
+        return n * p.tp * (2.0 * e + LOSS_BACKWARD_FP32 * f32)
+    if t.cross_entropy == "fused":
+        return n * e
+    return n * (f32 if e == f32 else e + f32)
+
+
+def stage_params(w: Workload, layers: int, ends: int) -> float:
+    """Parameters a GPU of a pipeline stage holds before ZeRO sharding: its ``layers`` (dense / tp, experts /
+    (tp*ep)) and ``ends`` V x h / tp matrices (the input embedding on the first stage, the output layer on the last:
+    Megatron keeps a copy of a tied embedding there when pp > 1). Over all stages, as many as :func:`params`."""
+    dense, expert = params(w.model)
+    m, p = w.model, w.parallel
+    end = m.vocab * m.hidden
+    per_layer = ((dense - 2.0 * end) / p.tp + expert / (p.tp * p.ep)) / m.layers
+    return layers * per_layer + ends * end / p.tp
+
+
 def memory(w: Workload) -> Memory:
-    """Memory of the most loaded GPU (the first pipeline stage)."""
+    """Memory of the most loaded GPU: the pipeline rank whose weights, gradients, optimizer states, activations
+    and logits add up to the most. Rank r holds its stage's layers (:func:`~slowlink.workload.schedule.stage_layers`)
+    and :func:`~slowlink.workload.schedule.peak_in_flight` of its chunks' activations (layers / vp each); the first
+    rank the input embedding, the last the output layer and one micro-batch's :func:`logits_bytes` (the loss runs
+    once per micro-batch, its backward right after it). Ranks 1 to pp - 2 hold fewer chunks the later they run, so of
+    them rank 1 is the most loaded."""
     p, t = w.parallel, w.training
-    n = params_per_gpu(w)
     shard = p.dp * p.cp
-    layers = p.first_stage_layers if p.first_stage_layers is not None else w.model.layers // p.pp
     micro = t.global_batch // (t.micro_batch * p.dp)
-    inflight = min(p.pp, micro) * (1.0 + (p.pp - 1) / (p.pp * p.vp) if p.vp > 1 else 1.0)
+    first, mid, last = stage_layers(w)
     weights = kept_bytes(t.precision)
     states = optimizer_state_bytes(t.precision)
     # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation);
     # FSDP2's fp32 accumulator (autograd_fp32) holds the whole unsharded gradient until the reduce-scatter
     grads = weights if t.grad_accumulation == "autograd" else MAIN_GRAD_BYTES
     grad_shard = shard if p.zero >= 2 and t.grad_accumulation != "autograd_fp32" else 1
-    return Memory(
-        weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
-        grads_bytes=grads * n / grad_shard,
-        optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
-        activations_bytes=activation_bytes_per_layer(w) * layers * inflight,
-        workspace_bytes=WORKSPACE_BYTES,
-    )
+    per_layer = activation_bytes_per_layer(w)
+
+    def rank(r: int) -> Memory:
+        is_first, is_last = r == 0, r == p.pp - 1
+        layers = first if is_first else last if is_last else mid
+        n = stage_params(w, layers, int(is_first) + int(is_last))
+        return Memory(
+            weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
+            grads_bytes=grads * n / grad_shard,
+            optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
+            activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r),
+            logits_bytes=logits_bytes(w) if is_last else 0.0,
+            workspace_bytes=WORKSPACE_BYTES,
+            stage="only" if p.pp == 1 else "first" if is_first else "last" if is_last else "middle",
+        )
+
+    return max((rank(r) for r in sorted({0, min(1, p.pp - 1), p.pp - 1})), key=lambda mem: mem.total_bytes)
 
 
 def check_fits(mem: Memory, hbm_bytes: float) -> None:
     """Raise :class:`InfeasiblePlan` with the breakdown when the plan exceeds the GPU's HBM."""
     if mem.total_bytes > hbm_bytes:
-        parts = ", ".join(f"{k} {v:.1f}" for k, v in mem.to_json().items() if k != "total_gib")
+        parts = ", ".join(f"{k} {v / units.GiB:.1f}" for k, v in mem.parts.items())
+        where = "" if mem.stage == "only" else f" on the {mem.stage} pipeline stage"
         raise InfeasiblePlan(
-            f"memory per GPU ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
+            f"memory per GPU{where} ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
             f"({hbm_bytes / units.GiB:.1f} GiB): {parts} GiB; try more tp/pp, zero, recompute or a smaller micro_batch"
         )

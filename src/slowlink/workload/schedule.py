@@ -2,7 +2,8 @@
 each op waiting for its input from the neighbouring virtual stage. Used for the pipeline's time beyond m x its slowest
 rank's micro-batch (the bubble), where the closed form (pp - 1) / vp x a stage's micro-batch assumes equal chunks
 and instant hops; with unequal chunks the steady state itself can wait (a heavy chunk stalls its neighbours each
-round).
+round). The same order gives each rank's peak of chunk activations held (:func:`peak_in_flight`, for the memory
+model), and :func:`stage_layers` the layers each stage holds.
 
 Order (Megatron-Core core_r0.10.0 ``pipeline_parallel/schedules.py``):
   interleaved (vp > 1, ``forward_backward_pipelining_with_interleaving``): the virtual micro-batches follow a
@@ -23,6 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+
+from slowlink.errors import InfeasiblePlan
+from slowlink.workload.spec import Workload
 
 Op = tuple[str, int, int]  # ("F" | "B", model chunk, micro-batch)
 
@@ -54,6 +58,38 @@ def rank_schedule(pp: int, vp: int, m: int, rank: int) -> list[Op]:
     for k in range(total - warm):
         ops += [fwd(k + warm), bwd(k)]
     return ops + [bwd(k) for k in range(total - warm, total)]
+
+
+def stage_layers(w: Workload) -> tuple[int, int, int]:
+    """(first, middle, last) stage layer counts; raise when the stages do not divide the layers."""
+    p, n = w.parallel, w.model.layers
+    first = p.first_stage_layers
+    last = p.last_stage_layers
+    inner_stages = p.pp - (first is not None) - (last is not None)
+    rest = n - (first or 0) - (last or 0)
+    if inner_stages <= 0 or rest % (inner_stages * p.vp):
+        raise InfeasiblePlan(
+            f"parallel: model.layers ({n}) minus first/last stage layers ({first}, {last}) = {rest} "
+            f"must be divisible by the other stages x vp ({max(inner_stages, 0)} x {p.vp})")
+    mid = rest // inner_stages
+    return (first if first is not None else mid, mid, last if last is not None else mid)
+
+
+def peak_in_flight(pp: int, vp: int, m: int, rank: int) -> int:
+    """The most model-chunk forwards whose backward has not run yet that ``rank`` holds at once, in
+    :func:`rank_schedule`'s order: the chunk activations its memory keeps at its peak (the first rank: pp micro-batches
+    of 1F1B, pp + (pp - 1) / vp stages' worth interleaved; the last rank: one 1F1B micro-batch). The peak comes by the
+    first steady-state forward, within the first 4 pp micro-batches, whose order more micro-batches do not change."""
+    return _peak_in_flight(pp, vp, min(m, 4 * pp), rank)
+
+
+@lru_cache(maxsize=1024)
+def _peak_in_flight(pp: int, vp: int, m: int, rank: int) -> int:
+    held = peak = 0
+    for kind, _, _ in rank_schedule(pp, vp, m, rank):
+        held += 1 if kind == "F" else -1
+        peak = max(peak, held)
+    return peak
 
 
 def makespan_s(pp: int, vp: int, m: int, op_s: Callable[[str, int, int], float], hop_s: float) -> float:

@@ -33,7 +33,7 @@ from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
-from slowlink.workload.schedule import pipeline_s
+from slowlink.workload.schedule import pipeline_s, stage_layers
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
@@ -80,21 +80,6 @@ class StepResult:
             "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
             "bottleneck_dim": self.bottleneck_dim,
         }
-
-
-def stage_layers(w: Workload) -> tuple[int, int, int]:
-    """(first, middle, last) stage layer counts; raise when the stages do not divide the layers."""
-    p, n = w.parallel, w.model.layers
-    first = p.first_stage_layers
-    last = p.last_stage_layers
-    inner_stages = p.pp - (first is not None) - (last is not None)
-    rest = n - (first or 0) - (last or 0)
-    if inner_stages <= 0 or rest % (inner_stages * p.vp):
-        raise InfeasiblePlan(
-            f"parallel: model.layers ({n}) minus first/last stage layers ({first}, {last}) = {rest} "
-            f"must be divisible by the other stages x vp ({max(inner_stages, 0)} x {p.vp})")
-    mid = rest // inner_stages
-    return (first if first is not None else mid, mid, last if last is not None else mid)
 
 
 def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_s: float,
