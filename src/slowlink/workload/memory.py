@@ -68,10 +68,9 @@ def optimizer_state_bytes(precision: str) -> float:
 
 
 def params_per_gpu(w: Workload) -> float:
-    """Parameters one GPU holds before ZeRO sharding: dense / (tp*pp), experts / (tp*pp*ep)."""
-    dense, expert = params(w.model)
-    p = w.parallel
-    return dense / (p.tp * p.pp) + expert / (p.tp * p.pp * p.ep)
+    """Parameters one GPU holds before ZeRO sharding, on average over the pipeline stages: dense / (tp*pp),
+    experts / (tp*pp*ep) (:func:`stage_params` of layers / pp and 2 / pp ends)."""
+    return stage_params(w, w.model.layers / w.parallel.pp, 2.0 / w.parallel.pp)
 
 
 MASK_BYTES = 1.0  # a dropout mask element: a torch.bool (Korthikanti et al. 2022 Sec. 4.1, "1 byte")
@@ -164,7 +163,7 @@ def logits_bytes(w: Workload) -> float:
     return n * (f32 if e == f32 else e + f32)
 
 
-def stage_params(w: Workload, layers: int, ends: int) -> float:
+def stage_params(w: Workload, layers: float, ends: float) -> float:
     """Parameters a GPU of a pipeline stage holds before ZeRO sharding: its ``layers`` (dense / tp, experts /
     (tp*ep)) and ``ends`` V x h / tp matrices (the input embedding on the first stage, the output layer on the last:
     Megatron keeps a copy of a tied embedding there when pp > 1). Over all stages, as many as :func:`params`."""
