@@ -254,3 +254,17 @@ def test_plan_reports_the_measured_error_of_the_runs_alike(tmp_path: Path) -> No
     acc = json.loads(res.stdout)["accuracy"]
     assert acc["alike"]["runs"] == [r.id for r in expected.alike.runs]
     assert (acc["gpu"], acc["tp"], acc["sharded_params"]) == ("h100-sxm", 8, False)
+
+
+def test_plan_says_how_full_the_most_loaded_gpu_is_and_where() -> None:
+    # pp 1: the one stage holds both ends and the logits; pp 4 (llama3-70b example): the first stage, its embedding
+    # and 4 + 3/5 stages' worth of activations, is the most loaded; the JSON carries the same parts and the stage
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(ROOT / "examples" / "llama3-8b.yaml")])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if "memory per GPU" in x and "of 79.6 GiB" in x)
+    assert "pipeline stage" not in line and "logits 2.9" in line and line.endswith("workspace 2.0 GiB")
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(ROOT / "examples" / "llama3-70b.yaml")])
+    assert "on the first pipeline stage (the most loaded)" in res.output and "logits 0.0" in res.output
+    js = json.loads(runner.invoke(app, ["plan", str(CLUSTER), str(ROOT / "examples" / "llama3-70b.yaml"),
+                                        "--json"]).stdout)
+    assert js["memory"]["stage"] == "first" and js["memory"]["total_gib"] == js["memory_gib_per_gpu"]

@@ -23,6 +23,7 @@ from slowlink.report.plan import scale_reason
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.scale import scale
 from slowlink.workload.spec import load_workload
+from slowlink.workload.step import plan
 
 pytest.importorskip("matplotlib")
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +62,8 @@ def test_single_cluster_plan_page(tmp_path: Path, parse_page: Callable[..., Any]
     res = runner.invoke(app, ["plan", DEMO[0], WORKLOAD, "--html", str(out)])
     assert res.exit_code == 0, res.output
     assert parse_page(out).figures == {"breakdown": 1}
+    r = plan(load_workload(WORKLOAD), load_cluster(DEMO[0]))
+    assert html.escape(r.memory.sentence(load_cluster(DEMO[0]).gpu.hbm_bytes)) in out.read_text()
 
 
 def test_scale_page_has_curves_and_the_reason(tmp_path: Path, parse_page: Callable[..., Any]) -> None:

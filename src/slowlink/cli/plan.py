@@ -119,6 +119,8 @@ def plan_cmd(
     out.print(plan_table(names, results, storage_rows(stor), infeasible))
     for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
         out.print(line, soft_wrap=True)
+    for key, (_, c, r, _) in zip(names, fits, strict=True):
+        out.print(f"[bold]{key}[/]: {r.memory.sentence(c.gpu.hbm_bytes)}", soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
     for line in accuracy_lines(names, accs, fidelity):

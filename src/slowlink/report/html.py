@@ -245,6 +245,9 @@ def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepRe
     applies, report.plan.accuracy_sentence) per cluster, step breakdown, metrics, inputs."""
     names = [c.name for c in clusters]
     blocks = "".join(_bottleneck_block(n, r, a) for n, r, a in zip(names, results, advice, strict=True))
+    memory = (r.memory.sentence(c.gpu.hbm_bytes) for c, r in zip(clusters, results, strict=True))
+    blocks += "".join(f'<p class="memory"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
+                      for n, text in zip(names, memory, strict=True))
     blocks += "".join(f'<p class="accuracy"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
                       for n, text in zip(names, accuracy, strict=True))
     fig = _figure_block(breakdown_svg(names, results), "Where each step goes: compute, pipeline bubble, "

@@ -50,6 +50,16 @@ class Memory:
     def total_bytes(self) -> float:
         return sum(self.parts.values())
 
+    def breakdown(self) -> str:
+        """The parts in words: 'weights 7.5, grads 15.0, ... GiB'."""
+        return ", ".join(f"{k} {v / units.GiB:.1f}" for k, v in self.parts.items()) + " GiB"
+
+    def sentence(self, hbm_bytes: float) -> str:
+        """How full the most loaded GPU is, where it sits in the pipeline and what fills it."""
+        where = "" if self.stage == "only" else f", on the {self.stage} pipeline stage (the most loaded)"
+        return (f"memory per GPU {self.total_bytes / units.GiB:.1f} of {hbm_bytes / units.GiB:.1f} GiB "
+                f"({self.total_bytes / hbm_bytes:.0%}){where}: {self.breakdown()}")
+
     def to_json(self) -> dict[str, float | str]:
         out: dict[str, float | str] = {f"{k}_gib": v / units.GiB for k, v in self.parts.items()}
         return out | {"total_gib": self.total_bytes / units.GiB, "stage": self.stage}
@@ -213,9 +223,9 @@ def memory(w: Workload) -> Memory:
 def check_fits(mem: Memory, hbm_bytes: float) -> None:
     """Raise :class:`InfeasiblePlan` with the breakdown when the plan exceeds the GPU's HBM."""
     if mem.total_bytes > hbm_bytes:
-        parts = ", ".join(f"{k} {v / units.GiB:.1f}" for k, v in mem.parts.items())
         where = "" if mem.stage == "only" else f" on the {mem.stage} pipeline stage"
         raise InfeasiblePlan(
             f"memory per GPU{where} ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
-            f"({hbm_bytes / units.GiB:.1f} GiB): {parts} GiB; try more tp/pp, zero, recompute or a smaller micro_batch"
+            f"({hbm_bytes / units.GiB:.1f} GiB): {mem.breakdown()}; try more tp/pp, zero, recompute or a smaller "
+            "micro_batch"
         )
