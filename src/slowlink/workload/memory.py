@@ -20,6 +20,7 @@ logits and loss buffers on the last; the plan reports the most loaded rank (:fun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
@@ -27,6 +28,7 @@ from slowlink.workload.flops import params
 from slowlink.workload.schedule import peak_in_flight, stage_layers
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
+Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
 MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
 WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
 
@@ -39,7 +41,7 @@ class Memory:
     activations_bytes: float
     logits_bytes: float
     workspace_bytes: float
-    stage: str  # the pipeline rank it is: "only" (pp 1), "first", "middle" or "last"
+    stage: Stage  # which pipeline rank it is
 
     @property
     def parts(self) -> dict[str, float]:
