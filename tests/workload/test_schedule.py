@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from slowlink.workload.schedule import makespan_s, peak_in_flight, pipeline_s, rank_schedule
+from slowlink.workload.schedule import _peak_in_flight, makespan_s, peak_in_flight, pipeline_s, rank_schedule
 
 
 def _uniform(tf: float = 1.0, tb: float = 2.0) -> Callable[[str, int, int], float]:
@@ -87,22 +87,17 @@ def test_every_layout_megatron_accepts_runs_and_extends_exactly() -> None:
     assert worst > 1e-6  # the 1F1B ripple is there: the bound above is what the extension can miss
 
 
-def _walked_peak(pp: int, vp: int, m: int, rank: int) -> int:
-    held = peak = 0
-    for kind, _, _ in rank_schedule(pp, vp, m, rank):
-        held += 1 if kind == "F" else -1
-        peak = max(peak, held)
-    return peak
-
-
 @pytest.mark.parametrize(("pp", "vp"), [(4, 1), (8, 1), (4, 3), (8, 6), (16, 8)])
 def test_peak_in_flight_is_megatrons_warmup_plus_one(pp: int, vp: int) -> None:
     # rank r: (pp - r - 1) x 2 + (vp - 1) x pp warm-up forwards interleaved (pp - r - 1 in 1F1B), then one more
-    # forward before its first backward; many micro-batches (40 pp, walked in full) change nothing
+    # forward before its first backward; many micro-batches (40 pp, the whole order walked) change nothing
     for r in range(pp):
         warm = pp - r - 1 if vp == 1 else (pp - r - 1) * 2 + (vp - 1) * pp
-        assert peak_in_flight(pp, vp, 40 * pp, r) == warm + 1 == _walked_peak(pp, vp, 40 * pp, r)
+        assert peak_in_flight(pp, vp, 40 * pp, r) == warm + 1 == _peak_in_flight(pp, vp, 40 * pp, r)
 
 
 def test_peak_in_flight_with_fewer_micro_batches_than_stages() -> None:
     assert [peak_in_flight(8, 1, 3, r) for r in range(8)] == [3, 3, 3, 3, 3, 3, 2, 1]
+    # interleaved with as many micro-batches as stages: every forward runs before the first backward (Megatron-Core
+    # sets all_warmup_microbatches when num_microbatches == pp): m x vp chunks held on the first ranks
+    assert [peak_in_flight(16, 2, 16, r) for r in (0, 1, 15)] == [32, 32, 17]
