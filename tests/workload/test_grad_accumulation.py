@@ -9,9 +9,9 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.compute import grad_accumulation_s, layer_compute, layer_params_per_gpu, logits_compute_s
+from slowlink.workload.compute import grad_accumulation_s, layer_compute, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
-from slowlink.workload.memory import memory
+from slowlink.workload.memory import layer_params_per_gpu, memory
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 

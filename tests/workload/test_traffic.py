@@ -11,7 +11,8 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.comm import CommCost
-from slowlink.workload.compute import StageCompute, vocab_shard_params
+from slowlink.workload.compute import StageCompute
+from slowlink.workload.memory import vocab_shard_params
 from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import (
     MEGATRON_BUCKET_PARAMS,

@@ -36,9 +36,14 @@ import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
-from slowlink.workload.flops import params
 from slowlink.workload.loss import cross_entropy_bytes
-from slowlink.workload.memory import MAIN_GRAD_BYTES, activation_bytes_per_layer, kept_bytes
+from slowlink.workload.memory import (
+    MAIN_GRAD_BYTES,
+    activation_bytes_per_layer,
+    kept_bytes,
+    layer_params_per_gpu,
+    vocab_shard_params,
+)
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
@@ -177,18 +182,6 @@ def grad_accumulation_s(w: Workload, local_params: float, gpu: Gpu) -> float:
     return grad_accumulation_bytes_per_param(w) * local_params / elementwise_bw_bytes_s(gpu)
 
 
-def layer_params_split(w: Workload) -> tuple[float, float]:
-    """(dense, expert) weights of one layer on one GPU: dense matrices and norms / tp, experts / (tp x ep)."""
-    m, p = w.model, w.parallel
-    dense, expert = params(m)
-    return (dense - 2.0 * m.vocab * m.hidden) / p.tp / m.layers, expert / (p.tp * p.ep) / m.layers
-
-
-def layer_params_per_gpu(w: Workload) -> float:
-    """Weights of one layer on one GPU, dense and expert (:func:`layer_params_split`)."""
-    return sum(layer_params_split(w))
-
-
 @dataclass(frozen=True)
 class LayerParts:
     """Seconds of one layer for one micro-batch on one GPU, by kind of kernel (module docstring); forward and
@@ -245,11 +238,6 @@ def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
     """Forward and backward seconds of one layer for one micro-batch on one GPU: :func:`layer_parts` summed."""
     parts = layer_parts(w, gpu)
     return StageCompute(forward_s=parts.forward_s, backward_s=parts.backward_s, attn_core_s=parts.attn_fwd_s)
-
-
-def vocab_shard_params(w: Workload) -> float:
-    """Weights of one GPU's slice of a vocabulary matrix, the word embedding or the output layer: V/tp x h."""
-    return w.model.vocab / w.parallel.tp * w.model.hidden
 
 
 def output_gemm(w: Workload) -> Gemm:

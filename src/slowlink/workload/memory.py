@@ -25,7 +25,7 @@ from typing import Literal
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.workload.flops import params
-from slowlink.workload.schedule import peak_in_flight, stage_layers
+from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
 Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
@@ -77,6 +77,23 @@ def optimizer_state_bytes(precision: str) -> float:
     """Bytes of Adam state per parameter: m and v in fp32 (8), plus the fp32 master copy (4) under mixed
     precision; in fp32 training the weights are the master (Rajbhandari et al. 2020, Sec. 3.1)."""
     return 8.0 if precision == "fp32" else 12.0
+
+
+def layer_params_split(w: Workload) -> tuple[float, float]:
+    """(dense, expert) weights of one layer on one GPU: dense matrices and norms / tp, experts / (tp x ep)."""
+    m, p = w.model, w.parallel
+    dense, expert = params(m)
+    return (dense - 2.0 * m.vocab * m.hidden) / p.tp / m.layers, expert / (p.tp * p.ep) / m.layers
+
+
+def layer_params_per_gpu(w: Workload) -> float:
+    """Weights of one layer on one GPU, dense and expert (:func:`layer_params_split`)."""
+    return sum(layer_params_split(w))
+
+
+def vocab_shard_params(w: Workload) -> float:
+    """Weights of one GPU's slice of a vocabulary matrix, the word embedding or the output layer: V/tp x h."""
+    return w.model.vocab / w.parallel.tp * w.model.hidden
 
 
 def params_per_gpu(w: Workload) -> float:
@@ -179,11 +196,7 @@ def stage_params(w: Workload, layers: float, ends: float) -> float:
     """Parameters a GPU of a pipeline stage holds before ZeRO sharding: its ``layers`` (dense / tp, experts /
     (tp*ep)) and ``ends`` V x h / tp matrices (the input embedding on the first stage, the output layer on the last:
     Megatron keeps a copy of a tied embedding there when pp > 1). Over all stages, as many as :func:`params`."""
-    dense, expert = params(w.model)
-    m, p = w.model, w.parallel
-    end = m.vocab * m.hidden
-    per_layer = ((dense - 2.0 * end) / p.tp + expert / (p.tp * p.ep)) / m.layers
-    return layers * per_layer + ends * end / p.tp
+    return layers * layer_params_per_gpu(w) + ends * vocab_shard_params(w)
 
 
 def memory(w: Workload) -> Memory:
@@ -195,8 +208,8 @@ def memory(w: Workload) -> Memory:
     them rank 1 is the most loaded."""
     p, t = w.parallel, w.training
     shard = p.dp * p.cp
-    micro = t.global_batch // (t.micro_batch * p.dp)
-    first, mid, last = stage_layers(w)
+    micro = w.micro_batches
+    layers_of = stage_layers(w)
     weights = kept_bytes(t.precision)
     states = optimizer_state_bytes(t.precision)
     # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation);
@@ -207,7 +220,7 @@ def memory(w: Workload) -> Memory:
 
     def rank(r: int) -> Memory:
         is_first, is_last = r == 0, r == p.pp - 1
-        layers = first if is_first else last if is_last else mid
+        layers = rank_layers(layers_of, p.pp, r)
         n = stage_params(w, layers, int(is_first) + int(is_last))
         return Memory(
             weights_bytes=weights * n / (shard if p.zero >= 3 else 1),

@@ -75,6 +75,11 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
     return (first if first is not None else mid, mid, last if last is not None else mid)
 
 
+def rank_layers(layers: tuple[int, int, int], pp: int, rank: int) -> int:
+    """The layers pipeline rank ``rank`` holds, of :func:`stage_layers`' (first, middle, last)."""
+    return layers[0] if rank == 0 else layers[2] if rank == pp - 1 else layers[1]
+
+
 def peak_in_flight(pp: int, vp: int, m: int, rank: int) -> int:
     """The most model-chunk forwards whose backward has not run yet that ``rank`` holds at once, in
     :func:`rank_schedule`'s order: the chunk activations its memory keeps at its peak (the first rank: pp micro-batches

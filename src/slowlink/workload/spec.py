@@ -237,6 +237,11 @@ class Workload:
         return self.training.micro_batch * self.model.seq_len / self.parallel.cp
 
     @property
+    def micro_batches(self) -> int:
+        """Micro-batches each data-parallel rank runs per step: global_batch / (micro_batch x dp)."""
+        return self.training.global_batch // (self.training.micro_batch * self.parallel.dp)
+
+    @property
     def sp_split(self) -> int:
         """What sequence parallelism divides the tensors TP would replicate by: tp under SP, else 1."""
         p = self.parallel

@@ -33,7 +33,7 @@ from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
-from slowlink.workload.schedule import pipeline_s, stage_layers
+from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
 from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
@@ -152,7 +152,7 @@ def pipeline_bubble_s(w: Workload, micro: int, layers: tuple[int, int, int], per
              ("B", p.pp - 1, p.vp - 1): edges.logits_s - edges.logits_forward_s + out_s - edges.tp.output_fwd_s}
 
     def op_s(kind: str, rank: int, chunk: int) -> float:
-        n = layers[0] if rank == 0 else layers[2] if rank == p.pp - 1 else layers[1]
+        n = rank_layers(layers, p.pp, rank)
         share = forward_share if kind == "F" else 1.0 - forward_share
         return n / p.vp * per_layer_s * share + per_op + extra.get((kind, rank, chunk), 0.0)
 
@@ -217,7 +217,7 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide model.moe.experts ({m.moe.experts})")
     if p.dp % p.ep:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})")
-    micro = t.global_batch // (t.micro_batch * p.dp)
+    micro = w.micro_batches
     if p.vp > 1 and p.pp > 1 and micro % p.pp:
         # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
         raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
@@ -310,7 +310,7 @@ def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed:
     if bubble > wait:
         return "pp_bubble", (f"pipeline bubble: {bubble:.3g} s, {bubble / step:.0%} of the step "
                              f"(pp {w.parallel.pp}, vp {w.parallel.vp}, "
-                             f"{w.training.global_batch // (w.training.micro_batch * w.parallel.dp)} micro-batches)")
+                             f"{w.micro_batches} micro-batches)")
     d = dims[dim]
     pred = explain(cluster, d.op, d.size_bytes, groups_of(w.parallel, d.groups))
     link = pred.bottleneck if pred is not None else "the network"

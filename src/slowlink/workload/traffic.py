@@ -36,8 +36,8 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
-from slowlink.workload.compute import StageCompute, gemm_time_s, layer_params_split, output_gemm, vocab_shard_params
-from slowlink.workload.memory import kept_bytes, params_per_gpu
+from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
+from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 from slowlink.workload.spec import DTYPE_BYTES, Workload
 
