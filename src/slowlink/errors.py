@@ -7,9 +7,23 @@ from __future__ import annotations
 
 
 class SlowlinkError(Exception):
-    """Base of every error slowlink reports to a user (exit code 2, no traceback)."""
+    """Base of every error slowlink reports to a user (exit code 2, no traceback).
+
+    ``rule`` names the rule that was broken (e.g. ``memory_fits``, ``batch_divides``, ``priced``), so that code
+    which sorts failures (the design search) reads it instead of the message's text.
+    """
 
     exit_code = 2
+    rule = "other"
+
+    def __init__(self, message: str = "", *, rule: str | None = None) -> None:
+        super().__init__(message)
+        if rule is not None:
+            self.rule = rule
+
+    def reworded(self, message: str) -> SlowlinkError:
+        """The same error (class and rule) with another message, e.g. led by the files it concerns."""
+        return type(self)(message, rule=self.rule)
 
 
 class SpecError(SlowlinkError):
@@ -22,6 +36,18 @@ class CatalogError(SpecError):
 
 class InfeasiblePlan(SlowlinkError):
     """A plan that cannot run: it does not fit in memory, or its parallelism does not divide the job."""
+
+
+class Unpriced(SpecError):
+    """A part the price book has no price for (a server of this GPU, a switch, a NIC, a medium)."""
+
+    rule = "priced"
+
+
+class FabricMisfit(SpecError):
+    """A fabric that cannot be built from the switches given: too many leaves, ports or NICs for the radix."""
+
+    rule = "fabric_fits"
 
 
 class BenchError(SlowlinkError):

@@ -102,8 +102,8 @@ def test_cost_of_a_token_budget(tmp_path: Path, cli_fails: Callable[..., str]) -
     js = json.loads(res.output)
     assert abs(js["run_usd"] - js["usd_per_million_tokens"] * 1e6) < 1e-3 * js["run_usd"]
     assert abs(js["days"] - 1e12 / (js["tokens_per_s"] * js["ettr"]) / 86400) < 1e-3 * js["days"]
-    cli_fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens (-3.0) must be a finite number > 0")
-    cli_fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens (nan)")
+    cli_fails(["cost", REF, LLAMA, "--tokens", "-3"], "--tokens ('-3') must be")
+    cli_fails(["cost", REF, LLAMA, "--tokens", "nan"], "--tokens ('nan')")
 
 
 def test_reference_network_share_table(cli_fails: Callable[..., str]) -> None:

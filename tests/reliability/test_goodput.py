@@ -10,16 +10,24 @@ import pytest
 from slowlink.errors import SpecError
 from slowlink.reliability.goodput import DAY_S, Goodput, goodput
 from slowlink.reliability.validate import cases, lost_work_case, published
-from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.storage.plan import plan_storage
+from slowlink.workload.spec import Workload, load_workload
 from slowlink.workload.step import plan
 
 EX = Path(__file__).parents[2] / "examples"
 
 
+def _goodput(w: Workload, c: Cluster, tokens: float | None = None, steps: int | None = None,
+             check_memory: bool = True) -> Goodput:
+    """The reliability model at the step model's step, the storage plan's stall and checkpoint."""
+    step = plan(w, c, check_memory=check_memory)
+    return goodput(w, c, step, plan_storage(w, c, step), tokens, steps)
+
+
 def _run(cluster: str, workload: str, tokens: float | None = None) -> Goodput:
     c, w = load_cluster(EX / cluster), load_workload(EX / workload)
-    return goodput(w, c, plan(w, c, check_memory=False), tokens)
+    return _goodput(w, c, tokens, check_memory=False)
 
 
 def test_llama3_405b_on_16k_h100() -> None:
@@ -58,11 +66,11 @@ def test_overrides_replace_the_storage_model(tmp_path: Path) -> None:
     w = load_workload(EX / "llama3-70b.yaml")
     c = load_cluster(p)
     with pytest.raises(SpecError, match="storage"):
-        goodput(w, c, plan(w, c), steps=1000)
+        _goodput(w, c, steps=1000)
     p.write_text(bare + "reliability: {checkpoint_s: 20, restore_s: 60, checkpoint_interval_s: 1800, "
                  "restart_overhead_s: 120}\n")
     c = load_cluster(p)
-    js = goodput(w, c, plan(w, c), steps=1000).to_json()
+    js = _goodput(w, c, steps=1000).to_json()
     assert js["checkpoint"]["source"] == "reliability overrides" and js["checkpoint_interval_s"] == 1800
     assert js["recovery"]["restore_s"] == 60 and js["recovery"]["restart_s"] == 120
 
@@ -70,7 +78,7 @@ def test_overrides_replace_the_storage_model(tmp_path: Path) -> None:
 def test_a_token_budget_is_needed() -> None:
     c, w = load_cluster(EX / "ref-64gpu.yaml"), load_workload(EX / "llama3-8b-storage.yaml")
     with pytest.raises(SpecError, match=r"training.tokens \(None\)"):
-        goodput(w, c, plan(w, c))
+        _goodput(w, c)
 
 
 def test_other_fleets_are_scored_with_their_own_rate() -> None:

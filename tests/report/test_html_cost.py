@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from slowlink.assess import Budget, assess
 from slowlink.cli.main import app
 from slowlink.cost.model import TokenCost, cluster_cost
 from slowlink.cost.prices import load_prices
-from slowlink.reliability.goodput import run_ettr
 from slowlink.spec.cluster import load_cluster
 from slowlink.workload.spec import load_workload
-from slowlink.workload.step import plan
 
 pytest.importorskip("matplotlib")
 EX = Path(__file__).resolve().parents[2] / "examples"
@@ -62,13 +61,13 @@ def test_cost_page_adds_the_token_cost_and_the_run(tmp_path: Path, parse_page: C
     out, data = _run(tmp_path, "cost", REF, WORKLOAD, "--tokens", "1e12")
     assert parse_page(out).figures == {"capex": 1}
     text = out.read_text()
-    step = plan(load_workload(WORKLOAD), load_cluster(REF))
-    ettr, _ = run_ettr(load_workload(WORKLOAD), load_cluster(REF), step)
-    tc = TokenCost(cluster_cost(load_cluster(REF), load_prices(None)), step.tokens_per_s, step.step_time_s, ettr)
+    a = assess(load_workload(WORKLOAD), load_cluster(REF), budget=Budget(tokens=1e12), full=False)
+    step, ettr = a.step, a.ettr
+    tc = TokenCost(cluster_cost(load_cluster(REF), load_prices(None)), a.tokens_per_s, a.step_time_s, ettr)
     assert f"{tc.usd_per_million_tokens:.4f} USD per million tokens" in text
     assert f"<td>{tc.usd_per_million_tokens:.4f}</td>" in text and f"<td>{tc.cost.usd_per_gpu_hour:.3f}</td>" in text
     assert f"<td>{tc.cost.network_share:.1%}</td>" in text and f"{tc.tokens_per_s:,.0f}" in text
-    assert f"{tc.days(1e12):.1f} days, {tc.run_usd(1e12):,.0f} USD" in text and f"<td>{ettr:.4f}</td>" in text
+    assert f"{a.run_days:.1f} days, {a.run_usd:,.0f} USD" in text and f"<td>{ettr:.4f}</td>" in text
     assert data["bottleneck"] == step.bottleneck and step.bottleneck in text
     assert "llama3-8b" in text and "tp 2, pp 1" in text  # the inputs
     assert ">storage switches<" in text  # a separate storage fabric is its own tier

@@ -8,12 +8,15 @@ import math
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from slowlink.errors import SlowlinkError
+
+if TYPE_CHECKING:
+    from slowlink.assess import Budget
 
 # Columns of a pipe or a CI log: wide enough that no table wraps (nccl-tests-like sweeps are ~170 wide);
 # rich would assume 80 and squeeze the headers.
@@ -124,3 +127,20 @@ def print_json(obj: Any) -> None:
 
         obj = {"slowlink": {"version": __version__, "inputs": inputs_read()}, **obj}
     print(json.dumps(rounded(obj), indent=2, sort_keys=False, default=float))
+
+
+def parse_budget(tokens: str | None, steps: int | None = None) -> Budget:
+    """The run's budget from ``--tokens`` (a count: 15T, 1.5e12) or ``--steps``; an empty one when neither is
+    given (the workload's ``training.tokens`` then applies)."""
+    from slowlink.assess import Budget
+    from slowlink.errors import SpecError
+    from slowlink.spec.reliability import parse_count
+
+    if tokens is not None and steps is not None:
+        raise SpecError(f"--tokens ({tokens!r}) and --steps ({steps}): give one of them")
+    if steps is not None and steps < 1:
+        raise SpecError(f"--steps ({steps}) must be >= 1")
+    try:
+        return Budget(None if tokens is None else parse_count(tokens), steps)
+    except ValueError as exc:
+        raise SpecError(f"--tokens ({tokens!r}) {exc}") from None

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), "
@@ -60,45 +59,46 @@ def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path
         out.print(line, soft_wrap=True)
 
 
-_TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5e12): adds its days and cost.")
+_TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5T or 1.5e12; default: the workload's "
+                       "training.tokens): adds its days and cost.")
 
 
 @clean_errors
 def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
-             tokens: float | None = _TOKENS, html: Path | None = _HTML) -> None:
-    """Cost per GPU-hour and per million tokens of a workload on a cluster (step model x ETTR from the failure
-    model)."""
-    from slowlink.cost.model import TokenCost, cluster_cost
+             tokens: str | None = _TOKENS, html: Path | None = _HTML) -> None:
+    """Cost per GPU-hour and per million tokens of a workload on a cluster (step model with its data stall x ETTR
+    from the failure model)."""
+    from slowlink.assess import assess
     from slowlink.cost.prices import load_prices
     from slowlink.errors import SpecError
-    from slowlink.reliability.goodput import run_ettr
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
     from slowlink.workload.spec import load_workload
-    from slowlink.workload.step import plan
 
-    if tokens is not None and not (math.isfinite(tokens) and tokens > 0):
-        raise SpecError(f"--tokens ({tokens}) must be a finite number > 0")
+    budget = parse_budget(tokens)
     check_html_path(html)
     c, w = load_cluster(cluster), load_workload(workload)
-    book = load_prices(prices)
-    result = plan(w, c)
-    ettr, basis = run_ettr(w, c, result)
-    tc = TokenCost(cluster_cost(c, book), result.tokens_per_s, result.step_time_s, ettr)
-    run = {} if tokens is None else {"tokens": tokens, "days": tc.days(tokens), "run_usd": tc.run_usd(tokens)}
+    a = assess(w, c, budget=budget, prices=load_prices(prices), full=False)
+    tc = a.token_cost
+    if tc is None:
+        raise SpecError(a.why("cost"))
+    run = {} if a.run_days is None else {"tokens": a.tokens, "days": a.run_days, "run_usd": a.run_usd}
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost
 
-        write_cost(html, c, tc.cost, RunCost(w, tc, result.bottleneck, tokens))
+        write_cost(html, c, tc.cost, RunCost(a.workload, tc, a.bottleneck, a.tokens, a.run_days, a.run_usd))
     if as_json:
-        print_json(tc.to_json() | run | {"bottleneck": result.bottleneck, "ettr_basis": basis})
+        print_json(tc.to_json() | run | {"bottleneck": a.bottleneck, "ettr_basis": a.ettr_basis,
+                                         "data_stall_s": a.data_stall_s,
+                                         "unpriced": [u.to_json() for u in a.unpriced]})
         return
     out.print(capex_table(tc.cost))
-    lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {result.bottleneck}"]
-    if tokens is not None:
-        lines.append(f"{tokens:.3g} tokens: {run['days']:.1f} days, {run['run_usd']:,.0f} USD")
-    lines.append(f"throughput: step model {basis}")
+    lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {a.bottleneck}"]
+    if a.tokens is not None and a.run_days is not None and a.run_usd is not None:
+        lines.append(f"{a.tokens:.3g} tokens: {a.run_days:.1f} days, {a.run_usd:,.0f} USD")
+    lines.append(f"throughput: step model {a.ettr_basis}")
+    lines += [u.sentence() for u in a.unpriced if u.part != "failures"]  # the basis says why failures are not
     for line in lines:
         out.print(line, soft_wrap=True)
 
@@ -107,6 +107,8 @@ _WORKERS = typer.Option(2, "--workers", help="Dask LocalCluster worker processes
 _SCHEDULER = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler instead of a LocalCluster.")
 _OUT = typer.Option(None, "--out", help="Write every configuration to this .csv or .parquet file.")
 _PLOT = typer.Option(None, "--plot", help="Write the Pareto front (run cost vs days) to this .png or .svg file.")
+_EMIT = typer.Option(None, "--emit", help="Write the cheapest design's cluster.yaml and workload.yaml (and the "
+                     "space's prices.yaml) into this folder, for plan, cost and goodput.")
 _RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this folder; a rerun skips the chunks "
                        "already there.")
 
@@ -114,7 +116,7 @@ _RESUME = typer.Option(None, "--resume", help="Keep each finished chunk in this 
 @clean_errors
 def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, scheduler: str | None = _SCHEDULER,
                out_file: Path | None = _OUT, plot: Path | None = _PLOT, resume: Path | None = _RESUME,
-               html: Path | None = _HTML) -> None:
+               html: Path | None = _HTML, emit_dir: Path | None = _EMIT) -> None:
     """Search a design space on Dask: the cheapest design per token and the Pareto front of cost vs time to train."""
     from slowlink.errors import InfeasiblePlan, SpecError
     from slowlink.fileio import check_output
@@ -130,6 +132,10 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
         if path is not None:
             check_output(path, flag, suffixes)
     check_html_path(html)
+    if emit_dir is not None:
+        from slowlink.search.emit import check_emit_dir
+
+        check_emit_dir(emit_dir)
     s = load_space(space)
     with progress(f"{s.size:,} configurations", len(chunks(s))) as steps:
         points = evaluate_space(s, workers, scheduler, steps.advance, resume)
@@ -144,6 +150,11 @@ def search_cmd(space: Path, as_json: bool = _JSON, workers: int = _WORKERS, sche
         raise InfeasiblePlan(report.empty_message(result))
     if plot is not None:
         report.write_plot(result, plot)
+    if emit_dir is not None and result.best is not None:
+        from slowlink.search.emit import emit
+
+        written = emit(s, result.best, emit_dir)
+        err.print(f"wrote the cheapest design: {written.command('cost')}", soft_wrap=True)
     if as_json:
         print_json(report.search_json(result))
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, print_json
+from slowlink.cli.common import clean_errors, out, parse_budget, print_json
 from slowlink.errors import SpecError
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
@@ -20,26 +20,17 @@ _NO_MEM = typer.Option(False, "--no-memory-check", help="Plan even when the memo
 def goodput_cmd(cluster: Path, workload: Path, tokens: str | None = _TOKENS, steps: int | None = _STEPS,
                 no_memory_check: bool = _NO_MEM, as_json: bool = _JSON) -> None:
     """Time and GPU-hours to train a token budget: MTTF, checkpoint interval, ETTR and the days each loss costs."""
-    from slowlink.reliability.goodput import goodput
+    from slowlink.assess import assess
     from slowlink.report.goodput import losses_table, summary_table, sweep_table
     from slowlink.spec.cluster import load_cluster
-    from slowlink.spec.reliability import parse_count
-    from slowlink.storage.plan import plan_storage
     from slowlink.workload.spec import load_workload
-    from slowlink.workload.step import plan
 
-    if tokens is not None and steps is not None:
-        raise SpecError(f"--tokens ({tokens!r}) and --steps ({steps}): give one of them")
-    if steps is not None and steps < 1:
-        raise SpecError(f"--steps ({steps}) must be >= 1")
-    try:
-        n_tokens = None if tokens is None else parse_count(tokens)
-    except ValueError as exc:
-        raise SpecError(f"--tokens ({tokens!r}) {exc}") from None
+    budget = parse_budget(tokens, steps)
     w, c = load_workload(workload), load_cluster(cluster)
-    step = plan(w, c, check_memory=not no_memory_check)
-    stall = plan_storage(w, c, step).data_stall_s or 0.0
-    g = goodput(w, c, step, n_tokens, steps, stall)
+    a = assess(w, c, budget=budget, check_memory=not no_memory_check, full=False)
+    g = a.goodput
+    if g is None or not a.budget.given:
+        raise SpecError(a.why("time_to_train") or a.why("failures"))
     if as_json:
         print_json(g.to_json())
         return

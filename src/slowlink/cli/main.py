@@ -31,7 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "collective": ("slowlink.cli.collective",
                    "Predict a collective's time, algbw and busbw, with the algorithm NCCL would pick, and why."),
     "plan": ("slowlink.cli.plan",
-             "Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."),
+             "Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more "
+             "clusters."),
     "scale": ("slowlink.cli.plan",
               "Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."),
     "simulate": ("slowlink.cli.simulate",
@@ -55,7 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "
             "capex, power and network share."),
     "cost": ("slowlink.cli.cost", "Cost per GPU-hour and per million tokens of a workload on a cluster "
-             "(step model x ETTR from the failure model)."),
+             "(step model with its data stall x ETTR from the failure model)."),
     "search": ("slowlink.cli.cost", "Search a design space on Dask: the cheapest design per token and the Pareto "
                "front of cost vs time to train."),
     "share": ("slowlink.cli.share",

@@ -7,44 +7,46 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from slowlink.cli.common import clean_errors, err, out, print_json
+from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.sim.fidelity import check_fidelity, comm_cost
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.spec import Workload, load_workload
 
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
-    from slowlink.reliability.goodput import Goodput
-    from slowlink.storage.plan import StoragePlan
-    from slowlink.workload.comm import CommCost
-    from slowlink.workload.step import StepResult
+    from slowlink.assess import Assessment, Budget
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collective model) or flow (simulator).")
 _HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
+_TOKENS = typer.Option(None, "--tokens", help="Token budget, e.g. 15T or 15e12 (default: training.tokens): adds "
+                       "the days, GPU-hours and cost to train it.")
+_PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), replacing the "
+                       "bundled entries they name.")
 
 
-def _plan_named(w: Workload, c: Cluster, cost: CommCost | None, files: tuple[Path, Path],
-                several: bool) -> StepResult | str:
-    """The plan of one cluster; with several clusters an infeasible one is its reason (a column of its own,
+def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
+                  prices: Path | None, budget: Budget) -> Assessment | InfeasiblePlan:
+    """The assessment of one cluster; with several clusters an infeasible one is its error (a column of its own,
     not an abort); any other error, and an infeasible plan on one cluster, names both ``files`` (workload,
     cluster) and the cluster."""
-    from slowlink.workload.step import plan
+    from slowlink.assess import assess
+    from slowlink.cost.prices import load_prices
 
     try:
-        return plan(w, c, cost)
+        return assess(w, c, budget=budget, prices=load_prices(prices), fidelity=fidelity)
     except SlowlinkError as exc:
         if several and isinstance(exc, InfeasiblePlan):
-            return str(exc)
+            return exc
         raise _named(exc, files, c) from None
 
 
 def _named(exc: SlowlinkError, files: tuple[Path, Path], c: Cluster) -> SlowlinkError:
     """``exc`` again, its message led by the workload and cluster ``files`` and the cluster's name."""
     wpath, cpath = files
-    return type(exc)(f"{wpath} on {cpath} (cluster {c.name}): {exc}")
+    return exc.reworded(f"{wpath} on {cpath} (cluster {c.name}): {exc}")
 
 
 def column_keys(clusters: list[Cluster], paths: list[Path]) -> list[str]:
@@ -62,13 +64,14 @@ def plan_cmd(
     as_json: bool = _JSON,
     fidelity: str = _FIDELITY,
     html: Path | None = _HTML,
+    prices: Path | None = _PRICES,
+    tokens: str | None = _TOKENS,
 ) -> None:
-    """Predict step time, MFU, memory and the bottleneck of a workload on one or more clusters."""
-    from slowlink.report.plan import accuracy_json, accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
+    """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
+    from slowlink.assess import Assessment
+    from slowlink.report.assess import chain_lines, chain_rows, plan_json
+    from slowlink.report.plan import accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
-    from slowlink.storage.plan import plan_storage
-    from slowlink.workload.accuracy import accuracy
-    from slowlink.workload.advice import advise
 
     if workload is None:
         if len(files) != 2:
@@ -81,67 +84,41 @@ def plan_cmd(
 
         report_html.check_html_path(html)
     check_fidelity(fidelity)
+    budget = parse_budget(tokens)
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
-    costs = [comm_cost(fidelity, c) for c in loaded]
-    planned = [_plan_named(w, c, k, (wpath, path), len(loaded) > 1)
-               for c, k, path in zip(loaded, costs, clusters, strict=True)]
+    done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, prices, budget)
+            for c, path in zip(loaded, clusters, strict=True)]
     keys = column_keys(loaded, clusters)
-    infeasible = {key: r for key, r in zip(keys, planned, strict=True) if isinstance(r, str)}
-    if len(infeasible) == len(planned):
+    infeasible = {key: str(r) for key, r in zip(keys, done, strict=True) if isinstance(r, InfeasiblePlan)}
+    if len(infeasible) == len(done):
         raise InfeasiblePlan(f"no cluster can run this workload ({wpath}):\n" + "\n".join(
-            f"  {key}: {why}" for key, why in infeasible.items()))
-    fits = [(key, c, r, k) for key, c, r, k in zip(keys, loaded, planned, costs, strict=True)
-            if not isinstance(r, str)]
-    names = [key for key, *_ in fits]
-    results = [r for *_, r, _ in fits]
-    advice = [advise(w, c, r, k) for _, c, r, k in fits]
-    # The storage model (issue 14): data stall and checkpoint overhead beside communication.
-    stor = [plan_storage(w, c, r) for _, c, r, _ in fits]
-    gp = _goodputs(w, fits, stor)
-    # the step model's measured error on the published runs alike (workload.accuracy)
-    accs = [accuracy(c.gpu.name, w.parallel.tp, w.parallel.zero == 3) for _, c, *_ in fits]
+            f"  {key}: {why}" for key, why in infeasible.items()), rule="fits_any_cluster")
+    fits = [(key, a) for key, a in zip(keys, done, strict=True) if isinstance(a, Assessment)]
+    names = [key for key, _ in fits]
+    found = [a for _, a in fits]
     if html is not None:
-        report_html.write_plan(html, [c for _, c, *_ in fits], w, results, advice,
-                               [accuracy_sentence(a, fidelity) for a in accs])
+        report_html.write_plan(html, [a.cluster for a in found], w, [a.step for a in found],
+                               [list(a.advice) for a in found],
+                               [accuracy_sentence(a.accuracy, fidelity) for a in found])
     if as_json:
-        from slowlink.report.goodput import goodput_json
-        from slowlink.straggler.degraded import plan_degraded_by
-
-        js = {key: r.to_json() | {"advice": [a.to_json() for a in adv], "storage": st.to_json()}
-              | plan_degraded_by(w, c, fidelity, r)  # degraded parts and jitter (docs/straggler.md)
-              | goodput_json(g)  # ETTR and time-to-train with a token budget (docs/goodput.md)
-              | {"accuracy": accuracy_json(a)}
-              for (key, c, *_), r, adv, st, g, a in zip(fits, results, advice, stor, gp, accs, strict=True)}
-        js |= {key: {"infeasible": why} for key, why in infeasible.items()}
-        print_json(next(iter(js.values())) if len(planned) == 1 else {"clusters": {key: js[key] for key in keys}})
+        js = {key: plan_json(a) for key, a in fits} | {key: {"infeasible": why} for key, why in infeasible.items()}
+        print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
-    out.print(plan_table(names, results, storage_rows(stor), infeasible))
-    for line in bottleneck_lines(names, results, advice, [st.sentence() if st.dominates else "" for st in stor]):
+    out.print(plan_table(names, [a.step for a in found], storage_rows([a.storage for a in found]) + chain_rows(found),
+                         infeasible))
+    for line in bottleneck_lines(names, [a.step for a in found], [list(a.advice) for a in found],
+                                 [a.storage.sentence() if a.storage.dominates else "" for a in found]):
         out.print(line, soft_wrap=True)
-    for key, (_, c, r, _) in zip(names, fits, strict=True):
-        out.print(f"[bold]{key}[/]: {r.memory.sentence(c.gpu.hbm_bytes)}", soft_wrap=True)
+    for key, a in fits:
+        out.print(f"[bold]{key}[/]: {a.step.memory.sentence(a.cluster.gpu.hbm_bytes)}", soft_wrap=True)
     for key, why in infeasible.items():
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
-    for line in accuracy_lines(names, accs, fidelity):
+    for line in accuracy_lines(names, [a.accuracy for a in found], fidelity):
         out.print(line, soft_wrap=True)
-    for key, g in zip(names, gp, strict=True):
-        if g is not None:
-            from slowlink.report.goodput import goodput_sentence
-
-            out.print(f"[bold]{key}[/]: {goodput_sentence(g)}", soft_wrap=True)
-
-
-def _goodputs(w: Workload, fits: list[tuple[str, Cluster, StepResult, CommCost | None]],
-              stor: list[StoragePlan]) -> list[Goodput | str | None]:
-    """The reliability model (issue 15): ETTR and time-to-train of each cluster when the workload names a token
-    budget (:func:`~slowlink.reliability.goodput.plan_goodput`; without one it is None and the model, with
-    its Monte Carlo, does not load)."""
-    if w.training.tokens is None:
-        return [None] * len(fits)
-    from slowlink.reliability.goodput import plan_goodput
-
-    return [plan_goodput(w, c, r, st.data_stall_s or 0.0) for (_, c, r, _), st in zip(fits, stor, strict=True)]
+    for key, a in fits:
+        for line in chain_lines(a):
+            out.print(f"[bold]{key}[/]: {line}", soft_wrap=True)
 
 
 @clean_errors

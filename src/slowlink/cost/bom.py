@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slowlink import units
-from slowlink.errors import SpecError
+from slowlink.errors import FabricMisfit
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.shape import FabricShape, fabric_shape
 from slowlink.topology.storage import converged_endpoints
@@ -112,7 +112,7 @@ def _node_leaf_medium(cluster: Cluster, shape: FabricShape, nodes_per_rack: int)
 def _management(cluster: Cluster, free_ports: int) -> int:
     ports = cluster.spec.fabric.management_ports
     if ports > free_ports:
-        raise SpecError(f"fabric.management_ports ({ports}) must fit the {free_ports} free leaf ports: the "
+        raise FabricMisfit(f"fabric.management_ports ({ports}) must fit the {free_ports} free leaf ports: the "
                         "nodes fill the leaves (leave a node slot free, as the DGX SuperPOD does for its UFM)")
     return ports
 

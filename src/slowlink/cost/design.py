@@ -8,13 +8,14 @@ one box, :mod:`slowlink.cost.bom`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from slowlink.cost.bom import bill_of_materials
 from slowlink.cost.model import ClusterCost, cluster_cost
 from slowlink.cost.prices import PriceBook
-from slowlink.errors import SpecError
+from slowlink.errors import FabricMisfit, SpecError, Unpriced
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 
 
@@ -39,37 +40,47 @@ def _radix(d: Design, prices: PriceBook) -> int:
     family = "infiniband" if d.transport == "infiniband" else "ethernet"
     radices = [s.radix for s in prices.switches if s.transport == family and s.speed_gbit_s == d.nic_speed_gbit_s]
     if not radices:
-        raise SpecError(f"prices: switches: no {family} switch at {d.nic_speed_gbit_s:g} Gbit/s is priced")
+        raise Unpriced(f"prices: switches: no {family} switch at {d.nic_speed_gbit_s:g} Gbit/s is priced")
     return max(radices)
 
 
-def design_mapping(d: Design, prices: PriceBook, tiers: int) -> dict[str, Any]:
-    """The cluster file of ``d`` with ``tiers`` switch tiers."""
+def design_mapping(d: Design, prices: PriceBook, tiers: int, shared: Mapping[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """The cluster file of ``d`` with ``tiers`` switch tiers, and the ``shared`` sections every design has (e.g.
+    storage: and reliability:)."""
     server = prices.server(d.gpu)
     ratio: float | list[float] = d.oversubscription if tiers < 3 else [d.oversubscription, 1, 1]
     return {"name": d.label(), "nodes": d.nodes, "gpus_per_node": server.gpus, "gpu": d.gpu,
             "scale_up": {"link": server.scale_up.link, "domain_gpus": server.scale_up.domain_gpus},
             "nics": {"compute": {"per_node": d.nics_per_node, "speed_gbit_s": d.nic_speed_gbit_s}},
             "fabric": {"transport": d.transport, "topology": d.topology, "tiers": tiers,
-                       "oversubscription": ratio, "switch_radix": _radix(d, prices)}}
+                       "oversubscription": ratio, "switch_radix": _radix(d, prices)}} | dict(shared or {})
 
 
-def build_design(d: Design, prices: PriceBook) -> Cluster:
-    """``d`` on the fewest tiers whose fabric fits the switches (module docstring); raises when none does."""
+def fitting_design(d: Design, prices: PriceBook, shared: Mapping[str, Any] | None = None
+                   ) -> tuple[dict[str, Any], Cluster]:
+    """The cluster file of ``d`` on the fewest tiers whose fabric fits the switches (module docstring), with the
+    ``shared`` sections, and its cluster; raises when none does."""
     server = prices.server(d.gpu)
     if (d.nodes * server.gpus) % server.scale_up.domain_gpus:
         raise SpecError(f"nodes ({d.nodes}) x {server.gpus} GPUs must fill whole scale-up domains of "
-                        f"{server.scale_up.domain_gpus}")
+                        f"{server.scale_up.domain_gpus}", rule="fills_scale_up")
     for tiers in (2, 3):
-        cluster = cluster_from_mapping(design_mapping(d, prices, tiers), "design")
+        data = design_mapping(d, prices, tiers, shared)
+        cluster = cluster_from_mapping(data, "design")
         try:
             if not bill_of_materials(cluster, server.nodes_per_rack).notes:
-                return cluster
+                return data, cluster
         except SpecError:
             if tiers == 3:
                 raise  # 2 tiers may be refused outright (more leaves than the radix: topology/shape.py)
-    raise SpecError(f"{d.label()}: no 3-tier fabric of {_radix(d, prices)}-port switches holds "
-                    f"{d.nodes * d.nics_per_node} NICs")
+    raise FabricMisfit(f"{d.label()}: no 3-tier fabric of {_radix(d, prices)}-port switches holds "
+                       f"{d.nodes * d.nics_per_node} NICs")
+
+
+def build_design(d: Design, prices: PriceBook, shared: Mapping[str, Any] | None = None) -> Cluster:
+    """The cluster of :func:`fitting_design`."""
+    return fitting_design(d, prices, shared)[1]
 
 
 REFERENCE_GPUS = (1024, 8192, 32768)

@@ -53,7 +53,7 @@ class EttrInputs:
             raise InfeasiblePlan(
                 f"checkpoint interval ({self.tau_s:.4g} s) + checkpoint ({self.checkpoint_s:.4g} s) is "
                 f"{self.rate_per_s * self.segment_s:.1f} x the MTTF ({1 / self.rate_per_s:.4g} s): a segment "
-                "almost never completes; checkpoint more often or faster")
+                "almost never completes; checkpoint more often or faster", rule="segment_completes")
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from slowlink.fileio import parse_text
 from slowlink.reliability.restart import RestartModel, restart_model, transport_timeout_s
 from slowlink.spec.reliability import ReliabilitySpec
 
@@ -101,7 +100,7 @@ def rate_per_1000_node_days(failures: float, days: float, nodes: float) -> float
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("slowlink.reliability.data").joinpath("failures.yaml").read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_text(text, "failures.yaml", False)
     return data
 
 

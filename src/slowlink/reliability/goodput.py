@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from slowlink import units
-from slowlink.errors import SlowlinkError, SpecError
+from slowlink.errors import SpecError
 from slowlink.reliability.ettr import (
     EttrInputs,
     SegmentTimes,
@@ -38,9 +38,12 @@ from slowlink.workload.spec import Workload
 from slowlink.workload.step import fit_dp
 
 if TYPE_CHECKING:
+    from slowlink.storage.plan import StoragePlan
     from slowlink.workload.step import StepResult
 
 DAY_S = 24 * units.HOUR
+NO_BUDGET = ("training.tokens (None): give the run's token budget in the workload (e.g. tokens: 15T), or --tokens / "
+             "--steps")
 SWEEP_GPUS = (8, 64, 512, 2048, 8192, 16384, 32768, 131072)  # job sizes of the MTTF/ETTR sweep
 
 
@@ -147,8 +150,7 @@ def budget_steps(w: Workload, tokens: float | None, steps: int | None) -> tuple[
         return steps, float(steps * per_step)
     t = tokens if tokens is not None else w.training.tokens
     if t is None:
-        raise SpecError("training.tokens (None): give the run's token budget in the workload (e.g. tokens: 15T), "
-                        "or --tokens / --steps")
+        raise SpecError(NO_BUDGET, rule="budget_given")
     return math.ceil(float(t) / per_step), float(t)
 
 
@@ -185,48 +187,64 @@ def interval_choice(cluster: Cluster, w: Workload, step_s: float, daly_s: float)
     return max(step_s, daly_s), "Daly (2006) optimum"
 
 
-def goodput(w: Workload, cluster: Cluster, step: StepResult, tokens: float | None = None,
-            steps: int | None = None, data_stall_s: float = 0.0) -> Goodput:
-    """The reliability model of ``w`` on ``cluster`` at the step model's step time (module docstring)."""
+@dataclass(frozen=True)
+class Failures:
+    """The failure model at the step, before any budget: the MTTF, the checkpoint and recovery costs, the interval
+    used and its ETTR (what cost per token needs; :func:`goodput` adds the budget, Monte Carlo and sweeps)."""
+
+    gpus: int
+    gpus_per_node: int
+    model: FailureModel
+    step_s: float
+    checkpoint: CheckpointTimes
+    recovery: RecoveryCost
+    mttf_h: float
+    young_s: float
+    daly_s: float               # the Daly interval, never below one step
+    interval_s: float
+    interval_source: str
+    seed: int
+    inputs: EttrInputs          # the ETTR inputs at the interval used
+    ettr: float                 # their closed form
+
+    def wall_s(self, steps: int) -> float:
+        """Expected wall seconds of ``steps`` steps: their useful time / ETTR."""
+        return steps * self.step_s / self.ettr
+
+
+def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan) -> Failures:
+    """The failure model of ``w`` on ``cluster`` at the step model's step time plus the storage plan's data stall,
+    its checkpoint as the storage plan priced it; raises :class:`~slowlink.errors.SpecError` when the checkpoint
+    cannot be priced (no storage and no overrides)."""
     w = fit_dp(w, cluster)
-    n_steps, n_tokens = budget_steps(w, tokens, steps)
     gpus, gpn = job_gpus(w), cluster.gpus_per_node
     fm = failure_model(cluster.spec.reliability, gpn)
-    step_s = step.step_time_s + data_stall_s
-    ck = checkpoint_times(w, cluster, step.step_time_s)
+    step_s = step.step_time_s + (storage.data_stall_s or 0.0)
+    ck = checkpoint_times(w, cluster, storage.checkpoint)
     rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s(gpus), ck.restore_s, ck.commit_lag_s)
     mttf_s = fm.mttf_h(gpus, gpn) * units.HOUR
     delta = max(ck.blocking_s, 1e-9)
     young, daly = young_interval_s(delta, mttf_s), daly_interval_s(delta, mttf_s)
     tau, why = interval_choice(cluster, w, step_s, daly)
-    p = inputs(fm, gpus, gpn, tau, ck, rec)
     seed = cluster.spec.reliability.seed if cluster.spec.reliability else 0
-    exact = best_interval_s(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec), step_s)
-    parts = {"data_stall": data_stall_s, "bubble": step.bubble_s, "exposed_communication": step.exposed_comm_s}
-    return Goodput(gpus, mttf_s / units.HOUR, step_s, n_steps, n_tokens, tau, why, young, max(step_s, daly), exact,
-                   ettr_closed_form(p), ettr_monte_carlo(p, np.random.default_rng(seed)),
-                   ettr_closed_form(inputs(fm, gpus, gpn, max(step_s, daly), ck, rec)), rec, ck, segment_times(p),
-                   fm.planned_rate_per_h(gpus, gpn), parts, fm.shares(gpus, gpn),
-                   size_sweep(fm, gpn, ck, step_s), fm.restart.parts(gpus), fm.restart.override_s)
+    p = inputs(fm, gpus, gpn, tau, ck, rec)
+    return Failures(gpus, gpn, fm, step_s, ck, rec, mttf_s / units.HOUR, young, max(step_s, daly), tau, why, seed, p,
+                    ettr_closed_form(p))
 
 
-def plan_goodput(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> Goodput | str | None:
-    """For ``slowlink plan``: None when the workload names no token budget, else its goodput, or why it cannot
-    be computed (e.g. a cluster without storage)."""
-    if w.training.tokens is None:
-        return None
-    try:
-        return goodput(w, cluster, step, data_stall_s=data_stall_s)
-    except SlowlinkError as exc:
-        return str(exc)
-
-
-def run_ettr(w: Workload, cluster: Cluster, step: StepResult, data_stall_s: float = 0.0) -> tuple[float, str]:
-    """(ETTR, how it was priced) of ``w`` on ``cluster`` at the checkpoint interval :func:`goodput` picks, for
-    cost per token; ``(1.0, "before failures (why)")`` when failures cannot be priced (e.g. no storage)."""
-    try:
-        g = goodput(w, cluster, step, steps=1, data_stall_s=data_stall_s)
-    except SlowlinkError as exc:
-        return 1.0, f"before failures ({exc})"
-    return g.ettr, (f"x ETTR {g.ettr:.4f} (MTTF {g.mttf_h:.3g} h at {g.gpus} GPUs, a checkpoint every "
-                    f"{g.interval_s:.0f} s)")
+def goodput(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan, tokens: float | None = None,
+            steps: int | None = None, at: Failures | None = None) -> Goodput:
+    """The reliability model of ``w`` on ``cluster`` over a budget of ``tokens`` or ``steps`` (module docstring),
+    from the failure model ``at`` the step (:func:`failures`, made here when not given)."""
+    w = fit_dp(w, cluster)
+    n_steps, n_tokens = budget_steps(w, tokens, steps)
+    f = at if at is not None else failures(w, cluster, step, storage)
+    fm, gpus, gpn, ck, rec = f.model, f.gpus, f.gpus_per_node, f.checkpoint, f.recovery
+    p, best = f.inputs, inputs(fm, gpus, gpn, f.daly_s, ck, rec)
+    parts = {"data_stall": storage.data_stall_s or 0.0, "bubble": step.bubble_s,
+             "exposed_communication": step.exposed_comm_s}
+    return Goodput(gpus, f.mttf_h, f.step_s, n_steps, n_tokens, f.interval_s, f.interval_source, f.young_s, f.daly_s,
+                   best_interval_s(best, f.step_s), ettr_closed_form(p),
+                   ettr_monte_carlo(p, np.random.default_rng(f.seed)), ettr_closed_form(best), rec, ck,
+                   segment_times(p), fm.planned_rate_per_h(gpus, gpn), parts, fm.shares(gpus, gpn),
+                   size_sweep(fm, gpn, ck, f.step_s), fm.restart.parts(gpus), fm.restart.override_s)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.storage.checkpoint import CheckpointCost
 from slowlink.workload.spec import Workload
 
 
@@ -60,21 +61,19 @@ class RecoveryCost:
                 "commit_lag_s": self.commit_lag_s, "total_s": self.total_s}
 
 
-def checkpoint_times(w: Workload, cluster: Cluster, step_time_s: float) -> CheckpointTimes:
-    """Checkpoint and restore seconds: the reliability overrides when both are set, else the storage model
-    (which needs the cluster's ``storage:`` section; the overrides fill in what they give)."""
+def checkpoint_times(w: Workload, cluster: Cluster, ck: CheckpointCost | None) -> CheckpointTimes:
+    """Checkpoint and restore seconds: the reliability overrides when both are set, else the storage model's
+    checkpoint cost ``ck`` (the storage plan's, None without the cluster's ``storage:`` section; the overrides
+    fill in what they give)."""
     rel: ReliabilitySpec | None = cluster.spec.reliability
     if rel is not None and rel.checkpoint_s is not None and rel.restore_s is not None:
         mode = w.checkpoint.mode if w.checkpoint else "sync"
         return CheckpointTimes(rel.checkpoint_s, 0.0, rel.restore_s, "sync" if mode == "sync" else "async",
                                "reliability overrides")
-    if cluster.storage is None:
+    if ck is None:
         raise SpecError(f"cluster {cluster.name}: storage (None): the checkpoint and restore times come from the "
                         "storage model: add a storage: section, or set reliability.checkpoint_s and "
-                        "reliability.restore_s")
-    from slowlink.storage.checkpoint import checkpoint_cost
-
-    ck = checkpoint_cost(w, cluster, step_time_s)
+                        "reliability.restore_s", rule="storage_given")
     blocking = ck.blocking_s if rel is None or rel.checkpoint_s is None else rel.checkpoint_s
     restore = ck.restore_s if rel is None or rel.restore_s is None else rel.restore_s
     return CheckpointTimes(blocking, ck.drain_s, restore, ck.mode, "storage model")

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from slowlink.fileio import parse_text
 from slowlink.reliability.ettr import EttrInputs, best_interval_s, daly_interval_s, segment_times
 from slowlink.reliability.failures import FailureModel, failure_model, rate_per_1000_node_days
 from slowlink.spec.reliability import ReliabilitySpec
@@ -50,7 +49,7 @@ class ReliabilityCase:
 
 def published() -> dict[str, Any]:
     text = resources.files("slowlink.reliability.data").joinpath("published.yaml").read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_text(text, "published.yaml", False)
     return data
 
 
@@ -92,12 +91,14 @@ def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
     """ETTR of a published run at the Daly interval (step, storage and failure models, default recovery)."""
     from slowlink.reliability.goodput import goodput
     from slowlink.spec.cluster import cluster_from_mapping
+    from slowlink.storage.plan import plan_storage
     from slowlink.workload.spec import workload_from_mapping
     from slowlink.workload.step import plan
 
     cluster = cluster_from_mapping(c["cluster"], f"{c['id']}.cluster")
     w = workload_from_mapping(c["workload"], f"{c['id']}.workload")
-    g = goodput(w, cluster, plan(w, cluster, check_memory=False))  # the run fit; see workload/validate.py
+    step = plan(w, cluster, check_memory=False)  # the run fit; see workload/validate.py
+    g = goodput(w, cluster, step, plan_storage(w, cluster, step))
     bound = " (published: a lower bound)" if c.get("bound") == "lower" else ""
     return _case(c, "ettr", f"ETTR at {g.gpus:,} GPUs{bound}", g.ettr, c["published"])
 

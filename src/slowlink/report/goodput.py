@@ -128,16 +128,7 @@ def drill_lines(r: DrillResult) -> list[str]:
             f"{'PASS' if r.ok else 'FAIL'}: {r.reason}"]
 
 
-def goodput_json(g: Goodput | str | None) -> dict[str, object]:
-    """The plan's ``goodput`` key: the goodput contract, or ``{"unavailable": why}``; nothing without tokens."""
-    if g is None:
-        return {}
-    return {"goodput": {"unavailable": g} if isinstance(g, str) else g.to_json()}
-
-
-def goodput_sentence(g: Goodput | str) -> str:
-    """One line for the plan: ETTR, MTTF and time-to-train of the token budget (or why not)."""
-    if isinstance(g, str):
-        return f"goodput: not computed: {g}"
+def goodput_sentence(g: Goodput) -> str:
+    """One line for the plan: ETTR, MTTF and time-to-train of the token budget."""
     return (f"goodput: {g.tokens:.3g} tokens in {g.wall_s / DAY_S:.1f} days ({g.wall_s * g.gpus / units.HOUR:,.0f} "
             f"GPU-hours) at ETTR {g.ettr:.3f} (MTTF {g.mttf_h:.3g} h, checkpoint every {g.interval_s:,.0f} s)")

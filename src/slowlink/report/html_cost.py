@@ -28,12 +28,14 @@ NETWORK_COLOURS = ("#dd8452", "#c44e52", "#e17c7c", "#8172b3", "#937860", "#da8b
 @dataclass(frozen=True)
 class RunCost:
     """What ``slowlink cost`` adds to a cluster's cost: the workload, its token cost and step bottleneck, and
-    with ``--tokens`` the run's token budget (days and USD come from ``token``)."""
+    with a token budget the run's days and USD (the assessment's: :mod:`slowlink.assess`)."""
 
     workload: Workload
     token: TokenCost
     bottleneck: str
     tokens: float | None = None
+    days: float | None = None
+    run_usd: float | None = None
 
 
 def capex_parts(cost: ClusterCost) -> list[tuple[str, float]]:
@@ -98,9 +100,8 @@ def headline_rows(cost: ClusterCost, run: RunCost | None) -> list[tuple[str, str
         rows += [("tokens/s (step model)", f"{tc.tokens_per_s:,.0f}"), ("step time", f"{tc.step_time_s:.3f} s"),
                  ("ETTR (failures, checkpoints)", "1 (before failures)" if tc.ettr == 1.0 else f"{tc.ettr:.4f}"),
                  ("USD per million tokens", f"{tc.usd_per_million_tokens:.4f}")]
-        if run.tokens is not None:
-            rows += [(f"{run.tokens:.3g} tokens", f"{tc.days(run.tokens):.1f} days, {tc.run_usd(run.tokens):,.0f} "
-                      "USD")]
+        if run.tokens is not None and run.days is not None and run.run_usd is not None:
+            rows += [(f"{run.tokens:.3g} tokens", f"{run.days:.1f} days, {run.run_usd:,.0f} USD")]
     return rows
 
 

@@ -1,5 +1,6 @@
-"""One configuration of a design space, evaluated: the first feasibility rule it breaks, else its cost and
-speed from the cost model (:mod:`slowlink.cost`) and the step model (:func:`slowlink.workload.step.plan`).
+"""One configuration of a design space, evaluated: the first feasibility rule it breaks, else the numbers of
+its assessment (:func:`slowlink.assess.assess`): the step with its data stall, ETTR, cost per token and the
+days and cost of the token budget, as ``slowlink cost`` gives them on the design's files (``search --emit``).
 
 Rules, in the order they are checked (the first that fails names the point's ``rule``):
   priced, fills_scale_up, fabric_fits      the hardware: every part has a price; whole scale-up domains;
@@ -8,7 +9,8 @@ Rules, in the order they are checked (the first that fails names the point's ``r
   ep_divides_dp, tp_in_scale_up            ep divides dp; tp divides the scale-up domain (TP stays on NVLink)
   interleave_needs_pp, cp_divides_seq      vp > 1 needs pp > 1; seq_len is a multiple of 2 cp
   tp_divides_heads, pp_divides_layers,     the step model's own checks (:func:`~slowlink.workload.step.
-  batch_divides, ep_divides_experts,       check_plan`), named from its message
+  batch_divides, ep_divides_experts,       check_plan`), by the rule its error carries
+  interleave_divides_batch,
   precision_supported, memory_fits
 The constraints (budget, power, GPUs, deadline) are applied afterwards (:mod:`slowlink.search.run`), so
 that what each one costs can be measured. Hardware is built and priced once per chunk, and the layouts of
@@ -22,17 +24,14 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from slowlink.assess import Budget, assess
 from slowlink.cost.design import Design, build_design
-from slowlink.cost.model import ClusterCost, TokenCost, cluster_cost
+from slowlink.cost.model import ClusterCost, cluster_cost
 from slowlink.errors import SlowlinkError, SpecError
 from slowlink.search.space import Space
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.comm import CommCost, analytical_cost
-from slowlink.workload.step import plan
 
-_PLAN_RULES = (("memory per GPU", "memory_fits"), ("must divide model.heads", "tp_divides_heads"),
-               ("model.layers", "pp_divides_layers"), ("training.global_batch", "batch_divides"),
-               ("model.moe.experts", "ep_divides_experts"), ("is not supported by gpu", "precision_supported"))
 NAN = math.nan
 
 
@@ -53,6 +52,9 @@ class Point:
     usd_per_million_tokens: float = NAN
     days: float = NAN
     run_usd: float = NAN
+    step_time_s: float = NAN      # with the data stall
+    data_stall_s: float = NAN
+    ettr: float = NAN             # 1 where failures are not priced (no storage: in the space)
     bottleneck: str = field(default="", compare=False)
 
 
@@ -75,15 +77,6 @@ def memo_cost(cluster: Cluster) -> CommCost:
     return cost
 
 
-def _hardware_rule(exc: SpecError) -> str:
-    text = str(exc)
-    if text.startswith("prices:"):
-        return "priced"
-    if "scale-up domains" in text:
-        return "fills_scale_up"
-    return "fabric_fits"
-
-
 def _layout_rule(space: Space, cluster: Cluster, lay: dict[str, Any]) -> str:
     """The first cheap divisibility rule ``lay`` breaks on ``cluster`` ("" if none)."""
     tp, pp, cp = lay["tp"], lay["pp"], lay["cp"]
@@ -100,11 +93,6 @@ def _layout_rule(space: Space, cluster: Cluster, lay: dict[str, Any]) -> str:
     return ""
 
 
-def _plan_rule(exc: SlowlinkError) -> str:
-    text = str(exc)
-    return next((rule for needle, rule in _PLAN_RULES if needle in text), "plan_other")
-
-
 def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: CommCost,
            lay: dict[str, Any]) -> Point:
     rule = _layout_rule(space, cluster, lay)
@@ -112,20 +100,19 @@ def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: 
     base = Point(index, rule, cluster.gpus, cluster.fabric.tiers, dp)
     if rule:
         return base
-    w = space.workload
-    par = {k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp}
-    work = replace(w, parallel=w.parallel.model_copy(update=par),
-                   training=w.training.model_copy(update={"micro_batch": lay["micro_batch"],
-                                                          "recompute": lay["recompute"]}))
     try:
-        step = plan(work, cluster, comm)
+        a = assess(space.workload_of(lay, dp), cluster, budget=Budget(tokens=space.tokens), prices=space.prices,
+                   comm=comm, full=False, hardware=cost)
     except SlowlinkError as exc:
-        return replace(base, rule=_plan_rule(exc))
-    tc = TokenCost(cost, step.tokens_per_s, step.step_time_s)
+        return replace(base, rule=exc.rule)
+    tc = a.token_cost
+    if tc is None or a.run_days is None or a.run_usd is None:  # the hardware was priced above, with a budget
+        raise RuntimeError(f"configuration {index}: unpriced after pricing ({a.unpriced})")
     return replace(base, capex_usd=cost.total_capex_usd, network_share=cost.network_share,
                    facility_power_kw=cost.facility_power_w / 1e3, usd_per_gpu_hour=cost.usd_per_gpu_hour,
-                   tokens_per_s=step.tokens_per_s, usd_per_million_tokens=tc.usd_per_million_tokens,
-                   days=tc.days(space.tokens), run_usd=tc.run_usd(space.tokens), bottleneck=step.bottleneck)
+                   tokens_per_s=a.tokens_per_s, usd_per_million_tokens=tc.usd_per_million_tokens,
+                   days=a.run_days, run_usd=a.run_usd, step_time_s=a.step_time_s, data_stall_s=a.data_stall_s,
+                   ettr=a.ettr, bottleneck=a.bottleneck)
 
 
 def evaluate_hardware(space: Space, hardware: list[int]) -> list[Point]:
@@ -135,11 +122,10 @@ def evaluate_hardware(space: Space, hardware: list[int]) -> list[Point]:
     for h in hardware:
         design: Design = space.hardware[h]
         try:
-            cluster = build_design(design, space.prices)
+            cluster = build_design(design, space.prices, space.shared)
             cost = cluster_cost(cluster, space.prices)
         except SpecError as exc:
-            rule = _hardware_rule(exc)
-            points += [Point(h * n + i, rule) for i in range(n)]
+            points += [Point(h * n + i, exc.rule) for i in range(n)]
             continue
         comm = memo_cost(cluster)
         points += [_point(space, h * n + i, cluster, cost, comm, space.layout(i)) for i in range(n)]

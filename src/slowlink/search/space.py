@@ -5,8 +5,9 @@ hardware-major (configuration ``i`` = hardware ``i // P``, parallel layout ``i %
 
 from __future__ import annotations
 
+import copy
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,6 +17,8 @@ from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
 from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, format_validation_error, read_mapping
+from slowlink.spec.cluster import StorageSpec
+from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.workload.spec import Workload, load_workload
 
 Count = Annotated[int, Field(ge=1)]
@@ -81,6 +84,10 @@ class SpaceSpec(BaseModel):
     hardware: HardwareAxes = Field(description="Hardware axes.")
     parallel: ParallelAxes = Field(default_factory=ParallelAxes, description="Parallel-layout axes.")
     constraints: Constraints = Field(default_factory=Constraints, description="Limits a design must meet.")
+    storage: StorageSpec | None = Field(None, description="The shared storage every design gets (the cluster "
+                                        "file's storage: section): prices the data stall and the checkpoints.")
+    reliability: ReliabilitySpec | None = Field(None, description="Failure rates and recovery times of every "
+                                                "design (the cluster file's reliability: section).")
 
 
 PARALLEL_KEYS = ("tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "recompute")
@@ -97,6 +104,9 @@ class Space:
     hardware: tuple[Design, ...]
     layouts: tuple[tuple[Any, ...], ...]   # one tuple per layout, in PARALLEL_KEYS order
     constraints: Constraints
+    shared: dict[str, Any] = field(default_factory=dict)   # storage: and reliability: of every design, as written
+    workload_file: dict[str, Any] = field(default_factory=dict)  # the workload file as written (--emit)
+    prices_path: Path | None = None
 
     @property
     def size(self) -> int:
@@ -105,6 +115,33 @@ class Space:
     def layout(self, i: int) -> dict[str, Any]:
         return dict(zip(PARALLEL_KEYS, self.layouts[i], strict=True))
 
+    @property
+    def prices_failures(self) -> bool:
+        """Whether its designs' failures can be priced: checkpoint and restore times come from a storage: section
+        or from reliability: checkpoint_s and restore_s (:func:`slowlink.reliability.recovery.checkpoint_times`)."""
+        rel = self.shared.get("reliability") or {}
+        return "storage" in self.shared or (rel.get("checkpoint_s") is not None and rel.get("restore_s") is not None)
+
+    def design_of(self, i: int) -> Design:
+        """The hardware design of configuration ``i``."""
+        return self.hardware[i // len(self.layouts)]
+
+    def workload_of(self, lay: dict[str, Any], dp: int) -> Workload:
+        """The workload with the parallel layout ``lay`` (dp: the GPUs / (tp pp cp))."""
+        w = self.workload
+        par = {k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp}
+        return replace(w, parallel=w.parallel.model_copy(update=par),
+                       training=w.training.model_copy(update={"micro_batch": lay["micro_batch"],
+                                                              "recompute": lay["recompute"]}))
+
+    def workload_mapping(self, lay: dict[str, Any], dp: int) -> dict[str, Any]:
+        """The workload file of :meth:`workload_of`: the file as written with the layout in it."""
+        data = copy.deepcopy(self.workload_file)
+        data.setdefault("parallel", {}).update({k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp})
+        data.setdefault("training", {}).update({"micro_batch": lay["micro_batch"], "recompute": lay["recompute"],
+                                                "tokens": self.tokens})
+        return data
+
 
 def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Space:
     """Validate a search file and resolve its workload and prices (paths relative to ``base_dir``)."""
@@ -112,14 +149,18 @@ def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Spa
         spec = SpaceSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, source, "search")) from None
-    workload = load_workload(base_dir / spec.workload)
-    prices = load_prices(base_dir / spec.prices if spec.prices else None)
+    workload_path = base_dir / spec.workload
+    workload = load_workload(workload_path)
+    prices_path = base_dir / spec.prices if spec.prices else None
+    prices = load_prices(prices_path)
     h = spec.hardware
     hardware = tuple(Design(*v) for v in itertools.product(h.gpu, h.nodes, h.nics_per_node, h.nic_speed_gbit_s,
                                                            h.transport, h.topology, h.oversubscription))
     p = spec.parallel
     layouts = tuple(itertools.product(*(getattr(p, k) for k in PARALLEL_KEYS)))
-    return Space(spec.name, workload, spec.tokens, prices, hardware, layouts, spec.constraints)
+    shared = {k: data[k] for k in ("storage", "reliability") if data.get(k) is not None}
+    return Space(spec.name, workload, spec.tokens, prices, hardware, layouts, spec.constraints, shared,
+                 read_mapping(workload_path, "workload"), prices_path)
 
 
 def load_space(path: Path | str) -> Space:

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from slowlink import units
+from slowlink.fileio import parse_text
 from slowlink.spec.cluster import cluster_from_mapping
 from slowlink.storage.checkpoint import checkpoint_cost, checkpoint_size
 from slowlink.storage.read import read_demand_bytes_s, samples_per_s_at_utilisation
@@ -64,7 +63,7 @@ class NotScored:
 
 def published() -> dict[str, Any]:
     text = resources.files("slowlink.storage.data").joinpath("published_storage.yaml").read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_text(text, "published_storage.yaml", False)
     return data
 
 

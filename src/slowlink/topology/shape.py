@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slowlink.errors import SpecError
+from slowlink.errors import FabricMisfit
 from slowlink.spec.cluster import Cluster
 
 
@@ -136,7 +136,7 @@ def _check_two_tiers(cluster: Cluster, per_leaf: int, leaves_per_block: int) -> 
     radix = cluster.fabric.switch_radix
     leaves = -(-cluster.nodes // per_leaf) * leaves_per_block
     if leaves > radix:
-        raise SpecError(f"fabric: tiers (2) with switch_radix ({radix}): {cluster.nodes} nodes need {leaves} "
+        raise FabricMisfit(f"fabric: tiers (2) with switch_radix ({radix}): {cluster.nodes} nodes need {leaves} "
                         f"leaves ({per_leaf} nodes per leaf{' per rail' if leaves_per_block > 1 else ''}), but a "
                         f"2-tier fat tree joins at most switch_radix leaves (one spine port each); use tiers: 3 "
                         f"or a larger switch_radix")

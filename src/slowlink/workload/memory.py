@@ -242,5 +242,4 @@ def check_fits(mem: Memory, hbm_bytes: float) -> None:
         raise InfeasiblePlan(
             f"memory per GPU{where} ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
             f"({hbm_bytes / units.GiB:.1f} GiB): {mem.breakdown()}; try more tp/pp, zero, recompute or a smaller "
-            "micro_batch"
-        )
+            "micro_batch", rule="memory_fits")

@@ -70,7 +70,7 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
     if inner_stages <= 0 or rest % (inner_stages * p.vp):
         raise InfeasiblePlan(
             f"parallel: model.layers ({n}) minus first/last stage layers ({first}, {last}) = {rest} "
-            f"must be divisible by the other stages x vp ({max(inner_stages, 0)} x {p.vp})")
+            f"must be divisible by the other stages x vp ({max(inner_stages, 0)} x {p.vp})", rule="pp_divides_layers")
     mid = rest // inner_stages
     return (first if first is not None else mid, mid, last if last is not None else mid)
 

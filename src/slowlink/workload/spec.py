@@ -311,7 +311,7 @@ def check_hardware(w: Workload, cluster: Cluster) -> None:
                          ("training.grad_comm_dtype", w.training.grad_comm_dtype)):
         if dtype not in gpu.peak_flops:
             raise InfeasiblePlan(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
-                            f"it has {', '.join(sorted(gpu.peak_flops))}")
+                            f"it has {', '.join(sorted(gpu.peak_flops))}", rule="precision_supported")
 
 
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:

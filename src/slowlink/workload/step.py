@@ -194,7 +194,7 @@ def fit_dp(w: Workload, cluster: Cluster) -> Workload:
     model_par = p.tp * p.pp * p.cp
     if cluster.gpus % model_par:
         raise InfeasiblePlan(f"parallel.dp (auto): tp ({p.tp}) * pp ({p.pp}) * cp ({p.cp}) = {model_par} must "
-                             f"divide the cluster's gpus ({cluster.gpus})")
+                             f"divide the cluster's gpus ({cluster.gpus})", rule="parallel_divides")
     return replace(w, parallel=p.model_copy(update={"dp": cluster.gpus // model_par}))
 
 
@@ -206,23 +206,25 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     product = p.tp * p.pp * p.dp * p.cp
     if product != cluster.gpus:
         raise InfeasiblePlan(f"parallel: tp ({p.tp}) * pp ({p.pp}) * dp ({p.dp}) * cp ({p.cp}) = {product} "
-                             f"!= gpus ({cluster.gpus})")
+                             f"!= gpus ({cluster.gpus})", rule="parallel_divides")
     if m.heads % p.tp or (m.kv_heads % p.tp and p.tp % m.kv_heads):
-        raise InfeasiblePlan(f"parallel.tp ({p.tp}) must divide model.heads ({m.heads}) and kv_heads ({m.kv_heads})")
+        raise InfeasiblePlan(f"parallel.tp ({p.tp}) must divide model.heads ({m.heads}) and kv_heads "
+                             f"({m.kv_heads})", rule="tp_divides_heads")
     stage_layers(w)
     if t.global_batch % (t.micro_batch * p.dp):
         raise InfeasiblePlan(f"training.global_batch ({t.global_batch}) must be divisible by micro_batch "
-                             f"({t.micro_batch}) * dp ({p.dp}) = {t.micro_batch * p.dp}")
+                             f"({t.micro_batch}) * dp ({p.dp}) = {t.micro_batch * p.dp}", rule="batch_divides")
     if m.moe and m.moe.experts % p.ep:
-        raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide model.moe.experts ({m.moe.experts})")
+        raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide model.moe.experts ({m.moe.experts})",
+                             rule="ep_divides_experts")
     if p.dp % p.ep:
-        raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})")
+        raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})", rule="ep_divides_dp")
     micro = w.micro_batches
     if p.vp > 1 and p.pp > 1 and micro % p.pp:
         # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
         raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
                              f"training.global_batch / (micro_batch * dp) = {micro}, to be a multiple of "
-                             f"parallel.pp ({p.pp}), as Megatron-LM requires")
+                             f"parallel.pp ({p.pp}), as Megatron-LM requires", rule="interleave_divides_batch")
     return micro
 
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from slowlink.fileio import parse_text
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.workload.accuracy import layout_key
 from slowlink.workload.flops import model_flops_per_step
@@ -59,7 +58,7 @@ def selene(nodes: int) -> Cluster:
 
 def _data(name: str) -> dict[str, Any]:
     text = resources.files("slowlink.workload.data").joinpath(name).read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_text(text, name, False)
     return data
 
 

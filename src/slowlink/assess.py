@@ -1,0 +1,256 @@
+"""The whole model chain for one workload on one cluster, run once: the step and its bottleneck, storage (data
+stall, the checkpoint priced once), failures and goodput, cost, the advice and the model's measured accuracy.
+Every command (``plan``, ``goodput``, ``cost``, ``search``, ``scale``) is a view of an :class:`Assessment`, so
+the same files give the same step, ETTR and cost wherever they are asked.
+
+  step_s     = the step model's step + the storage model's data stall per step (what failures and cost price)
+  ETTR       = the failure model at the checkpoint interval it picks (slowlink.reliability.goodput);
+               1 where failures cannot be priced, and ``unpriced`` says why
+  tokens/s   = global_batch x seq_len / step_s
+  $/M tokens = $/hour / (tokens/s x 3600 x ETTR) x 1e6                 (slowlink.cost.model)
+  days, $    = the goodput model's wall time of the token budget, and $/hour over it
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from slowlink import units
+from slowlink.errors import SpecError
+from slowlink.spec.cluster import Cluster
+from slowlink.workload.spec import Workload
+
+if TYPE_CHECKING:
+    from slowlink.cost.model import ClusterCost, TokenCost
+    from slowlink.cost.prices import PriceBook
+    from slowlink.reliability.goodput import Failures, Goodput
+    from slowlink.storage.plan import StoragePlan
+    from slowlink.workload.accuracy import Accuracy
+    from slowlink.workload.advice import Advice
+    from slowlink.workload.comm import CommCost
+    from slowlink.workload.step import StepResult
+
+PARTS = ("failures", "cost", "time_to_train")  # the parts an assessment may leave unpriced, in this order
+
+
+@dataclass(frozen=True)
+class Unpriced:
+    """A part of the chain that could not be priced (``part``: one of :data:`PARTS`), and why."""
+
+    part: str
+    why: str
+
+    def sentence(self) -> str:
+        return f"{self.part.replace('_', ' ')}: not priced: {self.why}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"part": self.part, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the run trains: a token budget or a number of steps (None: neither was given)."""
+
+    tokens: float | None = None
+    steps: int | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.tokens is not None or self.steps is not None
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """One workload on one cluster, every model's answer (module docstring for how they join)."""
+
+    cluster: Cluster
+    workload: Workload              # dp resolved on the cluster
+    fidelity: str
+    step: StepResult
+    storage: StoragePlan
+    failures: Failures | None       # None where failures cannot be priced (``unpriced`` says why)
+    hardware: ClusterCost | None    # None where the price book lacks a part (``unpriced`` says why)
+    budget: Budget                  # the run's tokens or steps, as given (workload's training.tokens included)
+    advice: tuple[Advice, ...]
+    accuracy: Accuracy
+    degraded: Mapping[str, object]  # ``plan --json``'s degraded-part and jitter keys (none on a uniform cluster)
+    unpriced: tuple[Unpriced, ...]
+
+    @property
+    def data_stall_s(self) -> float:
+        return self.storage.data_stall_s or 0.0
+
+    @property
+    def step_time_s(self) -> float:
+        """Seconds per step with the data stall: what failures and cost price."""
+        return self.step.step_time_s + self.data_stall_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.workload.training.global_batch * self.workload.model.seq_len / self.step_time_s
+
+    @property
+    def ettr(self) -> float:
+        return 1.0 if self.failures is None else self.failures.ettr
+
+    @functools.cached_property
+    def goodput(self) -> Goodput | None:
+        """The goodput of the budget: days, GPU-hours, losses, Monte Carlo and sweeps (None without a budget or
+        where failures cannot be priced); worked out when first asked for."""
+        if self.failures is None or not self.budget.given:
+            return None
+        from slowlink.reliability.goodput import goodput
+
+        return goodput(self.workload, self.cluster, self.step, self.storage, self.budget.tokens, self.budget.steps,
+                       self.failures)
+
+    @property
+    def bottleneck(self) -> str:
+        """The largest wait in words: storage's where it waits longer than any communication, else the step's."""
+        return self.storage.sentence() if self.storage.dominates else self.step.bottleneck
+
+    @property
+    def ettr_basis(self) -> str:
+        """How the throughput is priced: after failures (the ETTR, MTTF and interval), or before them and why."""
+        f = self.failures
+        if f is None:
+            return f"before failures ({self.why('failures')})"
+        return (f"x ETTR {f.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
+                f"{f.interval_s:.0f} s)")
+
+    @property
+    def token_cost(self) -> TokenCost | None:
+        """Cost per token at :attr:`tokens_per_s` x :attr:`ettr` (None where the hardware is not priced)."""
+        from slowlink.cost.model import TokenCost
+
+        return None if self.hardware is None else TokenCost(self.hardware, self.tokens_per_s, self.step_time_s,
+                                                            self.ettr)
+
+    @property
+    def steps(self) -> int | None:
+        """Steps of the run's budget: as given, or ceil(tokens / tokens per step); None without a budget."""
+        b = self.budget
+        if b.steps is not None or b.tokens is None:
+            return b.steps
+        return math.ceil(b.tokens / (self.workload.training.global_batch * self.workload.model.seq_len))
+
+    @property
+    def tokens(self) -> float | None:
+        """Tokens of the run's budget (its steps x tokens per step when given as steps; None without one)."""
+        b = self.budget
+        if b.steps is not None:
+            return float(b.steps * self.workload.training.global_batch * self.workload.model.seq_len)
+        return b.tokens
+
+    @property
+    def run_days(self) -> float | None:
+        """Days to train the budget: its steps' wall time under failures (the goodput model's), or with ETTR 1
+        where failures are not priced; None without a budget."""
+        if self.steps is None:
+            return None
+        return self.steps * self.step_time_s / self.ettr / units.DAY
+
+    @property
+    def run_usd(self) -> float | None:
+        """USD of training the budget: $/hour over :attr:`run_days`."""
+        days = self.run_days
+        if days is None or self.hardware is None:
+            return None
+        return self.hardware.usd_per_hour * days * units.DAY / units.HOUR
+
+    def why(self, part: str) -> str:
+        """Why ``part`` is not priced ("" when it is)."""
+        return next((u.why for u in self.unpriced if u.part == part), "")
+
+    def cost_json(self) -> dict[str, object]:
+        """``plan --json``'s ``cost``: $/hour, $/GPU-hour, capex and $/M tokens at this step and ETTR, with the
+        budget's days and USD; ``{"unavailable": why}`` where the hardware is not priced."""
+        tc = self.token_cost
+        if tc is None:
+            return {"unavailable": self.why("cost")}
+        out: dict[str, object] = {
+            "capex_usd": tc.cost.total_capex_usd, "network_share": tc.cost.network_share,
+            "usd_per_hour": tc.cost.usd_per_hour, "usd_per_gpu_hour": tc.cost.usd_per_gpu_hour,
+            "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "ettr": self.ettr,
+            "usd_per_million_tokens": tc.usd_per_million_tokens, "ettr_basis": self.ettr_basis}
+        if self.run_days is not None:
+            out |= {"tokens": self.tokens, "days": self.run_days, "run_usd": self.run_usd}
+        return out
+
+
+def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, prices: PriceBook | None = None,
+           fidelity: str = "analytical", comm: CommCost | None = None, check_memory: bool = True,
+           full: bool = True, hardware: ClusterCost | None = None) -> Assessment:
+    """Run the chain for ``w`` on ``cluster`` (module docstring).
+
+    ``budget`` defaults to the workload's ``training.tokens``; ``prices`` to the bundled price book;
+    ``comm`` prices the collectives (default: the model of ``fidelity``); ``hardware`` is the cluster's cost when
+    the caller has priced it with ``prices`` already (a search's layouts share it); ``check_memory`` False plans
+    what the memory model says does not fit (published runs that did); ``full`` False leaves out what a design
+    search does not rank by (advice and the degraded-part re-plans). Raises
+    :class:`~slowlink.errors.InfeasiblePlan` (with its rule) when the step cannot run; a part that cannot be priced
+    is in ``unpriced``, not an error.
+    """
+    from slowlink.sim.fidelity import comm_cost
+    from slowlink.storage.plan import plan_storage
+    from slowlink.workload.accuracy import accuracy
+    from slowlink.workload.step import fit_dp, plan
+
+    w = fit_dp(w, cluster)
+    price = comm if comm is not None else comm_cost(fidelity, cluster)
+    step = plan(w, cluster, price, check_memory=check_memory)
+    storage = plan_storage(w, cluster, step)
+    b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
+    unpriced: list[Unpriced] = []
+    fail = _failures(w, cluster, step, storage, unpriced)
+    if hardware is None:
+        hardware = _hardware(cluster, prices, unpriced)
+    if not b.given:
+        from slowlink.reliability.goodput import NO_BUDGET
+
+        unpriced.append(Unpriced("time_to_train", NO_BUDGET))
+    advice: tuple[Advice, ...] = ()
+    degraded: Mapping[str, object] = {}
+    if full:
+        from slowlink.workload.advice import advise
+
+        advice = tuple(advise(w, cluster, step, price, check_memory=check_memory))
+        if cluster.degraded or cluster.spec.variability is not None:
+            from slowlink.straggler.degraded import plan_degraded_by
+
+            degraded = plan_degraded_by(w, cluster, fidelity, step)
+    acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3)
+    order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
+    return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, degraded, tuple(order))
+
+
+def _failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan,
+              unpriced: list[Unpriced]) -> Failures | None:
+    """The failure model at this step, or None (and why) where the checkpoint cannot be priced."""
+    from slowlink.reliability.goodput import failures
+
+    try:
+        return failures(w, cluster, step, storage)
+    except SpecError as exc:
+        unpriced.append(Unpriced("failures", str(exc)))
+        return None
+
+
+def _hardware(cluster: Cluster, prices: PriceBook | None, unpriced: list[Unpriced]) -> ClusterCost | None:
+    from slowlink.cost.model import cluster_cost
+    from slowlink.cost.prices import load_prices
+
+    try:
+        return cluster_cost(cluster, prices if prices is not None else load_prices(None))
+    except SpecError as exc:
+        unpriced.append(Unpriced("cost", str(exc)))
+        return None
+
+
+def _count(tokens: float | int | str | None) -> float | None:
+    """``training.tokens`` as the schema leaves it: a count already parsed (15T -> 1.5e13), or None."""
+    return None if tokens is None else float(tokens)

@@ -1,0 +1,53 @@
+"""Rendering of an :class:`~slowlink.assess.Assessment`: the plan's JSON object, its table rows for failures and
+cost, and the lines under the table (goodput, cost per token, what could not be priced)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from slowlink.report.plan import accuracy_json
+
+if TYPE_CHECKING:
+    from slowlink.assess import Assessment
+
+
+def plan_json(a: Assessment) -> dict[str, object]:
+    """``slowlink plan --json`` of one cluster: the step, its advice, storage, degraded parts and jitter, goodput
+    (with a token budget), the accuracy, the cost at this step and ETTR, and what was not priced."""
+    js: dict[str, object] = a.step.to_json() | {"advice": [x.to_json() for x in a.advice],
+                                                 "storage": a.storage.to_json()}
+    js |= a.degraded
+    if a.budget.given:
+        js["goodput"] = {"unavailable": a.why("failures")} if a.goodput is None else a.goodput.to_json()
+    return js | {"accuracy": accuracy_json(a.accuracy), "cost": a.cost_json(),
+                 "unpriced": [u.to_json() for u in a.unpriced]}
+
+
+def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:
+    """Rows for the plan table, one cell per cluster: the step with its data stall, ETTR, USD per GPU-hour and
+    per million tokens ("-" where not priced)."""
+    def cell(v: float | None, fmt: str) -> str:
+        return "-" if v is None else fmt.format(v)
+
+    costs = [a.token_cost for a in assessments]
+    return [("step with data stall (s)", [f"{a.step_time_s:.3f}" for a in assessments]),
+            ("ETTR (failures, checkpoints)", [cell(None if a.goodput is None else a.ettr, "{:.3f}")
+                                              for a in assessments]),
+            ("USD per GPU-hour", [cell(None if c is None else c.cost.usd_per_gpu_hour, "{:.3f}") for c in costs]),
+            ("USD per million tokens", [cell(None if c is None else c.usd_per_million_tokens, "{:.4f}")
+                                        for c in costs])]
+
+
+def chain_lines(a: Assessment) -> list[str]:
+    """Goodput of the budget, cost per token and its basis, then each part that could not be priced."""
+    lines = []
+    if a.goodput is not None:
+        from slowlink.report.goodput import goodput_sentence
+
+        lines.append(goodput_sentence(a.goodput))
+    tc = a.token_cost
+    if tc is not None:
+        run = "" if a.run_usd is None else f"; the budget {a.run_usd:,.0f} USD"
+        lines.append(f"cost: {tc.usd_per_million_tokens:.4f} USD per million tokens at {a.tokens_per_s:,.0f} "
+                     f"tokens/s {a.ettr_basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
+    return lines + [u.sentence() for u in a.unpriced]

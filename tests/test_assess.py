@@ -1,0 +1,140 @@
+"""One chain: the same files give the same step, ETTR and cost in ``plan``, ``goodput``, ``cost`` and ``search``
+(run through the commands on the bundled examples: one with a data stall, one with failures priced), and a part
+that cannot be priced is said once, the same way everywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from slowlink.assess import Budget, assess
+from slowlink.cli.main import app
+from slowlink.errors import InfeasiblePlan
+from slowlink.spec.cluster import load_cluster
+from slowlink.workload.spec import load_workload
+
+EX = Path(__file__).resolve().parents[1] / "examples"
+NFS, VIDEO = str(EX / "ref-64gpu-nfs.yaml"), str(EX / "video-8b-files.yaml")  # a 0.5 s data stall per step
+REF, STORAGE = str(EX / "ref-64gpu.yaml"), str(EX / "llama3-8b-storage.yaml")  # failures priced, async checkpoint
+runner = CliRunner()
+
+
+def _json(*args: str) -> Any:
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    data.pop("slowlink", None)  # the version and the files read
+    return data
+
+
+@pytest.mark.parametrize(("cluster", "workload"), [(NFS, VIDEO), (REF, STORAGE)])
+def test_plan_goodput_and_cost_answer_alike(cluster: str, workload: str) -> None:
+    plan = _json("plan", cluster, workload, "--tokens", "1T")
+    good = _json("goodput", cluster, workload, "--tokens", "1T")
+    cost = _json("cost", cluster, workload, "--tokens", "1T")
+    assert plan["goodput"] == good
+    stall = plan["storage"]["data_stall_s"] or 0.0
+    assert good["step_time_s"] == pytest.approx(plan["step_time_s"] + stall, rel=1e-5)
+    for key in ("step_time_s", "ettr", "usd_per_million_tokens", "days", "run_usd", "tokens_per_s"):
+        assert cost[key] == plan["cost"][key], key
+    assert cost["step_time_s"] == good["step_time_s"] and cost["ettr"] == good["ettr"]
+    assert cost["days"] == pytest.approx(good["time_to_train_days"], rel=1e-5)
+    assert cost["data_stall_s"] == pytest.approx(stall, rel=1e-5)
+
+
+def test_the_data_stall_is_priced_in_every_view() -> None:
+    a = assess(load_workload(VIDEO), load_cluster(NFS), budget=Budget(tokens=1e12))
+    assert a.data_stall_s > 0.4 and a.step_time_s == a.step.step_time_s + a.data_stall_s
+    assert a.goodput is not None and a.goodput.step_s == a.step_time_s
+    tc = a.token_cost
+    assert tc is not None and tc.step_time_s == a.step_time_s and tc.ettr == a.goodput.ettr < 1.0
+    assert a.bottleneck.startswith("storage: data stall")  # storage waits longer than any communication
+
+
+def test_the_checkpoint_is_priced_once() -> None:
+    a = assess(load_workload(STORAGE), load_cluster(REF), budget=Budget(tokens=1e12))
+    assert a.goodput is not None and a.storage.checkpoint is not None
+    assert a.goodput.checkpoint.blocking_s == a.storage.checkpoint.blocking_s
+    assert a.goodput.checkpoint.restore_s == a.storage.checkpoint.restore_s
+
+
+def test_what_cannot_be_priced_is_said_once_and_the_same_everywhere(tmp_path: Path) -> None:
+    text = Path(REF).read_text()
+    bare = tmp_path / "bare.yaml"  # no storage: the checkpoint and restore times are unknown
+    bare.write_text(text[: text.index("\nstorage:")] + "\n")
+    a = assess(load_workload(STORAGE), load_cluster(bare), budget=Budget(tokens=1e12))
+    assert [u.part for u in a.unpriced] == ["failures"] and a.goodput is None and a.ettr == 1.0
+    why = a.why("failures")
+    plan = _json("plan", str(bare), STORAGE, "--tokens", "1T")
+    cost = _json("cost", str(bare), STORAGE, "--tokens", "1T")
+    assert plan["goodput"] == {"unavailable": why} and plan["unpriced"] == [{"part": "failures", "why": why}]
+    assert cost["unpriced"] == plan["unpriced"] and cost["ettr"] == plan["cost"]["ettr"] == 1.0
+    assert cost["ettr_basis"] == plan["cost"]["ettr_basis"] == f"before failures ({why})"
+    assert cost["days"] == plan["cost"]["days"] == pytest.approx(1e12 / cost["tokens_per_s"] / 86400, rel=1e-4)
+    res = runner.invoke(app, ["goodput", str(bare), STORAGE, "--tokens", "1T"])
+    assert res.exit_code == 2 and why in " ".join(res.output.split()) and "Traceback" not in res.output
+    words = runner.invoke(app, ["plan", str(bare), STORAGE, "--tokens", "1T"])
+    assert f"failures: not priced: {why}" in " ".join(words.output.split())
+
+
+def test_no_budget_is_said_and_costs_are_still_priced() -> None:
+    a = assess(load_workload(str(EX / "llama3-8b.yaml")), load_cluster(REF))
+    assert [u.part for u in a.unpriced] == ["time_to_train"] and a.run_days is None
+    assert a.failures is not None and a.token_cost is not None and a.ettr < 1.0  # ETTR needs no budget
+    assert a.goodput is None  # days, GPU-hours and losses do
+
+
+def test_an_unpriced_server_is_said_not_raised(tmp_path: Path) -> None:
+    text = Path(REF).read_text().replace("gpu: h100-sxm", "gpu: mi300x")
+    p = tmp_path / "mi300x.yaml"
+    p.write_text(text)
+    a = assess(load_workload(str(EX / "llama3-8b.yaml")), load_cluster(p), full=False)
+    assert a.hardware is None and "no price for a server" in a.why("cost")
+    assert _json("plan", str(p), str(EX / "llama3-8b.yaml"))["cost"] == {"unavailable": a.why("cost")}
+
+
+def test_an_infeasible_step_carries_its_rule() -> None:
+    w = load_workload(str(EX / "llama3-70b.yaml"))
+    big = w.training.model_copy(update={"micro_batch": 64, "global_batch": 64 * 64})
+    with pytest.raises(InfeasiblePlan) as exc:
+        assess(type(w)(**{**w.__dict__, "training": big}), load_cluster(REF))
+    assert exc.value.rule == "memory_fits"
+
+
+SPACE: dict[str, Any] = {
+    "name": "chain", "workload": str(EX / "cost-llama3-70b.yaml"), "tokens": 1.0e12,
+    "hardware": {"gpu": ["h100-sxm"], "nodes": [64, 128], "transport": ["infiniband", "roce"]},
+    "parallel": {"tp": [8], "pp": [2, 4], "zero": [1]},
+    "storage": {"system": "parallel-fs", "read_gbyte_s": 100, "write_gbyte_s": 60, "metadata_ops_s": 100000},
+}
+
+
+def test_search_prices_what_cost_prices_on_its_emitted_files(tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump(SPACE))
+    out = tmp_path / "best"
+    res = runner.invoke(app, ["search", str(space), "--workers", "0", "--json", "--emit", str(out)])
+    assert res.exit_code == 0, res.output
+    best = json.loads(res.stdout)["best"]
+    assert 0.5 < best["ettr"] < 1.0 and best["data_stall_s"] is not None
+    cost = _json("cost", str(out / "cluster.yaml"), str(out / "workload.yaml"))
+    for key in ("ettr", "usd_per_million_tokens", "days", "run_usd", "tokens_per_s", "step_time_s",
+                "data_stall_s"):
+        assert cost[key] == pytest.approx(best[key], rel=1e-5), key
+    assert _json("goodput", str(out / "cluster.yaml"), str(out / "workload.yaml"))["ettr"] == cost["ettr"]
+    assert json.loads(res.stdout)["basis"].endswith("x ETTR (failure model)")
+
+
+def test_emit_refuses_a_file_before_searching(tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump(SPACE))
+    f = tmp_path / "f"
+    f.write_text("x")
+    res = runner.invoke(app, ["search", str(space), "--workers", "0", "--emit", str(f)])
+    assert res.exit_code == 2 and "--emit" in res.output and "is a file" in res.output
+    assert "Traceback" not in res.output and f.read_text() == "x"
