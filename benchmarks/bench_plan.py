@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from slowlink.scale import scale
 from slowlink.spec.cluster import Cluster, cluster_from_mapping, load_cluster
 from slowlink.workload.advice import advise
-from slowlink.workload.scale import scale
 from slowlink.workload.spec import Workload, load_workload, workload_from_mapping
 from slowlink.workload.step import plan
 

@@ -78,7 +78,7 @@ def test_plan_imports_neither_scipy_nor_networkx() -> None:
 # models are part of every plan (its ETTR and cost per token: slowlink.assess); the goodput of a budget is not.
 _NOT_FOR_PLAN = ("scipy", "networkx", "matplotlib", "dask", "rich.progress", "numpy.ma", "slowlink.sim.engine",
                  "slowlink.report.html", "slowlink.report.goodput",
-                 "slowlink.collectives.calibration", "slowlink.workload.validate", "slowlink.workload.scale",
+                 "slowlink.collectives.calibration", "slowlink.workload.validate", "slowlink.scale",
                  "slowlink.straggler", "slowlink.cost.design", "slowlink.share", "slowlink.observe", "slowlink.bench")
 
 

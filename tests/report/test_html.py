@@ -20,8 +20,8 @@ from slowlink.cli.main import app
 from slowlink.errors import SpecError
 from slowlink.report.html import check_html_path
 from slowlink.report.plan import scale_reason
+from slowlink.scale import scale
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.scale import scale
 from slowlink.workload.spec import load_workload
 from slowlink.workload.step import plan
 

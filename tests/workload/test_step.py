@@ -106,7 +106,7 @@ def test_cp_and_ep_traffic_appear_when_used() -> None:
 
 
 def test_scale_efficiency_falls_faster_on_25gbe() -> None:
-    from slowlink.workload.scale import scale
+    from slowlink.scale import scale
 
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     ib = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu.yaml"), [1, 2, 8], "per-gpu-batch")

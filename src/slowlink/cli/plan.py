@@ -9,7 +9,7 @@ import typer
 
 from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
-from slowlink.sim.fidelity import check_fidelity, comm_cost
+from slowlink.sim.fidelity import check_fidelity
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.workload.spec import Workload, load_workload
 
@@ -163,7 +163,7 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     from slowlink.progress import progress
     from slowlink.report import html as report_html
     from slowlink.report.plan import scale_reason, scale_table
-    from slowlink.workload.scale import MODES, scale
+    from slowlink.scale import MODES, scale
 
     if mode not in MODES:
         raise SpecError(f"--mode ({mode!r}) must be one of {', '.join(MODES)}")
@@ -176,7 +176,7 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     w, c = load_workload(workload), load_cluster(cluster)
     with progress(f"scale ({fidelity})", len(set(counts)), enabled=fidelity == "flow") as bar:
         try:
-            pts = scale(w, c, counts, mode, lambda ci: comm_cost(fidelity, ci), on_step=bar.begin)
+            pts = scale(w, c, counts, mode, fidelity, on_step=bar.begin)
         except SlowlinkError as exc:  # name the files, as plan does
             raise _named(exc, (workload, cluster), c) from None
     if html is not None:
@@ -185,7 +185,8 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
         print_json({"mode": mode, "fidelity": fidelity, "points": [
             {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
              "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
-             **p.result.to_json()} for p in pts]})
+             **p.result.to_json(), "data_stall_s": p.assessment.data_stall_s, "ettr": p.assessment.ettr,
+             "unpriced": [u.to_json() for u in p.assessment.unpriced]} for p in pts]})
         return
     out.print(scale_table(pts, mode))
     out.print(scale_reason(pts), soft_wrap=True)

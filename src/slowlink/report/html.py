@@ -22,9 +22,9 @@ from slowlink.errors import SlowlinkError, SpecError
 
 if TYPE_CHECKING:
     from slowlink.collectives import Prediction
+    from slowlink.scale import ScalePoint
     from slowlink.spec.cluster import Cluster
     from slowlink.workload.advice import Advice
-    from slowlink.workload.scale import ScalePoint
     from slowlink.workload.spec import Workload
     from slowlink.workload.step import StepResult
 

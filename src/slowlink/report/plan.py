@@ -9,9 +9,9 @@ from rich.table import Table
 from slowlink.workload.step import DIM_WORDS, StepResult
 
 if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: their modules load when they do
+    from slowlink.scale import ScalePoint
     from slowlink.workload.accuracy import Accuracy, RunGroup
     from slowlink.workload.advice import Advice
-    from slowlink.workload.scale import ScalePoint
     from slowlink.workload.validate import Case
 
 _ROWS = (("step time (s)", "step_time_s", "{:.3f}"), ("tokens/s", "tokens_per_s", "{:,.0f}"),

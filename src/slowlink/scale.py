@@ -1,4 +1,5 @@
-"""Scaling: the same workload on 1..N nodes, dp adapted to the node count (tp, pp, cp fixed).
+"""Scaling: the same workload on 1..N nodes, dp adapted to the node count (tp, pp, cp fixed), each size assessed
+by the whole chain (:func:`slowlink.assess.assess`: the step with its data stall, ETTR and cost).
 
 Modes: ``global-batch`` keeps the global batch (fewer micro-batches per rank as dp grows);
 ``per-gpu-batch`` keeps sequences per data-parallel rank (the global batch grows with dp).
@@ -7,18 +8,17 @@ Scaling efficiency = per-GPU tokens/s at a size / per-GPU tokens/s at the smalle
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from slowlink.assess import Assessment, assess
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import StepResult, fit_dp, plan
+from slowlink.workload.step import StepResult, fit_dp
 
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
-    from slowlink.workload.comm import CommCost
 
 MODES = ("global-batch", "per-gpu-batch")
 
@@ -28,17 +28,21 @@ class ScalePoint:
     nodes: int
     gpus: int
     global_batch: int
-    result: StepResult
-    tokens_per_s_per_gpu: float
+    assessment: Assessment
+    tokens_per_s_per_gpu: float  # with the data stall
     efficiency: float
+
+    @property
+    def result(self) -> StepResult:
+        """The step model's answer at this size."""
+        return self.assessment.step
 
 
 def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch",
-          cost_for: Callable[[Cluster], CommCost | None] | None = None,
+          fidelity: str = "analytical",
           on_step: OnStep | None = None) -> list[ScalePoint]:
-    """Plan ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp). ``cost_for`` gives
-    the collective pricing of each resized cluster (None: the analytical model); ``on_step`` is told as each
-    node count begins."""
+    """Assess ``w`` on ``cluster`` resized to each node count; dp = gpus / (tp * pp * cp), collectives priced at
+    ``fidelity``; ``on_step`` is told as each node count begins."""
     if mode not in MODES:
         raise SpecError(f"mode ({mode!r}) must be one of {', '.join(MODES)}")
     if not nodes or min(nodes) < 1:
@@ -57,8 +61,8 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
         gb = w.training.global_batch if mode == "global-batch" else per_rank * dp
         wn = replace(w, parallel=p.model_copy(update={"dp": dp, "ep": min(p.ep, dp)}),
                      training=w.training.model_copy(update={"global_batch": gb}))
-        r = plan(wn, c, cost_for(c) if cost_for is not None else None)
-        tpg = r.tokens_per_s / c.gpus
+        a = assess(wn, c, fidelity=fidelity, full=False)
+        tpg = a.tokens_per_s / c.gpus
         eff = tpg / points[0].tokens_per_s_per_gpu if points else 1.0
-        points.append(ScalePoint(n, c.gpus, gb, r, tpg, eff))
+        points.append(ScalePoint(n, c.gpus, gb, a, tpg, eff))
     return points
