@@ -219,7 +219,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
         from slowlink.workload.advice import advise
 
         advice = tuple(advise(w, cluster, step, price, check_memory=check_memory))
-        if cluster.degraded or cluster.spec.variability is not None:
+        if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_degraded_by
 
             degraded = plan_degraded_by(w, cluster, fidelity, step)

@@ -30,7 +30,7 @@ def test_parts_resolve_to_model_keys() -> None:
     assert d.node_delay_s == {0: 5 * units.MS}
     assert d.link_rate == {"leaf:0->spine:0": 0.25}
     assert d.names[0] == "node 3 NIC 0 at 50%" and bool(d)
-    assert c.spec.variability is not None and c.spec.variability.network_cv == 0.05
+    assert c.variability is not None and c.variability.network_cv == 0.05
 
 
 def test_uniform_cluster_has_no_degraded_parts() -> None:

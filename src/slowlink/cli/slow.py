@@ -64,7 +64,7 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
 
     counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))
     c, w = load_cluster(cluster), load_workload(workload)
-    var = c.spec.variability
+    var = c.variability
     cvs = _numbers(cv, "--cv", float) if cv else ((var.compute_cv,) if var and var.compute_cv else DEFAULT_CVS)
     dist = distribution or (var.distribution if var else "normal")
     for x in cvs:

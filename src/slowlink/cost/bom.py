@@ -110,7 +110,7 @@ def _node_leaf_medium(cluster: Cluster, shape: FabricShape, nodes_per_rack: int)
 
 
 def _management(cluster: Cluster, free_ports: int) -> int:
-    ports = cluster.spec.fabric.management_ports
+    ports = cluster.fabric.management_ports
     if ports > free_ports:
         raise FabricMisfit(f"fabric.management_ports ({ports}) must fit the {free_ports} free leaf ports: the "
                         "nodes fill the leaves (leave a node slot free, as the DGX SuperPOD does for its UFM)")

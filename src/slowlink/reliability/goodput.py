@@ -178,7 +178,7 @@ def interval_choice(cluster: Cluster, w: Workload, step_s: float, daly_s: float)
     interval, else the Daly optimum (never below one step)."""
     from slowlink.storage.checkpoint import interval_s
 
-    rel = cluster.spec.reliability
+    rel = cluster.reliability
     if rel is not None and rel.checkpoint_interval_s is not None:
         return max(step_s, rel.checkpoint_interval_s), "reliability.checkpoint_interval_s"
     ws = interval_s(w.checkpoint, step_s)
@@ -218,7 +218,7 @@ def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePl
     cannot be priced (no storage and no overrides)."""
     w = fit_dp(w, cluster)
     gpus, gpn = job_gpus(w), cluster.gpus_per_node
-    fm = failure_model(cluster.spec.reliability, gpn)
+    fm = failure_model(cluster.reliability, gpn)
     step_s = step.step_time_s + (storage.data_stall_s or 0.0)
     ck = checkpoint_times(w, cluster, storage.checkpoint)
     rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s(gpus), ck.restore_s, ck.commit_lag_s)
@@ -226,7 +226,7 @@ def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePl
     delta = max(ck.blocking_s, 1e-9)
     young, daly = young_interval_s(delta, mttf_s), daly_interval_s(delta, mttf_s)
     tau, why = interval_choice(cluster, w, step_s, daly)
-    seed = cluster.spec.reliability.seed if cluster.spec.reliability else 0
+    seed = cluster.reliability.seed if cluster.reliability else 0
     p = inputs(fm, gpus, gpn, tau, ck, rec)
     return Failures(gpus, gpn, fm, step_s, ck, rec, mttf_s / units.HOUR, young, max(step_s, daly), tau, why, seed, p,
                     ettr_closed_form(p))

@@ -5,7 +5,7 @@ The YAML key names are a contract (docs/spec.md documents every one): keys may b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,9 +54,12 @@ class DragonflySpec(BaseModel):
     global_links_per_switch: int = Field(1, ge=1, description="Global links leaving each group switch.")
 
 
+TransportKind = Literal["infiniband", "roce", "ethernet"]
+
+
 class FabricSpec(BaseModel):
     model_config = SPEC_CONFIG
-    transport: Literal["infiniband", "roce", "ethernet"] = Field(description="Scale-out transport.")
+    transport: TransportKind = Field(description="Scale-out transport.")
     lossless: bool = Field(True, description="RoCE with PFC + ECN tuned (true) or untuned (false).")
     topology: Literal["fat-tree", "rail-optimized", "dragonfly", "single-switch"] = Field(
         "fat-tree", description="Shape of the compute fabric."
@@ -207,6 +210,8 @@ class Fabric:
     ecmp_seed: int
     dragonfly_groups: int | None
     dragonfly_global_links: int
+    management_ports: int = 0  # fabric-manager appliance ports on free leaf ports (priced, no training traffic)
+    routing_given: bool = False  # routing as written; else the transport's default (DEFAULT_ROUTING)
 
 
 @dataclass(frozen=True)
@@ -235,8 +240,11 @@ class Cluster:
     storage: Storage | None
     placement: PlacementSpec
     calibration: Path | None
-    spec: ClusterSpec
-    degraded: Degraded = field(default_factory=Degraded)  # the parts of ``spec.degraded``, keyed for the models
+    degraded: Degraded = field(default_factory=Degraded)  # ``degraded_parts`` keyed for the models
+    degraded_parts: tuple[DegradedPartSpec, ...] = ()  # each degraded part as written (priced one at a time)
+    variability: VariabilitySpec | None = None  # per-rank compute / network variation (the straggler model)
+    reliability: ReliabilitySpec | None = None  # failure rates and recovery overrides (None: the defaults)
+    catalog: Catalog = field(default_factory=Catalog, compare=False, repr=False)  # what its names resolved against
 
     @property
     def gpus(self) -> int:
@@ -313,6 +321,8 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         ecmp_seed=f.ecmp_seed,
         dragonfly_groups=f.dragonfly.groups if f.dragonfly else None,
         dragonfly_global_links=f.dragonfly.global_links_per_switch if f.dragonfly else 1,
+        management_ports=f.management_ports,
+        routing_given=f.routing is not None,
     )
     storage = None
     if spec.storage is not None:
@@ -337,9 +347,24 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         storage=storage,
         placement=spec.placement,
         calibration=calibration,
-        spec=spec,
         degraded=resolve_degraded(spec.degraded, spec.gpus_per_node),
+        degraded_parts=tuple(spec.degraded),
+        variability=spec.variability,
+        reliability=spec.reliability,
+        catalog=catalog,
     )
+
+
+def with_transport(cluster: Cluster, kind: TransportKind, speed_gbit_s: float) -> Cluster:
+    """``cluster`` with its compute fabric on transport ``kind`` and NICs of ``speed_gbit_s`` (what-if advice):
+    the catalog entry :func:`pick_transport` would pick for a file saying so, and that transport's default
+    routing unless the file named one."""
+    spec = FabricSpec(transport=kind)
+    transport = pick_transport(cluster.catalog, spec, speed_gbit_s)
+    f = cluster.fabric
+    fabric = replace(f, transport=transport, routing=f.routing if f.routing_given else DEFAULT_ROUTING[kind])
+    nics = replace(cluster.compute_nics, speed_bytes_s=speed_gbit_s * units.Gbit)
+    return replace(cluster, fabric=fabric, compute_nics=nics)
 
 
 def load_cluster(path: Path | str) -> Cluster:

@@ -102,9 +102,9 @@ def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -
     full = _step(w, cluster, fidelity)
     parts = []
     gpn = cluster.gpus_per_node
-    for spec_part, name in zip(cluster.spec.degraded, cluster.degraded.names, strict=True):
+    for spec_part, name in zip(cluster.degraded_parts, cluster.degraded.names, strict=True):
         alone = replace(cluster, degraded=resolve_degraded([spec_part], gpn))
-        t = full.step_time_s if len(cluster.spec.degraded) == 1 else _step(w, alone, fidelity).step_time_s
+        t = full.step_time_s if len(cluster.degraded_parts) == 1 else _step(w, alone, fidelity).step_time_s
         parts.append(PartCost(name, t, t / base.step_time_s - 1.0))
     unpriced = tuple(f"link {name}" for name in cluster.degraded.link_rate) if fidelity == "analytical" else ()
     return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
@@ -120,7 +120,7 @@ def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical"
         c = degraded_cost(w, cluster, fidelity)
         out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
                 "degraded_by": [p.to_json() for p in c.parts]}
-    v = cluster.spec.variability
+    v = cluster.variability
     if v is not None and result is not None:
         from slowlink.straggler.sweep import plan_jitter
         from slowlink.workload.step import check_plan, fit_dp
@@ -135,7 +135,7 @@ def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[lis
     base = predict_collective(healthy(cluster), query)
     gpn = cluster.gpus_per_node
     per_part = [predict_collective(replace(cluster, degraded=resolve_degraded([p], gpn)), query)
-                for p in cluster.spec.degraded]
+                for p in cluster.degraded_parts]
     return [[{"part": name, "time_s": preds[i].time_s, "slowdown": preds[i].time_s / b.time_s - 1.0}
              for name, preds in zip(cluster.degraded.names, per_part, strict=True)]
             for i, b in enumerate(base)]

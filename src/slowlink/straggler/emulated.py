@@ -160,7 +160,7 @@ def predicted(cluster: Cluster, plan: Plan, op: str, size_bytes: float,
     parts, or by ``found`` (what the probes named) when given."""
     scaled = emulated_cluster(healthy(cluster), plan)
     parts = found if found is not None else \
-        [p for p in cluster.spec.degraded if p.nic is not None or p.delay_ms is not None]
+        [p for p in cluster.degraded_parts if p.nic is not None or p.delay_ms is not None]
     broken = replace(scaled, degraded=resolve_degraded(parts, scaled.gpus_per_node))
     return {f: (_time_s(scaled, f, op, size_bytes), _time_s(broken, f, op, size_bytes))
             for f in ("flow", "analytical")}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from slowlink import units
 from slowlink.errors import SlowlinkError
-from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.cluster import Cluster, with_transport
 from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, fit_dp, plan
@@ -73,12 +73,9 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
                     upd("training", grad_comm_dtype="fp8"), cluster))
     if not cluster.fabric.transport.rdma:
         speed = rdma_nic_gbit(cluster)
-        spec = cluster.spec.model_dump()
-        spec["fabric"] = {**spec["fabric"], "transport": "infiniband", "transport_profile": None}
-        spec["nics"]["compute"]["speed_gbit_s"] = speed
         out.append((f"an RDMA fabric: {speed:g}G InfiniBand NICs instead of "
                     f"{cluster.compute_nics.speed_bytes_s / units.Gbit:g}G {cluster.fabric.transport.name}",
-                    w, cluster_from_mapping(spec, cluster.name)))
+                    w, with_transport(cluster, "infiniband", speed)))
     if p.ep > 1 and p.tp * p.ep > dom and dom % p.tp == 0 and dom // p.tp > 1 and m.moe is not None:
         ep = dom // p.tp
         if m.moe.experts % ep == 0 and p.dp % ep == 0:
