@@ -63,6 +63,16 @@ def test_the_checkpoint_is_priced_once() -> None:
     assert a.goodput.checkpoint.restore_s == a.storage.checkpoint.restore_s
 
 
+@pytest.mark.parametrize(("cluster", "workload"), [(NFS, VIDEO), (REF, STORAGE), (REF, str(EX / "llama3-8b.yaml"))])
+def test_one_checkpoint_interval_for_storage_and_failures(cluster: str, workload: str) -> None:
+    """The workload's interval (counted in steps as they run, stall included) or Daly's where it gives none: the
+    storage plan amortises its checkpoints over the interval the failure model uses."""
+    a = assess(load_workload(workload), load_cluster(cluster), budget=Budget(tokens=1e12))
+    assert a.failures is not None and a.storage.checkpoint is not None and a.goodput is not None
+    assert a.storage.checkpoint.interval_s == a.failures.interval_s == a.goodput.interval_s
+    assert a.storage.checkpoint_overhead_s is not None
+
+
 def test_what_cannot_be_priced_is_said_once_and_the_same_everywhere(tmp_path: Path) -> None:
     text = Path(REF).read_text()
     bare = tmp_path / "bare.yaml"  # no storage: the checkpoint and restore times are unknown

@@ -207,6 +207,8 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
     unpriced: list[Unpriced] = []
     fail = _failures(w, cluster, step, storage, unpriced)
+    if fail is not None:  # one checkpoint interval for the whole chain: the one the failure model uses
+        storage = storage.at_interval(fail.interval_s)
     if hardware is None:
         hardware = _hardware(cluster, prices, unpriced)
     if not b.given:

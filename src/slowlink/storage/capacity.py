@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slowlink.spec.storage import StorageDetails
 
@@ -25,6 +25,13 @@ class Capacity:
     fit: int | None  # checkpoints that fit; None when the capacity is not given
     needed: int
     full_after_s: float | None  # None: never full (or unknown)
+    keep_every: int | None = None  # the retention's keep_every (every k-th checkpoint stays)
+
+    def at_interval(self, interval_s: float) -> Capacity:
+        """The same tier with checkpoints every ``interval_s``: when it is full changes, nothing else."""
+        if self.fit is None:
+            return self
+        return replace(self, full_after_s=time_until_full_s(self.fit, self.needed, self.keep_every, interval_s))
 
     @property
     def fits(self) -> bool | None:
@@ -58,7 +65,7 @@ def capacity(details: StorageDetails, checkpoint_bytes: float, dataset_bytes: fl
     data = dataset_bytes if details.data_tier == tier.name else 0.0
     needed = details.keep_last + 1
     if tier.capacity_bytes is None:
-        return Capacity(tier.name, None, data, checkpoint_bytes, None, needed, None)
+        return Capacity(tier.name, None, data, checkpoint_bytes, None, needed, None, details.keep_every)
     fit = checkpoints_that_fit(tier.capacity_bytes, checkpoint_bytes, data)
     return Capacity(tier.name, tier.capacity_bytes, data, checkpoint_bytes, fit, needed,
-                    time_until_full_s(fit, needed, details.keep_every, interval_s))
+                    time_until_full_s(fit, needed, details.keep_every, interval_s), details.keep_every)

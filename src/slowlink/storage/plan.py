@@ -8,7 +8,7 @@ checkpoint_blocking_s, checkpoint_restore_s, checkpoints_that_fit`` are a contra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from slowlink import units
@@ -34,6 +34,14 @@ class StoragePlan:
     size: CheckpointSize
     checkpoint: CheckpointCost | None
     capacity: Capacity | None
+
+    def at_interval(self, interval_s: float) -> StoragePlan:
+        """The same plan with a checkpoint every ``interval_s``: the interval the failure model settles on
+        (:func:`slowlink.reliability.goodput.interval_choice`), so that the amortised overhead and the capacity's
+        time until full are priced at the interval the run uses."""
+        ck = None if self.checkpoint is None else replace(self.checkpoint, interval_s=interval_s)
+        cap = None if self.capacity is None else self.capacity.at_interval(interval_s)
+        return replace(self, checkpoint=ck, capacity=cap)
 
     @property
     def data_stall_s(self) -> float | None:
@@ -90,14 +98,16 @@ def dataset_bytes(w: Workload, feed: DataFeed) -> float:
 
 
 def plan_storage(w: Workload, cluster: Cluster, step: StepResult) -> StoragePlan:
-    """Data feed, checkpoint cost and capacity of ``w`` on ``cluster`` at the step model's step time."""
+    """Data feed, checkpoint cost and capacity of ``w`` on ``cluster`` at the step model's step time; the
+    workload's checkpoint interval counts steps as they run, data stall included."""
     w = fit_dp(w, cluster)
     t = step.step_time_s
     feed = data_feed(w, cluster, t)
+    run_t = t + (feed.stall_s if feed.supply_s else 0.0)
     size = checkpoint_size(w)
     ck = cap = None
     if cluster.storage is not None:
-        ck = checkpoint_cost(w, cluster, t)
+        ck = checkpoint_cost(w, cluster, run_t)
         cap = capacity(details_of(cluster.storage), size.total_bytes, dataset_bytes(w, feed),
-                       interval_s(w.checkpoint, t))
+                       interval_s(w.checkpoint, run_t))
     return StoragePlan(t, max(step.comm_s.values(), default=0.0), feed, size, ck, cap)
