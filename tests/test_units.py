@@ -77,3 +77,8 @@ def test_one_size_per_element_type() -> None:
     assert units.PRECISION_BYTES == {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
     assert units.DTYPE_BYTES["bf16"] == units.DTYPE_BYTES["bfloat16"] == units.DTYPE_BYTES["half"] == 2
     assert units.DTYPE_BYTES["float"] == units.DTYPE_BYTES["float32"] == 4 and units.DTYPE_BYTES["double"] == 8
+
+
+def test_time_units() -> None:
+    assert (units.MINUTE, units.HOUR, units.DAY) == (60.0, 3600.0, 86400.0)
+    assert units.YEAR == 365.25 * units.DAY and units.YEAR / units.HOUR == 8766.0  # a Julian year

@@ -29,8 +29,9 @@ NS = 1e-9
 US = 1e-6
 MS = 1e-3
 MINUTE = 60.0
-HOUR = 3600.0
-DAY = 86400.0
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+YEAR = 365.25 * DAY  # a Julian year: 365.25 days, the mean calendar year over a leap cycle
 
 # Compute.
 TFLOPS = 1e12

@@ -213,7 +213,7 @@ def interval_s(spec: CheckpointSpec | None, step_time_s: float) -> float | None:
         return None
     if spec.interval_steps is not None:
         return spec.interval_steps * step_time_s
-    return (spec.interval_minutes or 0.0) * 60.0
+    return (spec.interval_minutes or 0.0) * units.MINUTE
 
 
 def checkpoint_cost(w: Workload, cluster: Cluster, step_time_s: float) -> CheckpointCost:
