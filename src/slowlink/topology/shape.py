@@ -2,8 +2,8 @@
 
 Pure (no graph, no domain model above the spec): the analytical link model
 (:mod:`slowlink.collectives.links`), the graph builders (:mod:`.fattree`, :mod:`.dragonfly`) and the
-emulator (:mod:`slowlink.emulate.plan`) all size the fabric from :func:`fabric_shape`, so they cannot
-disagree about which nodes share a leaf.
+emulator (:mod:`slowlink.emulate.plan`) all size the fabric from :func:`fabric_shape` and
+:func:`uplink_bytes_s`, so they cannot disagree about which nodes share a leaf or what its uplinks carry.
 
 Fat tree (2 or 3 tiers, ``fabric.oversubscription = [o0, o1, ...]`` from the leaf up):
   * a leaf splits its ``radix`` ports o0:1 between hosts and uplinks: ``d0 = floor(radix * o0 / (1 + o0))``
@@ -99,6 +99,13 @@ def down_ports(radix: int, ratio: float) -> int:
     return max(1, int(radix * ratio / (1 + ratio)))
 
 
+def uplink_bytes_s(below: int, each_bytes_s: float, ratio: float) -> float:
+    """What a domain's uplinks carry at ``ratio``:1: exactly what its ``below`` used down ports (or member
+    domains) bring up, each at ``each_bytes_s``, divided by the ratio (kept exact, whatever the rounding of
+    cables)."""
+    return below * each_bytes_s / ratio
+
+
 def _fat_tree(cluster: Cluster) -> FabricShape:
     f = cluster.fabric
     nics = max(1, cluster.compute_nics.per_node)
@@ -109,10 +116,10 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
     per_leaf = d0 if rails else max(1, d0 // nics)
     ports = per_leaf if rails else per_leaf * nics
     ups = max(1, round(ports / o[0]))
-    leaf_total = ports * line / o[0]
+    leaf_total = uplink_bytes_s(ports, line, o[0])
     if f.topology == "single-switch" or f.tiers <= 1:
         return FabricShape(f.topology, nics, line, cluster.nodes * nics, cluster.nodes, 0, 0.0)
-    block_up = per_leaf * nics * line / o[0]  # a rail block: nics leaves side by side
+    block_up = uplink_bytes_s(per_leaf * nics, line, o[0])  # a rail block: nics leaves side by side
     stages = [Stage("leaf", o[0], per_leaf, block_up)]
     if f.tiers < 3:
         _check_two_tiers(cluster, per_leaf, nics if rails else 1)
@@ -124,7 +131,7 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
         blocks = max(1, down_ports(f.switch_radix, o_pod) // (nics if rails else 1))
     pod_leaves = blocks * (nics if rails else 1)
     cores = max(1, round(pod_leaves / o_pod))
-    pod_total = pod_leaves * leaf_total / o_pod
+    pod_total = uplink_bytes_s(pod_leaves, leaf_total, o_pod)
     stages.append(Stage("pod", o_pod, blocks * per_leaf, pod_total))
     return FabricShape(f.topology, nics, line, ports, per_leaf, ups, leaf_total / ups, pod_leaves, cores,
                        pod_total / (ups * cores), stages=tuple(stages))
