@@ -28,11 +28,15 @@ a pod, a dragonfly group). Rank placement (which physical node runs each block o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
+
+Index = TypeVar("Index", int, npt.NDArray[np.int64])
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,10 @@ class FabricShape:
         g, r = divmod(endpoint, self.endpoints_per_group)
         return g, r // self.endpoints_per_leaf
 
-    def df_gateway(self, i: int, j: int, k: int) -> int:
+    def df_gateway(self, i: Index, j: Index, k: int) -> Index:
         """Switch of group ``i`` where global link ``k`` of the pair (i, j) ends: the pairs' links are dealt
-        round the group's switches, h per switch (``((j - i - 1) mod G + k (G - 1)) // h mod a``)."""
+        round the group's switches, h per switch (``((j - i - 1) mod G + k (G - 1)) // h mod a``). ``i`` and
+        ``j`` are group numbers or integer arrays of them (element-wise)."""
         g, a, h = self.groups, self.switches_per_group, max(1, self.global_links_per_switch)
         return (((j - i - 1) % g + k * (g - 1)) // h) % a
 
