@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
+from pydantic import BaseModel
 
 from slowlink import units
+from slowlink.spec.storage import CheckpointSpec
+from slowlink.workload.spec import TrainingSpec
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -49,3 +54,31 @@ def test_format_size() -> None:
     assert units.format_size(1024) == "1KiB"
     assert units.format_size(1.5 * 2**30) == "1.5GiB"
     assert units.format_size(12) == "12B"
+
+
+def _literal_choices(model: type[BaseModel], field: str) -> set[str]:
+    return {c for c in get_args(model.model_fields[field].annotation) if c != "training"}
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    (TrainingSpec, "precision"), (TrainingSpec, "grad_comm_dtype"), (CheckpointSpec, "weights_dtype"),
+])
+def test_every_precision_a_spec_accepts_has_a_size(model: type[BaseModel], field: str) -> None:
+    assert _literal_choices(model, field) <= set(units.PRECISION_BYTES)
+
+
+def test_element_sizes_agree_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    for name, size in [*units.PRECISION_BYTES.items(), *units.DTYPE_BYTES.items()]:
+        assert units.torch_dtype(torch, name).itemsize == size, name
+
+
+def test_one_size_per_element_type() -> None:
+    assert units.PRECISION_BYTES == {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+    assert units.DTYPE_BYTES["bf16"] == units.DTYPE_BYTES["bfloat16"] == units.DTYPE_BYTES["half"] == 2
+    assert units.DTYPE_BYTES["float"] == units.DTYPE_BYTES["float32"] == 4 and units.DTYPE_BYTES["double"] == 8
+
+
+def test_time_units() -> None:
+    assert (units.MINUTE, units.HOUR, units.DAY) == (60.0, 3600.0, 86400.0)
+    assert units.YEAR == 365.25 * units.DAY and units.YEAR / units.HOUR == 8766.0  # a Julian year

@@ -7,6 +7,7 @@ quoted by vendors in bits per second and converted here; GB (1e9) and GiB (2**30
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Sizes in bytes.
 KB = 1e3
@@ -28,8 +29,9 @@ NS = 1e-9
 US = 1e-6
 MS = 1e-3
 MINUTE = 60.0
-HOUR = 3600.0
-DAY = 86400.0
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+YEAR = 365.25 * DAY  # a Julian year: 365.25 days, the mean calendar year over a leap cycle
 
 # Compute.
 TFLOPS = 1e12
@@ -133,7 +135,24 @@ def parse_sweep(text: str) -> list[float]:
     return sizes
 
 
-# Element size of each nccl-tests / torch datatype name (-d / --datatype), bytes: nccl-tests' ncclDataType_t
-# names (float, half, bfloat16, double, int8, ...) and the torch spellings users type for them.
-DTYPE_BYTES: dict[str, int] = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bf16": 2,
-                               "bfloat16": 2, "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
+# Element types. Bytes of one element of each torch dtype (``torch.<name>``), each size written once; every
+# name a spec or a command line accepts maps to one of these.
+_TORCH_DTYPE_BYTES: dict[str, int] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
+                                      "int64": 8, "int32": 4, "int8": 1, "uint8": 1}
+# The workload's precisions (training.precision, training.grad_comm_dtype, a checkpoint's weights_dtype) and the
+# torch dtype each is; fp8 maps to E4M3 (E5M2, the other FP8 format, is 1 byte too).
+PRECISION_TORCH: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3fn"}
+# nccl-tests' -d/--datatype names (its ncclDataType_t names: float, half, bfloat16, double, int8, ...) and the
+# torch spellings users type for them, with the torch dtype each is.
+DATATYPE_TORCH: dict[str, str] = {
+    "float": "float32", "float32": "float32", "half": "float16", "float16": "float16", "bf16": "bfloat16",
+    "bfloat16": "bfloat16", "double": "float64", "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64",
+}
+PRECISION_BYTES: dict[str, float] = {name: float(_TORCH_DTYPE_BYTES[t]) for name, t in PRECISION_TORCH.items()}
+DTYPE_BYTES: dict[str, int] = {name: _TORCH_DTYPE_BYTES[t] for name, t in DATATYPE_TORCH.items()}
+
+
+def torch_dtype(torch: Any, name: str) -> Any:
+    """``torch.<dtype>`` of a precision (``bf16``) or a datatype name (``half``); the caller passes the torch
+    module in, imported when it needs it (torch is optional)."""
+    return getattr(torch, PRECISION_TORCH.get(name) or DATATYPE_TORCH[name])

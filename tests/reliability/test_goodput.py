@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.reliability.goodput import DAY_S, Goodput, goodput
+from slowlink.reliability.goodput import Goodput, goodput
 from slowlink.reliability.validate import cases, lost_work_case, published
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.storage.plan import plan_storage
@@ -38,7 +39,7 @@ def test_llama3_405b_on_16k_h100() -> None:
     assert js["mttf_h"] == pytest.approx(54 * 24 / 419)
     assert 0.9 < js["ettr"] < 1.0 and abs(js["ettr"] - js["ettr_monte_carlo"]) < 0.02
     assert js["steps"] == -(-15e12 // (2048 * 8192))
-    useful = js["steps"] * js["step_time_s"] / DAY_S
+    useful = js["steps"] * js["step_time_s"] / units.DAY
     # The failure and checkpoint losses are exactly the gap between the wall clock and the useful time.
     reliability = sum(v for k, v in js["losses"].items()
                       if k.startswith("failures") or k in ("checkpoints", "planned_interruptions"))

@@ -20,12 +20,12 @@ from slowlink.storage.checkpoint import (
     checkpoint_write_time_s,
     rank_bytes,
 )
-from slowlink.storage.plan import plan_storage
+from slowlink.storage.plan import StoragePlan, plan_storage
 from slowlink.storage.read import data_feed, read_time_s, samples_per_s_at_utilisation
 from slowlink.workload.flops import params
 from slowlink.workload.memory import kept_bytes, optimizer_state_bytes
 from slowlink.workload.spec import Workload, load_workload
-from slowlink.workload.step import plan
+from slowlink.workload.step import WAIT_SHARE, plan
 
 EX = Path(__file__).parents[2] / "examples"
 
@@ -143,6 +143,14 @@ def test_stall_follows_the_slowest_supply_and_not_the_rule_of_thumb() -> None:
     assert slow.binding == "storage" and slow.stall_s == pytest.approx(512 * 32e6 / 2e9 - 7.0)
     assert data_feed(w, _cluster(), 7.0).stall_s == 0.0
     assert slow.rule_of_thumb_bytes_s == 64 * units.GB  # shown for comparison only
+
+
+def test_storage_is_named_above_the_step_models_wait_share() -> None:
+    feed = data_feed(_w(data=DataSpec(bytes_per_sample="32MB")), _cluster(read_gbyte_s=2), 1.0)
+    for share, named in ((0.99 * WAIT_SHARE, False), (1.01 * WAIT_SHARE, True)):
+        stalled = replace(feed, supply_s={"storage": 1.0 + share})
+        sp = StoragePlan(1.0, 0.0, stalled, checkpoint_size(_w()), None, None)
+        assert sp.dominates is named
 
 
 def test_converged_storage_uses_the_compute_nics() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from slowlink import units
@@ -79,6 +80,16 @@ def test_dragonfly_shape_is_balanced(make_cluster: Callable[..., Cluster]) -> No
                                   dragonfly={"groups": 4}))
     assert (s.endpoints_per_leaf, s.switches_per_group, s.global_links_per_pair) == (2, 2, 1)
     assert s.stages[0].pair_bytes_s == pytest.approx(LINE)
+
+
+def test_dragonfly_gateway_of_arrays_is_the_gateway_of_each_pair(make_cluster: Callable[..., Cluster]) -> None:
+    s = fabric_shape(make_cluster(nodes=40, gpn=1, nics=1, topology="dragonfly", switch_radix=8,
+                                  dragonfly={"groups": 5, "global_links_per_switch": 2}))
+    i, j = np.array([0, 0, 1, 3, 4, 2]), np.array([1, 4, 0, 2, 0, 3])
+    for k in range(s.global_links_per_pair):
+        got = s.df_gateway(i, j, k)
+        assert list(got) == [s.df_gateway(int(a), int(b), k) for a, b in zip(i, j, strict=True)]
+        assert all(0 <= g < s.switches_per_group for g in got)
 
 
 def test_two_tiers_join_at_most_radix_leaves(make_cluster: Callable[..., Cluster]) -> None:

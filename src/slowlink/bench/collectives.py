@@ -14,16 +14,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from slowlink import units
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
 REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 REDOPS = ("sum", "prod", "min", "max", "avg")
-# nccl-tests' -d names and the torch dtype attribute each maps to.
-DTYPES: dict[str, str] = {
-    "float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64",
-    "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64",
-}
+DTYPES = units.DATATYPE_TORCH  # -d names (nccl-tests' and torch's) and the torch dtype attribute each maps to
 NO_IN_PLACE = ("all_to_all", "send_recv")  # torch has no in-place form of these
 
 

@@ -32,7 +32,7 @@ from slowlink import units
 from slowlink.bench.collectives import require_torch
 from slowlink.errors import BenchError
 
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DTYPES = {p: units.PRECISION_TORCH[p] for p in ("fp32", "bf16", "fp16")}  # the precisions timed
 DEFAULT_SHAPES = ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048))
 COPY_BYTES = 256 * units.MiB
 MAX_CALL_S = 2.0  # a GEMM projected to take longer than this per call is skipped (gemm_rows)

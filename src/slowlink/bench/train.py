@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from slowlink import units
 from slowlink.errors import BenchError
 
 MODES = ("ddp", "fsdp")
@@ -141,7 +142,7 @@ def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + int(os.environ.get("RANK", "0")))
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq_len + 1), generator=gen).to(device)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision, torch.float32)
+    dtype = units.torch_dtype(torch, cfg.precision)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step() -> None:

@@ -8,19 +8,13 @@ from typing import Annotated
 import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
-from slowlink.errors import SlowlinkError
 
 
 def check_plot(path: Path) -> None:
     """--plot's file can be written (folder, suffix) and matplotlib is installed: checked before the run."""
-    from slowlink.fileio import check_output
-    from slowlink.report.share import PLOT_SUFFIXES
+    from slowlink.report.figure import check_figure_output
 
-    check_output(path, "--plot", PLOT_SUFFIXES)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise SlowlinkError("--plot needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
+    check_figure_output(path, "--plot")
 
 
 @clean_errors

@@ -8,19 +8,13 @@ from typing import Annotated
 import typer
 
 from slowlink.cli.common import clean_errors, out, print_json
-from slowlink.errors import SlowlinkError
 
 
 def check_heatmap(path: Path) -> None:
     """--heatmap's file can be written (folder, suffix) and matplotlib is installed: checked before work."""
-    from slowlink.fileio import check_output
-    from slowlink.report.simulate import HEATMAP_SUFFIXES
+    from slowlink.report.figure import check_figure_output
 
-    check_output(path, "--heatmap", HEATMAP_SUFFIXES)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise SlowlinkError("--heatmap needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
+    check_figure_output(path, "--heatmap")
 
 
 @clean_errors

@@ -21,7 +21,7 @@ from slowlink.cost.bom import Bom, bill_of_materials
 from slowlink.cost.prices import PriceBook
 from slowlink.spec.cluster import Cluster
 
-HOURS_PER_YEAR = 8766.0  # 365.25 days
+HOURS_PER_YEAR = units.YEAR / units.HOUR
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class TokenCost:
 
     def days(self, tokens: float) -> float:
         """Wall time to train on ``tokens`` tokens, days."""
-        return tokens / (self.tokens_per_s * self.ettr) / 86400.0
+        return tokens / (self.tokens_per_s * self.ettr) / units.DAY
 
     def to_json(self) -> dict[str, object]:
         return {**self.cost.to_json(), "tokens_per_s": self.tokens_per_s, "step_time_s": self.step_time_s,

@@ -5,8 +5,9 @@ Pure: no system calls, so the shape can be tested without root. A node is a name
 bridge ``br<r>`` per rail, so rails are separate L2 fabrics as in a rail-optimized cluster. A 2-tier fat
 tree puts ``nodes_per_leaf`` nodes under each leaf (the one sizing rule of
 :func:`slowlink.topology.shape.fabric_shape`, which the models use too: set ``fabric.switch_radix`` to
-size a small cluster's leaves) and, per rail, one uplink per leaf to a single spine, shaped to
-``nodes_per_leaf * nic_rate / oversubscription[0]`` so the leaf uplink is really oversubscribed.
+size a small cluster's leaves) and, per rail, one uplink per leaf to a single spine, shaped by the same
+rule (:func:`~slowlink.topology.shape.uplink_bytes_s`: ``nodes_per_leaf * nic_rate / oversubscription[0]``) so
+the leaf uplink is really oversubscribed.
 A link may carry an added one-way delay and a loss fraction, made by netem where the kernel has it and
 by a relay namespace in the middle of the link otherwise (see ``relay.py``). The cluster file's degraded
 NICs and delayed nodes (``degraded:``, docs/straggler.md) are built in: a NIC's link shaped to its rate,
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 from slowlink import units
 from slowlink.errors import EmulationError, field_error
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.shape import fabric_shape
+from slowlink.topology.shape import fabric_shape, uplink_bytes_s
 
 PREFIX = "sl-"
 SUBNET = "10.213.{net}.{host}"
@@ -137,7 +138,7 @@ def build_plan(cluster: Cluster, scale: float = DEFAULT_SCALE, nodes: int | None
         for k in range(n):
             links += [Link(rname(f"n{k}", r), node_ns[k], f"eth{r}", switches[k // per_leaf], f"p{k}r{r}",
                            rate, r) for r in range(rails)]
-        up = per_leaf * rate / cluster.fabric.oversubscription[0]
+        up = uplink_bytes_s(per_leaf, rate, cluster.fabric.oversubscription[0])  # one rail's leaf uplink
         for j in range(leaves):
             links += [Link(rname(f"up{j}", r), switches[j], f"up{r}", switches[-1], f"d{j}r{r}", up, r)
                       for r in range(rails)]

@@ -19,12 +19,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from slowlink import units
 from slowlink.fileio import parse_text
 from slowlink.reliability.restart import RestartModel, restart_model, transport_timeout_s
 from slowlink.spec.reliability import ReliabilitySpec
 
 NODE_DAYS_PER_UNIT = 1000.0  # rates in the spec are per 1000 node-days (Kokolis et al. 2024's unit)
-HOURS_PER_DAY = 24.0
+HOURS_PER_DAY = units.DAY / units.HOUR
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from slowlink.storage.plan import StoragePlan
     from slowlink.workload.step import StepResult
 
-DAY_S = 24 * units.HOUR
 NO_BUDGET = ("training.tokens (None): give the run's token budget in the workload (e.g. tokens: 15T), or --tokens / "
              "--steps")
 SWEEP_GPUS = (8, 64, 512, 2048, 8192, 16384, 32768, 131072)  # job sizes of the MTTF/ETTR sweep
@@ -106,13 +105,13 @@ class Goodput:
         """Expected days each cause costs over the run: failures (lost work and recovery phases), checkpoints,
         planned interruptions, and the step's own data stall, bubble and exposed communication."""
         n, seg, rec = self.segments, self.seg, self.recovery
-        per_fail = seg.failures * n / DAY_S
+        per_fail = seg.failures * n / units.DAY
         return {
-            "failures_lost_work": seg.lost_work_s * n / DAY_S,
+            "failures_lost_work": seg.lost_work_s * n / units.DAY,
             "failures_detect": rec.detect_s * per_fail, "failures_restart": rec.restart_s * per_fail,
             "failures_restore": rec.restore_s * per_fail, "failures_commit_lag": rec.commit_lag_s * per_fail,
-            "checkpoints": seg.checkpoint_s * n / DAY_S, "planned_interruptions": seg.planned_s * n / DAY_S,
-            **{k: v * self.steps / DAY_S for k, v in self.step_parts_s.items()},
+            "checkpoints": seg.checkpoint_s * n / units.DAY, "planned_interruptions": seg.planned_s * n / units.DAY,
+            **{k: v * self.steps / units.DAY for k, v in self.step_parts_s.items()},
         }
 
     def to_json(self) -> dict[str, object]:
@@ -124,7 +123,7 @@ class Goodput:
             "expected_interruptions": self.expected_failures + self.expected_planned,
             "expected_failures": self.expected_failures, "expected_planned": self.expected_planned,
             "tokens": self.tokens, "steps": self.steps, "step_time_s": self.step_s,
-            "time_to_train_days": self.wall_s / DAY_S, "useful_days": self.steps * self.step_s / DAY_S,
+            "time_to_train_days": self.wall_s / units.DAY, "useful_days": self.steps * self.step_s / units.DAY,
             "gpu_hours": self.wall_s * self.gpus / units.HOUR, "losses": self.losses_days(),
             "recovery": {**self.recovery.to_json(), "restart_parts": self.restart_parts,
                          "restart_source": "model" if self.restart_override_s is None

@@ -9,8 +9,6 @@ from rich.table import Table
 
 from slowlink import units
 
-DAY_S = 24 * units.HOUR
-
 if TYPE_CHECKING:
     from slowlink.reliability.drill import DrillResult
     from slowlink.reliability.goodput import Goodput
@@ -52,7 +50,7 @@ def losses_table(g: Goodput) -> Table:
     table.add_column("cause")
     table.add_column("days", justify="right")
     table.add_column("share of wall", justify="right")
-    wall_days = g.wall_s / DAY_S
+    wall_days = g.wall_s / units.DAY
     for k, v in g.losses_days().items():
         table.add_row(k.replace("_", " "), f"{v:.3g}", f"{v / wall_days:.2%}")
     return table
@@ -130,5 +128,5 @@ def drill_lines(r: DrillResult) -> list[str]:
 
 def goodput_sentence(g: Goodput) -> str:
     """One line for the plan: ETTR, MTTF and time-to-train of the token budget."""
-    return (f"goodput: {g.tokens:.3g} tokens in {g.wall_s / DAY_S:.1f} days ({g.wall_s * g.gpus / units.HOUR:,.0f} "
+    return (f"goodput: {g.tokens:.3g} tokens in {g.wall_s / units.DAY:.1f} days ({g.wall_s * g.gpus / units.HOUR:,.0f} "
             f"GPU-hours) at ETTR {g.ettr:.3f} (MTTF {g.mttf_h:.3g} h, checkpoint every {g.interval_s:,.0f} s)")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from slowlink import units
-from slowlink.errors import SlowlinkError
+from slowlink.report.figure import require_matplotlib
 
 if TYPE_CHECKING:
     from slowlink.share.result import ShareResult
@@ -68,7 +68,6 @@ def share_tables(result: ShareResult) -> list[Table | str]:
     return [policy_table(result), slowdown_table(result), *deadlock_lines(result)]
 
 
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector backends write
 PLOT_POINTS = 20_000  # most steps drawn per policy; longer timelines are thinned evenly
 
 
@@ -90,13 +89,9 @@ def draw_timeline(top: Any, bottom: Any, result: ShareResult, points: int = PLOT
 
 def write_timeline(result: ShareResult, path: Path) -> None:
     """:func:`draw_timeline` to a .png, .svg or .pdf file (needs the 'plot' extra)."""
-    try:
-        import matplotlib
+    require_matplotlib("--plot").use("Agg")
+    import matplotlib.pyplot as plt
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SlowlinkError("--plot needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     draw_timeline(top, bottom, result)
     top.legend(fontsize=7)

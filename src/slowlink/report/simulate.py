@@ -10,11 +10,11 @@ from rich.table import Table
 
 from slowlink import units
 from slowlink.errors import SlowlinkError
+from slowlink.report.figure import require_matplotlib
 
 if TYPE_CHECKING:
     from slowlink.sim.scenario import ScenarioResult, TrafficResult
 
-HEATMAP_SUFFIXES = (".png", ".svg", ".pdf")  # formats matplotlib's Agg/vector backends write
 HEATMAP_TOP = 40  # links drawn in the heatmap image, busiest first
 
 
@@ -69,13 +69,9 @@ def hottest_table(r: ScenarioResult) -> Table:
 
 def write_heatmap(r: ScenarioResult, path: Path, top: int = HEATMAP_TOP) -> None:
     """Utilisation of the ``top`` busiest links over time as an image (needs the 'plot' extra)."""
-    try:
-        import matplotlib
+    require_matplotlib("--heatmap").use("Agg")
+    import matplotlib.pyplot as plt
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SlowlinkError("--heatmap needs matplotlib, slowlink's 'plot' extra: pip install matplotlib") from None
     rates = r.sim.link_rate_bytes_s
     if rates is None:
         raise SlowlinkError("--heatmap: the run is too large to keep a utilisation timeline "

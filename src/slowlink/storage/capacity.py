@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from slowlink import units
 from slowlink.spec.storage import StorageDetails
 
 
@@ -40,7 +41,7 @@ class Capacity:
     def to_json(self) -> dict[str, object]:
         return {"tier": self.tier, "capacity_bytes": self.capacity_bytes, "dataset_bytes": self.dataset_bytes,
                 "checkpoints_that_fit": self.fit, "checkpoints_needed": self.needed, "fits": self.fits,
-                "full_after_hours": None if self.full_after_s is None else self.full_after_s / 3600.0}
+                "full_after_hours": None if self.full_after_s is None else self.full_after_s / units.HOUR}
 
 
 def checkpoints_that_fit(capacity_bytes: float, checkpoint_bytes: float, dataset_bytes: float = 0.0) -> int:

@@ -42,13 +42,13 @@ from slowlink.storage.paths import client_bytes_s, details_of, storage_bytes_s, 
 from slowlink.workload.flops import params
 from slowlink.workload.memory import kept_bytes, optimizer_state_bytes
 from slowlink.workload.placement import rank_grid
-from slowlink.workload.spec import DTYPE_BYTES, Workload
+from slowlink.workload.spec import Workload
 
 
 def bytes_per_param_parts(precision: str, weights_dtype: str = "training", save_optimizer: bool = True
                           ) -> dict[str, float]:
     """Bytes per parameter of each part saved: weights (training precision or ``weights_dtype``), optimizer."""
-    weights = kept_bytes(precision) if weights_dtype == "training" else DTYPE_BYTES[weights_dtype]
+    weights = kept_bytes(precision) if weights_dtype == "training" else units.PRECISION_BYTES[weights_dtype]
     return {"weights": weights, "optimizer": optimizer_state_bytes(precision) if save_optimizer else 0.0}
 
 
@@ -213,7 +213,7 @@ def interval_s(spec: CheckpointSpec | None, step_time_s: float) -> float | None:
         return None
     if spec.interval_steps is not None:
         return spec.interval_steps * step_time_s
-    return (spec.interval_minutes or 0.0) * 60.0
+    return (spec.interval_minutes or 0.0) * units.MINUTE
 
 
 def checkpoint_cost(w: Workload, cluster: Cluster, step_time_s: float) -> CheckpointCost:

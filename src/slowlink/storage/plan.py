@@ -18,13 +18,10 @@ from slowlink.storage.checkpoint import CheckpointCost, CheckpointSize, checkpoi
 from slowlink.storage.paths import details_of
 from slowlink.storage.read import DataFeed, data_feed
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import fit_dp
+from slowlink.workload.step import WAIT_SHARE, fit_dp
 
 if TYPE_CHECKING:
     from slowlink.workload.step import StepResult
-
-SHARE = 0.02  # storage is named in the bottleneck sentence above 2% of the step (the step model's threshold)
-
 
 @dataclass(frozen=True)
 class StoragePlan:
@@ -57,8 +54,9 @@ class StoragePlan:
 
     @property
     def dominates(self) -> bool:
-        """Storage waits more per step than any communication dimension, and above 2% of the step."""
-        return self.wait_s > max(self.largest_comm_s, SHARE * self.step_time_s)
+        """Storage waits more per step than any communication dimension, and above the step model's
+        :data:`~slowlink.workload.step.WAIT_SHARE` of the step."""
+        return self.wait_s > max(self.largest_comm_s, WAIT_SHARE * self.step_time_s)
 
     def sentence(self) -> str:
         """The storage wait in words: data stall and checkpoint overhead, each with what binds it."""

@@ -61,10 +61,8 @@ def _local_time(shape: FabricShape, gs: np.ndarray, ss: np.ndarray, gd: np.ndarr
     keys.append((gs[same] * a + ss[same]) * a + sd[same])
     loads.append(w[same] * (ss[same] != sd[same]))
     x = ~same
-    g, h = shape.groups, max(1, shape.global_links_per_switch)
     for k in range(m):
-        gw_s = ((((gd[x] - gs[x] - 1) % g) + k * (g - 1)) // h) % a
-        gw_d = ((((gs[x] - gd[x] - 1) % g) + k * (g - 1)) // h) % a
+        gw_s, gw_d = shape.df_gateway(gs[x], gd[x], k), shape.df_gateway(gd[x], gs[x], k)
         keys += [(gs[x] * a + ss[x]) * a + gw_s, (gd[x] * a + gw_d) * a + sd[x]]
         loads += [w[x] / m * (ss[x] != gw_s), w[x] / m * (gw_d != sd[x])]
     key, load = np.concatenate(keys), np.concatenate(loads)

@@ -2,8 +2,8 @@
 
 Pure (no graph, no domain model above the spec): the analytical link model
 (:mod:`slowlink.collectives.links`), the graph builders (:mod:`.fattree`, :mod:`.dragonfly`) and the
-emulator (:mod:`slowlink.emulate.plan`) all size the fabric from :func:`fabric_shape`, so they cannot
-disagree about which nodes share a leaf.
+emulator (:mod:`slowlink.emulate.plan`) all size the fabric from :func:`fabric_shape` and
+:func:`uplink_bytes_s`, so they cannot disagree about which nodes share a leaf or what its uplinks carry.
 
 Fat tree (2 or 3 tiers, ``fabric.oversubscription = [o0, o1, ...]`` from the leaf up):
   * a leaf splits its ``radix`` ports o0:1 between hosts and uplinks: ``d0 = floor(radix * o0 / (1 + o0))``
@@ -28,11 +28,15 @@ a pod, a dragonfly group). Rank placement (which physical node runs each block o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from slowlink.errors import FabricMisfit
 from slowlink.spec.cluster import Cluster
+
+Index = TypeVar("Index", int, npt.NDArray[np.int64])
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,10 @@ class FabricShape:
         g, r = divmod(endpoint, self.endpoints_per_group)
         return g, r // self.endpoints_per_leaf
 
-    def df_gateway(self, i: int, j: int, k: int) -> int:
+    def df_gateway(self, i: Index, j: Index, k: int) -> Index:
         """Switch of group ``i`` where global link ``k`` of the pair (i, j) ends: the pairs' links are dealt
-        round the group's switches, h per switch (``((j - i - 1) mod G + k (G - 1)) // h mod a``)."""
+        round the group's switches, h per switch (``((j - i - 1) mod G + k (G - 1)) // h mod a``). ``i`` and
+        ``j`` are group numbers or integer arrays of them (element-wise)."""
         g, a, h = self.groups, self.switches_per_group, max(1, self.global_links_per_switch)
         return (((j - i - 1) % g + k * (g - 1)) // h) % a
 
@@ -97,6 +102,13 @@ class FabricShape:
 def down_ports(radix: int, ratio: float) -> int:
     """Ports of a ``radix``-port switch that face down at ``ratio``:1 (down / up = ratio)."""
     return max(1, int(radix * ratio / (1 + ratio)))
+
+
+def uplink_bytes_s(below: int, each_bytes_s: float, ratio: float) -> float:
+    """What a domain's uplinks carry at ``ratio``:1: exactly what its ``below`` used down ports (or member
+    domains) bring up, each at ``each_bytes_s``, divided by the ratio (kept exact, whatever the rounding of
+    cables)."""
+    return below * each_bytes_s / ratio
 
 
 def _fat_tree(cluster: Cluster) -> FabricShape:
@@ -109,10 +121,10 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
     per_leaf = d0 if rails else max(1, d0 // nics)
     ports = per_leaf if rails else per_leaf * nics
     ups = max(1, round(ports / o[0]))
-    leaf_total = ports * line / o[0]
+    leaf_total = uplink_bytes_s(ports, line, o[0])
     if f.topology == "single-switch" or f.tiers <= 1:
         return FabricShape(f.topology, nics, line, cluster.nodes * nics, cluster.nodes, 0, 0.0)
-    block_up = per_leaf * nics * line / o[0]  # a rail block: nics leaves side by side
+    block_up = uplink_bytes_s(per_leaf * nics, line, o[0])  # a rail block: nics leaves side by side
     stages = [Stage("leaf", o[0], per_leaf, block_up)]
     if f.tiers < 3:
         _check_two_tiers(cluster, per_leaf, nics if rails else 1)
@@ -124,7 +136,7 @@ def _fat_tree(cluster: Cluster) -> FabricShape:
         blocks = max(1, down_ports(f.switch_radix, o_pod) // (nics if rails else 1))
     pod_leaves = blocks * (nics if rails else 1)
     cores = max(1, round(pod_leaves / o_pod))
-    pod_total = pod_leaves * leaf_total / o_pod
+    pod_total = uplink_bytes_s(pod_leaves, leaf_total, o_pod)
     stages.append(Stage("pod", o_pod, blocks * per_leaf, pod_total))
     return FabricShape(f.topology, nics, line, ports, per_leaf, ups, leaf_total / ups, pod_leaves, cores,
                        pod_total / (ups * cores), stages=tuple(stages))

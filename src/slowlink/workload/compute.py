@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
+from slowlink.units import PRECISION_BYTES
 from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import (
     MAIN_GRAD_BYTES,
@@ -45,7 +46,7 @@ from slowlink.workload.memory import (
     vocab_shard_params,
 )
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
-from slowlink.workload.spec import DTYPE_BYTES, Workload
+from slowlink.workload.spec import Workload
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
 # only (all A100): it fixed gemm_fraction x E_GEMM at 0.783 for the A100; with the A100's measured MAMF share
@@ -108,7 +109,7 @@ def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
         return 0.0
     k_half = K_HALF if gpu.gemm_k_half is None else gpu.gemm_k_half
     rate = gpu.sustained(precision) * E_GEMM * wave_quantisation(g, gpu.sms) * g.k / (g.k + k_half)
-    dtype = DTYPE_BYTES[precision]
+    dtype = PRECISION_BYTES[precision]
     mem = dtype * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) / gpu.hbm_bw_bytes_s
     return max(g.flops / rate, mem)
 

@@ -20,8 +20,9 @@ The all-gather of the logits is the TP traffic of :func:`~slowlink.workload.traf
 
 from __future__ import annotations
 
+from slowlink.units import PRECISION_BYTES
 from slowlink.workload.memory import kept_bytes
-from slowlink.workload.spec import DTYPE_BYTES, Workload
+from slowlink.workload.spec import Workload
 
 # A fused loss kernel (apex xentropy / flash-attn's cross_entropy with inplace_backward, as the FlashAttention
 # training configs set, github.com/Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml
@@ -44,16 +45,16 @@ def cross_entropy_bytes(w: Workload) -> float:
     m, p, t = w.model, w.parallel, w.training
     n = w.micro_batch_tokens * m.vocab / p.tp
     e = kept_bytes(t.precision)
-    f32 = DTYPE_BYTES["fp32"]  # the logits, cast by ``.float()``
+    f32 = PRECISION_BYTES["fp32"]  # the logits, cast by ``.float()``
     if t.cross_entropy == "gathered":
         return n * p.tp * gathered_bytes_per_logit(e, p.tp)
     if t.cross_entropy == "fused":
         return n * FUSED_CE_PASSES * e
     if t.cross_entropy == "megatron_fused":
         first = f32 if e == f32 else e + f32
-        return n * (first + 2.0 * f32 + 2.0 * f32 + 2.0 * f32 + DTYPE_BYTES["bf16"])
+        return n * (first + 2.0 * f32 + 2.0 * f32 + 2.0 * f32 + PRECISION_BYTES["bf16"])
     casts = 0.0 if e == f32 else 2.0 * (e + f32)
-    return n * (casts + 4.0 + 8.0 + 8.0 + 4.0 + 8.0 + 8.0)
+    return n * (casts + f32 + 2.0 * f32 + 2.0 * f32 + f32 + 2.0 * f32 + 2.0 * f32)
 
 
 # PyTorch's (log_)softmax over a row too long for shared memory (cunn_SoftMaxForward, aten/src/ATen/native/cuda/
@@ -72,7 +73,7 @@ def gathered_bytes_per_logit(e: float, tp: int) -> float:
     (:data:`SOFTMAX_BWD_READS` reads, one write); with tp > 1 the list all-gather's copy-out and ``torch.cat``
     (each e read and written) and, backward, ``all_shard``'s copy of the rank's own slice (1/tp of the logits, read
     and written)."""
-    f32 = DTYPE_BYTES["fp32"]
+    f32 = PRECISION_BYTES["fp32"]
     cast = 0.0 if e == f32 else 2.0 * (e + f32)
     loss = (SOFTMAX_FWD_READS + 1.0) * f32 + f32 + f32 + (SOFTMAX_BWD_READS + 1.0) * f32
     gather = 2.0 * (e + e) + 2.0 * e / tp if tp > 1 else 0.0

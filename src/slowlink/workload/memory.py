@@ -26,10 +26,10 @@ from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.workload.flops import params
 from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
-from slowlink.workload.spec import DTYPE_BYTES, Workload
+from slowlink.workload.spec import Workload
 
 Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
-MAIN_GRAD_BYTES = DTYPE_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
+MAIN_GRAD_BYTES = units.PRECISION_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
 WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
 
 
@@ -70,13 +70,13 @@ class Memory:
 def kept_bytes(precision: str) -> float:
     """Bytes of one weight or activation element as the step keeps and moves it: 4 in fp32 training, else 2
     (FP8 GEMMs keep 16-bit weights and activations, as Transformer Engine does)."""
-    return 4.0 if precision == "fp32" else 2.0
+    return units.PRECISION_BYTES["fp32" if precision == "fp32" else "bf16"]
 
 
 def optimizer_state_bytes(precision: str) -> float:
     """Bytes of Adam state per parameter: m and v in fp32 (8), plus the fp32 master copy (4) under mixed
     precision; in fp32 training the weights are the master (Rajbhandari et al. 2020, Sec. 3.1)."""
-    return 8.0 if precision == "fp32" else 12.0
+    return units.PRECISION_BYTES["fp32"] * (2.0 if precision == "fp32" else 3.0)
 
 
 def layer_params_split(w: Workload) -> tuple[float, float]:
@@ -184,7 +184,7 @@ def logits_bytes(w: Workload) -> float:
     m, p, t = w.model, w.parallel, w.training
     n = w.micro_batch_tokens * m.vocab / p.tp
     e = kept_bytes(t.precision)
-    f32 = DTYPE_BYTES["fp32"]
+    f32 = units.PRECISION_BYTES["fp32"]
     if t.cross_entropy == "gathered":
         return n * p.tp * (2.0 * e + LOSS_BACKWARD_FP32 * f32)
     if t.cross_entropy == "fused":

@@ -17,8 +17,6 @@ from slowlink.workload.tp_comm_config import tp_comm_config
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
 
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}  # bytes per element of each precision
-
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG

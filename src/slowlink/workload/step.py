@@ -42,6 +42,7 @@ ADAM_BYTES_PER_PARAM = 40.0  # fp32 master, m, v read+written (24), fp32 grad re
 DIM_WORDS = {"tp": "TP activation collectives", "cp": "CP ring-attention K/V exchange",
              "ep": "MoE token dispatch (EP all-to-all, TP gather/scatter)", "pp": "PP send/recv between stages",
              "dp": "DP gradient reduction"}
+WAIT_SHARE = 0.02  # a wait (communication, storage) is named as the bottleneck only above this share of the step
 
 
 @dataclass(frozen=True)
@@ -307,8 +308,8 @@ def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed:
     """(dimension, sentence): the largest wait of the step, which link carries it and its share."""
     dim = max(exposed, key=lambda k: exposed[k])
     wait = exposed[dim]
-    if wait < 0.02 * step and bubble < 0.05 * step:
-        return "compute", f"compute-bound: compute is {compute / step:.0%} of the step; no wait above 2%"
+    if wait < WAIT_SHARE * step and bubble < 0.05 * step:
+        return "compute", f"compute-bound: compute is {compute / step:.0%} of the step; no wait above {WAIT_SHARE:.0%}"
     if bubble > wait:
         return "pp_bubble", (f"pipeline bubble: {bubble:.3g} s, {bubble / step:.0%} of the step "
                              f"(pp {w.parallel.pp}, vp {w.parallel.vp}, "

@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
+from slowlink.units import PRECISION_BYTES
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
 from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
 from slowlink.workload.moe import routed_bytes, token_count_bytes
-from slowlink.workload.spec import DTYPE_BYTES, Workload
+from slowlink.workload.spec import Workload
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     if p.zero >= 3:
         return zero3_step(w, cost, lc, layers, micro, gpu)
     dense_n, expert_n = _local_params(w)
-    g_bytes = DTYPE_BYTES[w.training.grad_comm_dtype]
+    g_bytes = PRECISION_BYTES[w.training.grad_comm_dtype]
     dim = "dp_cp" if p.cp > 1 else "dp"
     reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     edp = bool(expert_n) and p.dp // p.ep > 1

@@ -80,11 +80,12 @@ Two implementations, chosen by ``parallel.zero3_impl``:
 from __future__ import annotations
 
 from slowlink.catalog import Gpu
+from slowlink.units import PRECISION_BYTES
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.kernels import SHORT_KERNEL_S  # one per rank: the list API's copies
 from slowlink.workload.memory import kept_bytes
-from slowlink.workload.spec import DTYPE_BYTES, Model, Workload
+from slowlink.workload.spec import Model, Workload
 
 # DeepSpeed default (deepspeed/runtime/zero/constants.py, 2021): tensors below this many elements are not
 # partitioned (stage3_param_persistence_threshold).
@@ -218,7 +219,7 @@ def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gp
     dim = "dp_cp" if p.cp > 1 else "dp"
     grp = groups_of(p, dim)
     ranks = len(grp[0])
-    w_bytes, g_bytes = kept_bytes(w.training.precision), DTYPE_BYTES[w.training.grad_comm_dtype]
+    w_bytes, g_bytes = kept_bytes(w.training.precision), PRECISION_BYTES[w.training.grad_comm_dtype]
     hbm = gpu.hbm_bw_bytes_s
 
     def gather(size: float) -> float:
@@ -256,7 +257,7 @@ def fsdp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro:
     grp = groups_of(p, "dp_cp" if p.cp > 1 else "dp")
     per_layer = local_params / max(layers, 1)
     gather = cost("all_gather", per_layer * kept_bytes(w.training.precision), grp)
-    scatter = cost("reduce_scatter", per_layer * DTYPE_BYTES[w.training.grad_comm_dtype], grp)
+    scatter = cost("reduce_scatter", per_layer * PRECISION_BYTES[w.training.grad_comm_dtype], grp)
     total = micro * layers * (2.0 * gather + scatter)
     if not o.param_gather:
         return total, total
