@@ -54,7 +54,7 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
         if on_step is not None:
             on_step(f"{n} nodes")
         c = replace(cluster, nodes=n)
-        model_par = p.tp * p.pp * p.cp
+        model_par = p.model_parallel
         if c.gpus % model_par:
             raise InfeasiblePlan(f"--nodes ({n}): {c.gpus} GPUs not divisible by tp*pp*cp ({model_par})")
         dp = c.gpus // model_par

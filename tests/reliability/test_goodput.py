@@ -14,7 +14,7 @@ from slowlink.reliability.validate import cases, lost_work_case, published
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.storage.plan import plan_storage
 from slowlink.workload.spec import Workload, load_workload
-from slowlink.workload.step import plan
+from slowlink.workload.step import fit_dp, plan
 
 EX = Path(__file__).parents[2] / "examples"
 
@@ -22,6 +22,7 @@ EX = Path(__file__).parents[2] / "examples"
 def _goodput(w: Workload, c: Cluster, tokens: float | None = None, steps: int | None = None,
              check_memory: bool = True) -> Goodput:
     """The reliability model at the step model's step, the storage plan's stall and checkpoint."""
+    w = fit_dp(w, c)
     step = plan(w, c, check_memory=check_memory)
     return goodput(w, c, step, plan_storage(w, c, step), tokens, steps)
 

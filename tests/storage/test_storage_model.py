@@ -25,7 +25,7 @@ from slowlink.storage.read import data_feed, read_time_s, samples_per_s_at_utili
 from slowlink.workload.flops import params
 from slowlink.workload.memory import kept_bytes, optimizer_state_bytes
 from slowlink.workload.spec import Workload, load_workload
-from slowlink.workload.step import WAIT_SHARE, plan
+from slowlink.workload.step import WAIT_SHARE, fit_dp, plan
 
 EX = Path(__file__).parents[2] / "examples"
 
@@ -115,7 +115,8 @@ def test_capacity_and_time_until_full() -> None:
 
 
 def test_tiers_and_retention_reach_the_plan() -> None:
-    c, w = load_cluster(EX / "ref-64gpu-storage.yaml"), load_workload(EX / "llama3-8b-storage.yaml")
+    c = load_cluster(EX / "ref-64gpu-storage.yaml")
+    w = fit_dp(load_workload(EX / "llama3-8b-storage.yaml"), c)
     sp = plan_storage(w, c, plan(w, c))
     assert sp.capacity is not None and sp.capacity.tier == "hot"
     assert sp.capacity.fit == int(2e12 // sp.size.total_bytes)  # dataset on the capacity tier, not here

@@ -35,7 +35,6 @@ from slowlink.reliability.failures import FailureModel, failure_model
 from slowlink.reliability.recovery import CheckpointTimes, RecoveryCost, checkpoint_times
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import fit_dp
 
 if TYPE_CHECKING:
     from slowlink.storage.plan import StoragePlan
@@ -135,12 +134,6 @@ class Goodput:
         }
 
 
-def job_gpus(w: Workload) -> int:
-    """GPUs the job runs on: ``tp x pp x dp x cp`` (dp resolved)."""
-    p = w.parallel
-    return p.tp * p.pp * p.dp * p.cp
-
-
 def budget_steps(w: Workload, tokens: float | None, steps: int | None) -> tuple[int, float]:
     """(steps, tokens) of the run: ``--steps``, else ``ceil(tokens / (global_batch x seq_len))`` from
     ``--tokens`` or the workload's ``training.tokens``."""
@@ -215,8 +208,7 @@ def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePl
     """The failure model of ``w`` on ``cluster`` at the step model's step time plus the storage plan's data stall,
     its checkpoint as the storage plan priced it; raises :class:`~slowlink.errors.SpecError` when the checkpoint
     cannot be priced (no storage and no overrides)."""
-    w = fit_dp(w, cluster)
-    gpus, gpn = job_gpus(w), cluster.gpus_per_node
+    gpus, gpn = w.parallel.world_size, cluster.gpus_per_node
     fm = failure_model(cluster.reliability, gpn)
     step_s = step.step_time_s + (storage.data_stall_s or 0.0)
     ck = checkpoint_times(w, cluster, storage.checkpoint)
@@ -235,7 +227,6 @@ def goodput(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePla
             steps: int | None = None, at: Failures | None = None) -> Goodput:
     """The reliability model of ``w`` on ``cluster`` over a budget of ``tokens`` or ``steps`` (module docstring),
     from the failure model ``at`` the step (:func:`failures`, made here when not given)."""
-    w = fit_dp(w, cluster)
     n_steps, n_tokens = budget_steps(w, tokens, steps)
     f = at if at is not None else failures(w, cluster, step, storage)
     fm, gpus, gpn, ck, rec = f.model, f.gpus, f.gpus_per_node, f.checkpoint, f.recovery

@@ -93,10 +93,10 @@ def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
     from slowlink.spec.cluster import cluster_from_mapping
     from slowlink.storage.plan import plan_storage
     from slowlink.workload.spec import workload_from_mapping
-    from slowlink.workload.step import plan
+    from slowlink.workload.step import fit_dp, plan
 
     cluster = cluster_from_mapping(c["cluster"], f"{c['id']}.cluster")
-    w = workload_from_mapping(c["workload"], f"{c['id']}.workload")
+    w = fit_dp(workload_from_mapping(c["workload"], f"{c['id']}.workload"), cluster)
     step = plan(w, cluster, check_memory=False)  # the run fit; see workload/validate.py
     g = goodput(w, cluster, step, plan_storage(w, cluster, step))
     bound = " (published: a lower bound)" if c.get("bound") == "lower" else ""

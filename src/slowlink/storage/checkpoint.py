@@ -130,7 +130,7 @@ def rank_bytes(w: Workload, size: CheckpointSize, layout: str) -> tuple[np.ndarr
     n = grid.size
     first = np.zeros(n, dtype=bool)  # the first data-parallel (and context-parallel) replica
     first[grid[tuple(0 if a in ("dp", "cp") else slice(None) for a in axes)].ravel()] = True
-    mp, shard = p.tp * p.pp, p.dp * p.cp
+    mp, shard = p.tp * p.pp, p.dp_shards
     wt, opt = size.parts["weights"], size.parts["optimizer"]
     w_own = wt / (mp * shard) if p.zero >= 3 else wt / mp
     o_own = opt / (mp * shard) if p.zero >= 1 else opt / mp

@@ -18,7 +18,7 @@ from slowlink.storage.checkpoint import CheckpointCost, CheckpointSize, checkpoi
 from slowlink.storage.paths import details_of
 from slowlink.storage.read import DataFeed, data_feed
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import WAIT_SHARE, fit_dp
+from slowlink.workload.step import WAIT_SHARE
 
 if TYPE_CHECKING:
     from slowlink.workload.step import StepResult
@@ -98,7 +98,6 @@ def dataset_bytes(w: Workload, feed: DataFeed) -> float:
 def plan_storage(w: Workload, cluster: Cluster, step: StepResult) -> StoragePlan:
     """Data feed, checkpoint cost and capacity of ``w`` on ``cluster`` at the step model's step time; the
     workload's checkpoint interval counts steps as they run, data stall included."""
-    w = fit_dp(w, cluster)
     t = step.step_time_s
     feed = data_feed(w, cluster, t)
     run_t = t + (feed.stall_s if feed.supply_s else 0.0)

@@ -123,9 +123,9 @@ def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical"
     v = cluster.variability
     if v is not None and result is not None:
         from slowlink.straggler.sweep import plan_jitter
-        from slowlink.workload.step import check_plan, fit_dp
+        from slowlink.workload.step import check_plan
 
-        micro = check_plan(fit_dp(w, cluster), cluster)
+        micro = check_plan(w, cluster)
         out |= plan_jitter(w, result, micro, v.compute_cv, v.network_cv, v.distribution, cluster.gpus)
     return out
 

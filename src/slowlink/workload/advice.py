@@ -14,7 +14,7 @@ from slowlink.errors import SlowlinkError
 from slowlink.spec.cluster import Cluster, with_transport
 from slowlink.workload.comm import CommCost
 from slowlink.workload.spec import Workload
-from slowlink.workload.step import StepResult, fit_dp, plan
+from slowlink.workload.step import StepResult, plan
 
 MIN_GAIN = 0.01  # a change must save 1% of the step to be worth saying
 
@@ -68,7 +68,7 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
     if t.grad_comm_dtype == "fp32":
         out.append(("BF16 gradients (training.grad_comm_dtype: bf16)", upd("training", grad_comm_dtype="bf16"),
                     cluster))
-    if t.grad_comm_dtype == "bf16" and p.dp * p.cp > 1:
+    if t.grad_comm_dtype == "bf16" and p.dp_shards > 1:
         out.append(("FP8 gradient compression (training.grad_comm_dtype: fp8)",
                     upd("training", grad_comm_dtype="fp8"), cluster))
     if not cluster.fabric.transport.rdma:
@@ -92,8 +92,8 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
 
 def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None,
            *, check_memory: bool = True) -> list[Advice]:
-    """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first."""
-    w = fit_dp(w, cluster)
+    """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first (``w`` resolved
+    on ``cluster``: :func:`~slowlink.workload.step.fit_dp`)."""
     out: list[Advice] = []
     for words, w2, c2 in _candidates(w, cluster):
         try:

@@ -207,7 +207,7 @@ def memory(w: Workload) -> Memory:
     once per micro-batch, its backward right after it). Ranks 1 to pp - 2 hold fewer chunks the later they run, so of
     them rank 1 is the most loaded."""
     p, t = w.parallel, w.training
-    shard = p.dp * p.cp
+    shard = p.dp_shards
     micro = w.micro_batches
     layers_of = stage_layers(w)
     weights = kept_bytes(t.precision)

@@ -129,6 +129,46 @@ class ParallelSpec(BaseModel):
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
 
+    # The sizes derived from the degrees, one rule each (as torchtitan's ParallelDims carries them).
+
+    @property
+    def resolved(self) -> bool:
+        """Whether ``dp`` is a number (``auto`` is resolved against a cluster: :meth:`on_gpus`)."""
+        return self.dp != AUTO_DP
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs holding one replica of the model: ``tp x pp x cp``."""
+        return self.tp * self.pp * self.cp
+
+    @property
+    def world_size(self) -> int:
+        """GPUs of the job: ``tp x pp x dp x cp`` (dp resolved)."""
+        return self.model_parallel * self._dp()
+
+    @property
+    def dp_shards(self) -> int:
+        """Ranks that hold the same model slice and shard its optimizer state (ZeRO >= 1), gradients (>= 2) and
+        weights (3): ``dp x cp``, as Megatron-Core's distributed optimizer shards over the data-parallel group
+        with context parallelism."""
+        return self._dp() * self.cp
+
+    def _dp(self) -> int:
+        if not self.resolved:
+            raise SpecError("parallel.dp (auto) is not resolved: resolve the workload on a cluster first "
+                            "(slowlink.workload.step.fit_dp)")
+        return self.dp
+
+    def on_gpus(self, gpus: int) -> ParallelSpec:
+        """This layout with ``dp: auto`` resolved on ``gpus`` GPUs: ``gpus / (tp x pp x cp)``."""
+        if self.resolved:
+            return self
+        if gpus % self.model_parallel:
+            raise InfeasiblePlan(f"parallel.dp (auto): tp ({self.tp}) * pp ({self.pp}) * cp ({self.cp}) = "
+                                 f"{self.model_parallel} must divide the cluster's gpus ({gpus})",
+                                 rule="parallel_divides")
+        return self.model_copy(update={"dp": gpus // self.model_parallel})
+
     @field_validator("dp", mode="before")
     @classmethod
     def _dp_auto(cls, v: object) -> object:

@@ -34,7 +34,7 @@ from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
-from slowlink.workload.spec import AUTO_DP, Workload, check_hardware
+from slowlink.workload.spec import Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 
@@ -108,7 +108,7 @@ def embedding_grad_s(w: Workload, gpu: Gpu) -> float:
 def optimizer_s(w: Workload, gpu: Gpu) -> float:
     """Seconds of the optimizer step on one GPU (module docstring): its local parameters (/ dp x cp under ZeRO) x
     ADAM_BYTES_PER_PARAM / HBM bandwidth, or x the device's measured AdamW seconds per parameter."""
-    shard = w.parallel.dp * w.parallel.cp if w.parallel.zero >= 1 else 1
+    shard = w.parallel.dp_shards if w.parallel.zero >= 1 else 1
     per_param = ADAM_BYTES_PER_PARAM / gpu.hbm_bw_bytes_s if gpu.adam_s_per_param is None else gpu.adam_s_per_param
     return per_param * params_per_gpu(w) / shard
 
@@ -188,15 +188,8 @@ def deferred_wgrad_exposed_s(w: Workload, deferred: int, wgrad_s: float, stage_b
 
 
 def fit_dp(w: Workload, cluster: Cluster) -> Workload:
-    """``w`` with ``parallel.dp: auto`` resolved on ``cluster``: its GPUs / (tp x pp x cp); else ``w``."""
-    p = w.parallel
-    if p.dp != AUTO_DP:
-        return w
-    model_par = p.tp * p.pp * p.cp
-    if cluster.gpus % model_par:
-        raise InfeasiblePlan(f"parallel.dp (auto): tp ({p.tp}) * pp ({p.pp}) * cp ({p.cp}) = {model_par} must "
-                             f"divide the cluster's gpus ({cluster.gpus})", rule="parallel_divides")
-    return replace(w, parallel=p.model_copy(update={"dp": cluster.gpus // model_par}))
+    """``w`` with ``parallel.dp: auto`` resolved on ``cluster`` (:meth:`ParallelSpec.on_gpus`); else ``w``."""
+    return w if w.parallel.resolved else replace(w, parallel=w.parallel.on_gpus(cluster.gpus))
 
 
 def check_plan(w: Workload, cluster: Cluster) -> int:
@@ -204,7 +197,7 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     micro-batches per step."""
     check_hardware(w, cluster)
     p, t, m = w.parallel, w.training, w.model
-    product = p.tp * p.pp * p.dp * p.cp
+    product = p.world_size
     if product != cluster.gpus:
         raise InfeasiblePlan(f"parallel: tp ({p.tp}) * pp ({p.pp}) * dp ({p.dp}) * cp ({p.cp}) = {product} "
                              f"!= gpus ({cluster.gpus})", rule="parallel_divides")

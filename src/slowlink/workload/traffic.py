@@ -245,7 +245,7 @@ def last_bucket_params(w: Workload, local_params: float, embedding_params: float
     which the model does not know at tensor granularity: the full bucket when the embedding is smaller,
     the embedding alone (a lower bound) when it is larger."""
     p = w.parallel
-    bucket = max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp * p.cp, embedding_params)
+    bucket = max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp_shards, embedding_params)
     return min(local_params, bucket)
 
 
@@ -311,7 +311,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     :func:`chunked_gather_exposed_s`, per chunk of the first pipeline rank: ``layers`` / vp layers, chunk 0
     with the embedding). zero 0 (PyTorch or Megatron DDP) and zero 2 keep the one-chunk rule."""
     p, o = w.parallel, w.overlap
-    if p.dp * p.cp == 1:
+    if p.dp_shards == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
     if p.zero >= 3:
         return zero3_step(w, cost, lc, layers, micro, gpu)
