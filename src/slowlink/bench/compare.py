@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from slowlink import units
+from slowlink.bench.lateness import lateness
 from slowlink.bench.record import load_record
 from slowlink.errors import SpecError
 
@@ -109,13 +110,11 @@ def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[dict[str, Any]]:
     """The hosts (or, all on one host, the ranks) of one ``bench collectives`` record against the other ranks.
 
     In a collective every rank leaves together, so the record's per-rank times cannot tell them apart; the
-    time each spent *inside* the calls can: a late rank waits less (:func:`slowlink.straggler.find.lateness`).
+    time each spent *inside* the calls can: a late rank waits less (:func:`slowlink.bench.lateness.lateness`).
     A host's slowdown is that of its latest rank, the loop's cost ``L / (T - L)``; above the tolerance it
     regressed. Metric: seconds per iteration inside the calls (mean over the rows), against the other ranks'
     median (the baseline column).
     """
-    from slowlink.straggler.find import lateness
-
     rows = [r for r in rec["rows"] if r.get("rank_wait_s") and r.get("rank_time_s")]
     late = lateness(rows) if rec["kind"] == "collectives" else None
     if late is None:

@@ -12,7 +12,7 @@ from slowlink import units
 DAY_S = 24 * units.HOUR
 
 if TYPE_CHECKING:
-    from slowlink.reliability.drill import DrillResult
+    from slowlink.drill.harness import DrillResult
     from slowlink.reliability.goodput import Goodput
     from slowlink.reliability.validate import ReliabilityCase
 
