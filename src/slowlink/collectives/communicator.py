@@ -23,7 +23,8 @@ import numpy as np
 
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty, affine_nics, group_nics, group_penalty, nic_share
+from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
+from slowlink.topology.nic import affine_nics, group_nics, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
 
 PATTERNS = ("ring", "tree", "a2a", "p2p")

@@ -23,7 +23,7 @@ from slowlink.spec.degraded import (
     resolve_degraded,
 )
 from slowlink.spec.reliability import ReliabilitySpec
-from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
+from slowlink.spec.storage import StorageDetails, StorageSpec, storage_details
 
 
 class ScaleUpSpec(BaseModel):
@@ -100,28 +100,6 @@ class FabricSpec(BaseModel):
             )
         if self.topology == "dragonfly" and self.dragonfly is None:
             raise ValueError("topology dragonfly needs a dragonfly: {groups: N} section")
-        return self
-
-
-class StorageSpec(BaseModel):
-    model_config = SPEC_CONFIG
-    system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
-    shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
-    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
-    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
-    metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
-    targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
-    # The storage model's keys (slowlink.spec.storage, docs/storage.md).
-    per_client_read_gbyte_s: float | None = Field(None, gt=0, description="Read limit of one client node, GB/s.")
-    per_client_write_gbyte_s: float | None = Field(None, gt=0, description="Write limit of one client node, GB/s.")
-    capacity_tb: float | None = Field(None, gt=0, description="Usable capacity, TB, when no tiers are given.")
-    tiers: list[StorageTierSpec] = Field(default_factory=list, description="Tiers (e.g. hot NVMe, capacity).")
-    retention: RetentionSpec | None = Field(None, description="Checkpoints kept: keep_last, keep_every, tier.")
-    data_tier: str | None = Field(None, description="Tier holding the dataset; default: the first tier.")
-
-    @model_validator(mode="after")
-    def _storage_model(self) -> StorageSpec:
-        check_storage(self)
         return self
 
 
