@@ -5,7 +5,8 @@ The YAML key names are a contract (docs/spec.md documents every one): keys may b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -219,6 +220,12 @@ class Cluster:
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @functools.cached_property
+    def key(self) -> str:
+        """The cluster's value as a hashable key: every resolved field (the raw ``spec`` they were resolved from
+        aside), so that equal clusters share cached work; computed once per object (~20 us)."""
+        return repr(tuple(getattr(self, f.name) for f in fields(self) if f.name != "spec"))
 
     @property
     def nic_bw_bytes_s(self) -> float:
