@@ -11,13 +11,14 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from slowlink import units
 from slowlink.errors import SlowlinkError, SpecError
 from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 
 if TYPE_CHECKING:
+    from slowlink.bench.calibrate import PredictedPoint
     from slowlink.collectives import Prediction
     from slowlink.spec.cluster import Cluster
     from slowlink.workload.advice import Advice
@@ -243,28 +244,28 @@ def collective_page(cluster: Cluster, preds: Sequence[Prediction]) -> str:
     return html_page(f"slowlink collective: {p0.op} x{p0.ranks} on {cluster.name}", body)
 
 
-def compare_page(cluster: Cluster, points: Sequence[dict[str, Any]], record: str) -> str:
+def compare_page(cluster: Cluster, points: Sequence[PredictedPoint], record: str) -> str:
     """The page of ``slowlink collective --compare``: the model's busbw line with the measured record on it."""
-    pts = sorted(points, key=lambda p: float(p["size_bytes"]))
-    sizes = [float(p["size_bytes"]) for p in pts]
-    fig = figure_block(busbw_svg(sizes, [p["predicted_busbw_gbyte_s"] for p in pts], "model",
-                                  [(s, p["measured_busbw_gbyte_s"]) for s, p in zip(sizes, pts, strict=True)]),
+    pts = sorted(points, key=lambda p: float(p.size_bytes))
+    sizes = [float(p.size_bytes) for p in pts]
+    fig = figure_block(busbw_svg(sizes, [p.predicted_busbw_gbyte_s for p in pts], "model",
+                                  [(s, p.measured_busbw_gbyte_s) for s, p in zip(sizes, pts, strict=True)]),
                         f"Model against the measured record {record}.", "busbw")
-    errs = [abs(p["error_pct"]) for p in pts]
-    rows = [(units.format_size(s), f"{p['predicted_busbw_gbyte_s']:.2f}", f"{p['measured_busbw_gbyte_s']:.2f}",
-             f"{p['error_pct']:+.1f}", p["algorithm"]) for s, p in zip(sizes, pts, strict=True)]
-    sentence = (f"{pts[0]['op']} x{pts[0]['ranks']}: time error mean {sum(errs) / len(errs):.1f}%, "
+    errs = [abs(p.error_pct) for p in pts]
+    rows = [(units.format_size(s), f"{p.predicted_busbw_gbyte_s:.2f}", f"{p.measured_busbw_gbyte_s:.2f}",
+             f"{p.error_pct:+.1f}", p.algorithm) for s, p in zip(sizes, pts, strict=True)]
+    sentence = (f"{pts[0].op} x{pts[0].ranks}: time error mean {sum(errs) / len(errs):.1f}%, "
                 f"max {max(errs):.1f}% over {len(pts)} sizes")
     body = (f'<h2>Model vs measured</h2><div class="bottleneck"><span class="sentence">{html.escape(sentence)}'
             f"</span></div>{fig}"
             f"{html_table(('size', 'predicted busbw GB/s', 'measured busbw GB/s', 'time error %', 'algorithm'), rows)}"
             f"{inputs_block([cluster], None)}")
-    return html_page(f"slowlink collective: {pts[0]['op']} on {cluster.name} vs {record}", body)
+    return html_page(f"slowlink collective: {pts[0].op} on {cluster.name} vs {record}", body)
 
 
 def write_collective(path: Path, cluster: Cluster, preds: Sequence[Prediction]) -> None:
     write_page(path, collective_page(cluster, preds))
 
 
-def write_compare(path: Path, cluster: Cluster, points: Sequence[dict[str, Any]], record: str) -> None:
+def write_compare(path: Path, cluster: Cluster, points: Sequence[PredictedPoint], record: str) -> None:
     write_page(path, compare_page(cluster, points, record))
