@@ -72,7 +72,7 @@ def collective(
             from slowlink.straggler.degraded import collective_degraded_by
 
             for o, parts in zip(objs, collective_degraded_by(cluster, query), strict=True):
-                o["degraded_by"] = parts
+                o["degraded_by"] = [x.to_json() for x in parts]
         print_json(objs[0] if size is not None else objs)
         return
     out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"))
