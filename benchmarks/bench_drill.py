@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from slowlink.reliability.drill import DrillConfig, DrillResult, run_drill
+from slowlink.drill.harness import DrillConfig, DrillResult, run_drill
 from slowlink.reliability.ettr import EttrInputs, ettr_closed_form, ettr_monte_carlo
 from slowlink.reliability.failures import default_model
 
@@ -64,7 +64,7 @@ def _median(rs: list[DrillResult], key: str) -> str:
 
 
 def drills(repeats: int, emulated: bool, only: str = "", run_prefix: str = "gp") -> bool:
-    from slowlink.reliability.drill_emulate import run_emulated_drill
+    from slowlink.drill.emulated import run_emulated_drill
 
     ok = True
     print(f"{'fault':42} ok  lost(c/u) detect restart restore recomp | recovery predicted")

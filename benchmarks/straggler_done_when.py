@@ -64,7 +64,7 @@ def jitter_part() -> bool:
 
 
 def emulated_part() -> bool:
-    from slowlink.straggler.emulated import find_slow_emulated
+    from slowlink.probe.slow import find_slow_emulated
 
     r = find_slow_emulated(load_cluster(EX / "straggler-emulate.yaml"))
     for s in r.suspects:

@@ -2,7 +2,7 @@
 
 For 2, 3 and 4 gloo ranks on this machine, an all_reduce sweep (4 KiB to 1 MiB) runs healthy and then with
 the last rank sleeping ``--delay-ms`` before every timed call (the SLOWLINK_BENCH_TEST_DELAY hook). Prints
-every rank's lateness cost ``L / (T - L)`` (:func:`slowlink.straggler.find.lateness`), the ranks
+every rank's lateness cost ``L / (T - L)`` (:func:`slowlink.bench.lateness.lateness`), the ranks
 `find-slow --record` names, whether it named exactly the delayed rank (and nobody when healthy), and the
 delayed rank's cost next to the measured one: the delayed sweep's time over the median healthy sweep's.
 Exits 1 when a delayed rank is missed or a healthy run names one. Usage:
@@ -16,8 +16,9 @@ import statistics
 import sys
 
 from slowlink.bench.collectives import BenchConfig
+from slowlink.bench.lateness import lateness
 from slowlink.bench.launch import launch_local
-from slowlink.straggler.find import late_ranks, lateness
+from slowlink.probe.find import late_ranks
 
 TARGET = "slowlink.bench.collectives:sweep_rank"
 

@@ -79,7 +79,7 @@ def test_dead_rank_is_named() -> None:
 def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> None:
     # Rank 1 sleeps 3 ms before every timed call (the test hook): it arrives late, the others wait for it,
     # so it spends ~3 ms less per call inside the collective; find-slow names it from the record.
-    from slowlink.straggler.find import record_suspects
+    from slowlink.probe.find import record_suspects
 
     cfg = BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 65536.0), iters=6, warmup_iters=1, rounds=2,
                       check=False, test_delay_rank=1, test_delay_s=3e-3)

@@ -52,8 +52,8 @@ def test_imported_table_is_a_record_that_compare_reads_directly() -> None:
     base, new = load_record(H100), load_record(SOCKET)  # nccl-tests text accepted by load_record
     assert base["kind"] == "collectives" and base["rows"][0]["size_bytes"] == 1024
     moves = compare_records(base, new, Tolerance(0.10))
-    assert len(moves) == 11 and all(m["status"] == "regressed" for m in moves)
-    assert compare_records(base, load_record(H100), Tolerance(0.10))[0]["status"] == "ok"
+    assert len(moves) == 11 and all(m.status == "regressed" for m in moves)
+    assert compare_records(base, load_record(H100), Tolerance(0.10))[0].status == "ok"
 
 
 def test_op_comes_from_option_binary_or_file_name(tmp_path: Path) -> None:

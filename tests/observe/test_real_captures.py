@@ -102,7 +102,7 @@ def test_nccl_tests_2_18_mpi_binary_names_the_op() -> None:
 def _compare(base: Path, new: Path) -> dict[int, str]:
     moves = compare_records(check_record(to_record(load_nccl_tests(base), str(base)), str(base)),
                             check_record(to_record(load_nccl_tests(new), str(new)), str(new)), Tolerance(0.10))
-    return {int(m["key"].split()[3]): m["status"] for m in moves}
+    return {int(m.key.split()[3]): m.status for m in moves}
 
 
 def test_real_runs_compared_against_a_baseline() -> None:

@@ -2,7 +2,7 @@
 by 1x to 2x in both models, and by the same factor wherever the two models agree on the healthy time.
 
 The communicator is one rank per node on nodes of 2 NICs: both models send a GPU's traffic by its own NIC
-only (NCCL's local NICs, :func:`slowlink.topology.degraded.affine_nics`), so they agree on the healthy time
+only (NCCL's local NICs, :func:`slowlink.topology.nic.affine_nics`), so they agree on the healthy time
 except where the flow model alone sees something (:data:`DIFFER`, each with its reason)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slowlink.topology.degraded import affine_nics, group_nics, nic_share, peer_nics
+from slowlink.topology.nic import affine_nics, group_nics, nic_share, peer_nics
 
 
 def test_a_gpu_reaches_its_affine_nics_only() -> None:

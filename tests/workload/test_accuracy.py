@@ -8,11 +8,11 @@ from slowlink.workload.accuracy import (
     RecordedRun,
     RunGroup,
     accuracy,
-    priced_runs,
     recorded_runs,
 )
+from slowlink.workload.validate import priced_runs
 
-REFRESH = "python -m slowlink.workload.accuracy"
+REFRESH = "python -m slowlink.workload.validate"
 
 
 def test_record_is_what_validate_prices_now() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +117,33 @@ def calibrate(result: Path, cluster_file: Path, profile_path: Path | None = None
     return profile, profile_path, out_cluster
 
 
-def predicted_vs_measured(cluster: Cluster, rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """For every sum (or non-reducing) row: the model's time and busbw against the measurement."""
+@dataclass(frozen=True)
+class PredictedPoint:
+    """One row of a measured sweep beside the collective model: the ``op`` on ``ranks`` at ``size_bytes``, the
+    measured and predicted time and busbw, the time's ``error_pct`` (predicted / measured - 1) and the
+    ``algorithm`` the model picked."""
+
+    op: str
+    size_bytes: float
+    ranks: int
+    measured_time_s: float
+    predicted_time_s: float
+    measured_busbw_gbyte_s: float
+    predicted_busbw_gbyte_s: float
+    error_pct: float
+    algorithm: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "size_bytes": self.size_bytes, "ranks": self.ranks,
+                "measured_time_s": self.measured_time_s, "predicted_time_s": self.predicted_time_s,
+                "measured_busbw_gbyte_s": self.measured_busbw_gbyte_s,
+                "predicted_busbw_gbyte_s": self.predicted_busbw_gbyte_s, "error_pct": self.error_pct,
+                "algorithm": self.algorithm}
+
+
+def predicted_vs_measured(cluster: Cluster, rec: dict[str, Any]) -> list[PredictedPoint]:
+    """For every sum (or non-reducing) row: the model's time and busbw against the measurement (the record's
+    own values, as written)."""
     hosts = rec.get("env", {}).get("hostnames") or []
     points = []
     for r in rec["rows"]:
@@ -127,10 +153,9 @@ def predicted_vs_measured(cluster: Cluster, rec: dict[str, Any]) -> list[dict[st
         nodes = max(1, len(set(hosts))) if hosts else 1
         grp = Group(ranks=n, ranks_per_node=max(1, -(-n // nodes)))
         p = predict(cluster, r["op"], float(r["size_bytes"]), grp)
-        points.append({"op": r["op"], "size_bytes": r["size_bytes"], "ranks": n, "measured_time_s": r["time_s"],
-                       "predicted_time_s": p.time_s, "measured_busbw_gbyte_s": r["busbw_gbyte_s"],
-                       "predicted_busbw_gbyte_s": p.busbw_bytes_s / units.GB,
-                       "error_pct": 100 * (p.time_s - r["time_s"]) / r["time_s"], "algorithm": p.algorithm})
+        points.append(PredictedPoint(r["op"], r["size_bytes"], n, r["time_s"], p.time_s, r["busbw_gbyte_s"],
+                                     p.busbw_bytes_s / units.GB, 100 * (p.time_s - r["time_s"]) / r["time_s"],
+                                     p.algorithm))
     if not points:
         raise SpecError("the result has no sum (or non-reducing) rows to compare with")
     return points

@@ -16,9 +16,10 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from slowlink import units
+from slowlink.bench.lateness import lateness
 from slowlink.bench.record import load_record
 from slowlink.errors import SpecError
 
@@ -57,6 +58,35 @@ def parse_tolerance(default_pct: float, overrides: list[str]) -> Tolerance:
     return Tolerance(default_pct / 100, tuple(items))
 
 
+Status = Literal["regressed", "improved", "ok"]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One compared row: ``key`` (what was compared), its ``metric``, the ``baseline`` and ``result`` values,
+    ``slowdown_pct`` (> 0: slower), ``change_pct`` (result / baseline - 1), ``tolerance_pct`` and ``status``;
+    ``node`` when nodes are compared with each other."""
+
+    key: str
+    metric: str
+    baseline: float
+    result: float
+    slowdown_pct: float
+    change_pct: float
+    tolerance_pct: float
+    status: Status
+    node: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "metric": self.metric, "baseline": self.baseline,
+                               "result": self.result, "slowdown_pct": self.slowdown_pct,
+                               "change_pct": self.change_pct, "tolerance_pct": self.tolerance_pct,
+                               "status": self.status}
+        if self.node is not None:
+            out["node"] = self.node
+        return out
+
+
 def row_key(kind: str, r: dict[str, Any]) -> tuple[str, str, bool, float | None]:
     """(key text, metric name, lower is better, size in bytes or None)."""
     if kind == "collectives":
@@ -85,7 +115,7 @@ def slowdown(base: float, value: float, lower_is_better: bool) -> float:
     return value / base - 1.0 if lower_is_better else base / value - 1.0
 
 
-def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -> list[dict[str, Any]]:
+def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -> list[Move]:
     """One entry per key both records have: values, change, tolerance and status."""
     if base["kind"] != new["kind"]:
         raise SpecError(f"compare: baseline is a {base['kind']} result, result is a {new['kind']} result")
@@ -99,23 +129,20 @@ def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -
         v = nm[k][3]
         s = slowdown(b, v, lower)
         t = tol.at(size)
-        status = "regressed" if s > t else "improved" if s < -t else "ok"
-        moves.append({"key": k, "metric": metric, "baseline": b, "result": v, "slowdown_pct": 100 * s,
-                      "change_pct": 100 * (v / b - 1.0), "tolerance_pct": 100 * t, "status": status})
+        status: Status = "regressed" if s > t else "improved" if s < -t else "ok"
+        moves.append(Move(k, metric, b, v, 100 * s, 100 * (v / b - 1.0), 100 * t, status))
     return moves
 
 
-def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[dict[str, Any]]:
+def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[Move]:
     """The hosts (or, all on one host, the ranks) of one ``bench collectives`` record against the other ranks.
 
     In a collective every rank leaves together, so the record's per-rank times cannot tell them apart; the
-    time each spent *inside* the calls can: a late rank waits less (:func:`slowlink.straggler.find.lateness`).
+    time each spent *inside* the calls can: a late rank waits less (:func:`slowlink.bench.lateness.lateness`).
     A host's slowdown is that of its latest rank, the loop's cost ``L / (T - L)``; above the tolerance it
     regressed. Metric: seconds per iteration inside the calls (mean over the rows), against the other ranks'
     median (the baseline column).
     """
-    from slowlink.straggler.find import lateness
-
     rows = [r for r in rec["rows"] if r.get("rank_wait_s") and r.get("rank_time_s")]
     late = lateness(rows) if rec["kind"] == "collectives" else None
     if late is None:
@@ -130,14 +157,13 @@ def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[dict[str, Any]]:
         worst = max((i for i, h in enumerate(by) if h == name), key=lambda i: late.cost[i])
         v, ref, s = late.wait_s[worst] / late.rows, late.ref_s[worst] / late.rows, late.cost[worst]
         who = name if name == f"rank {worst}" else f"{name}: rank {worst}"
-        moves.append({"key": f"{who} waits inside the collective", "metric": "rank_wait_s",
-                      "baseline": ref, "result": v, "slowdown_pct": 100 * s,
-                      "change_pct": 100 * (v / ref - 1.0) if ref > 0 else 0.0, "tolerance_pct": 100 * t,
-                      "status": "regressed" if s > t else "ok", "node": name})
+        moves.append(Move(f"{who} waits inside the collective", "rank_wait_s", ref, v, 100 * s,
+                          100 * (v / ref - 1.0) if ref > 0 else 0.0, 100 * t, "regressed" if s > t else "ok",
+                          name))
     return moves
 
 
-def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> list[dict[str, Any]]:
+def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> list[Move]:
     """Each node's rows against the median of all nodes; a node is slow when any row regresses. One record
     alone: its hosts or ranks against each other from their per-rank waits (:func:`rank_nodes`)."""
     if len(recs) == 1:
@@ -159,9 +185,8 @@ def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> lis
             mid = statistics.median(x[k][3] for x in per)
             rows.append((slowdown(mid, v, lower), k, metric, mid, v, tol.at(size)))
         s, k, metric, mid, v, t = max(rows)
-        moves.append({"key": f"{name}: {k}", "metric": metric, "baseline": mid, "result": v,
-                      "slowdown_pct": 100 * s, "change_pct": 100 * (v / mid - 1.0), "tolerance_pct": 100 * t,
-                      "status": "regressed" if s > t else "ok", "node": name})
+        moves.append(Move(f"{name}: {k}", metric, mid, v, 100 * s, 100 * (v / mid - 1.0), 100 * t,
+                          "regressed" if s > t else "ok", name))
     return moves
 
 

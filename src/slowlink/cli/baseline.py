@@ -68,9 +68,9 @@ def compare(
             raise typer.BadParameter("give one RESULT (several only with --nodes)")
         moves = compare_records(load_record(resolve_baseline(baseline, folder)), load_record(results[0]), tol)
         title = f"{results[0]} against baseline {baseline}"
-    bad = [m for m in moves if m["status"] == "regressed"]
+    bad = [m for m in moves if m.status == "regressed"]
     if as_json:
-        print_json({"moves": moves, "regressed": len(bad)})
+        print_json({"moves": [m.to_json() for m in moves], "regressed": len(bad)})
     else:
         out.print(compare_table(moves, title))
         out.print(f"{len(bad)} of {len(moves)} rows regressed" if bad else f"no regression in {len(moves)} rows")

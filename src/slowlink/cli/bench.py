@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from slowlink.cli.bench_record import save_record
 from slowlink.cli.bench_storage import checkpoint, storage
 from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import BenchError
@@ -57,19 +57,6 @@ def emit_slurm(path: Path, args: list[str], nodes: int, gpus_per_node: int, part
 
     write_sbatch(path, sbatch_script(args, nodes, gpus_per_node, partition))
     err.print(f"wrote {path}: sbatch {path}")
-
-
-def save_record(kind: str, label: str, result: dict[str, Any], config: dict[str, Any], backend: str,
-                cluster: Path | None, results: Path, no_results: bool,
-                summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Build the record, write it unless ``no_results``, and return it."""
-    from slowlink.bench.record import environment, make_record, write_record
-
-    rec = make_record(kind, environment(backend, result.get("hostnames"), cluster), config, result["rows"],
-                      summary)
-    if not no_results:
-        err.print(f"record: {write_record(rec, results, label)}")
-    return rec
 
 
 TEST_DELAY_ENV = "SLOWLINK_BENCH_TEST_DELAY"

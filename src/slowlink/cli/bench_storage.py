@@ -50,7 +50,7 @@ def storage(
     require_torch()
     from slowlink.bench.storage import StorageBenchConfig, run_storage
     from slowlink.bench.storage_data import make_dataset
-    from slowlink.cli.bench import save_record
+    from slowlink.cli.bench_record import save_record
     from slowlink.progress import status
     from slowlink.report.storage_bench import probe_line, storage_bench_table
 
@@ -93,7 +93,7 @@ def checkpoint(
 
     from slowlink.bench import launch
     from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, mean_probe, probe_host
-    from slowlink.cli.bench import save_record
+    from slowlink.cli.bench_record import save_record
     from slowlink.progress import progress
     from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.collectives.ops import OPS
 from slowlink.spec.cluster import load_cluster
 from slowlink.units import DTYPE_BYTES
+
+if TYPE_CHECKING:
+    from slowlink.bench.calibrate import PredictedPoint
 
 # The model (numpy) loads inside the commands: `collective -h` needs none of it.
 
@@ -69,7 +72,7 @@ def collective(
             from slowlink.straggler.degraded import collective_degraded_by
 
             for o, parts in zip(objs, collective_degraded_by(cluster, query), strict=True):
-                o["degraded_by"] = parts
+                o["degraded_by"] = [x.to_json() for x in parts]
         print_json(objs[0] if size is not None else objs)
         return
     out.print(sweep_table(preds, dtype, f"{op} on {cluster_file} ({preds[0].ranks} ranks)"))
@@ -77,19 +80,19 @@ def collective(
         out.print(f"reason: {preds[0].reason}")
 
 
-def _compare(cluster_file: Path, result: Path, as_json: bool) -> list[dict[str, Any]]:
+def _compare(cluster_file: Path, result: Path, as_json: bool) -> list[PredictedPoint]:
     """Predicted against measured per size, with the mean and max |error|."""
     from slowlink.bench.calibrate import predicted_vs_measured
     from slowlink.bench.record import load_record
     from slowlink.report.bench import predicted_table
 
     points = predicted_vs_measured(load_cluster(cluster_file), load_record(result))
-    errs = [abs(p["error_pct"]) for p in points]
+    errs = [abs(p.error_pct) for p in points]
     summary = {"mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs)}
     if as_json:
-        print_json({"points": points, **summary})
+        print_json({"points": [p.to_json() for p in points], **summary})
         return points
-    out.print(predicted_table(points, f"{points[0]['op']} x{points[0]['ranks']}: {cluster_file} vs {result}"))
+    out.print(predicted_table(points, f"{points[0].op} x{points[0].ranks}: {cluster_file} vs {result}"))
     out.print(f"mean |error| {summary['mean_abs_error_pct']:.1f}%, max |error| {summary['max_abs_error_pct']:.1f}%")
     return points
 

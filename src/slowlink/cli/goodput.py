@@ -84,14 +84,14 @@ def drill_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Kill, hang or break a rank of a real torchrun job; check it resumes bit-identical, losing no committed step."""
+    from slowlink.drill.harness import DrillConfig, run_drill
     from slowlink.progress import progress
-    from slowlink.reliability.drill import DrillConfig, run_drill
     from slowlink.report.goodput import drill_lines, drill_table
 
     cfg = DrillConfig(nproc, steps, checkpoint_every, fault, fault_step, fault_rank, fault_phase, None,
                       max_restarts, every_attempt, pg_timeout, timeout, 0, shutdown_timeout)
     if emulated is not None:
-        from slowlink.reliability.drill_emulate import run_emulated_drill
+        from slowlink.drill.emulated import run_emulated_drill
 
         with progress("drill", 4) as bar:  # bring-up, reference run, drill run, tear-down
             r = run_emulated_drill(cfg, emulated, nodes, spare=spare, store_node=store_node, on_step=bar.begin)

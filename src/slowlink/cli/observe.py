@@ -114,7 +114,7 @@ def doctor(
     inp = read_inputs(list(files or []))
     extra = []
     if emulated is not None:
-        from slowlink.observe.emulated import probe
+        from slowlink.probe.doctor import probe
         from slowlink.progress import progress
 
         with progress(f"doctor: emulated run {emulated}", 3) as steps:  # shapers, throughput, collective
@@ -150,7 +150,7 @@ def inventory(
         if records is None:  # not rank 0
             return
     elif emulated is not None:
-        from slowlink.observe.emulated import inventory as emulated_inventory
+        from slowlink.probe.doctor import inventory as emulated_inventory
         from slowlink.progress import status
 
         with status(f"inventory: emulated run {emulated}") as steps:

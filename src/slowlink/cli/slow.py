@@ -11,7 +11,7 @@ from slowlink.cli.common import clean_errors, out, print_json
 from slowlink.errors import SpecError, field_error
 
 if TYPE_CHECKING:
-    from slowlink.straggler.emulated import FindSlowResult
+    from slowlink.probe.slow import FindSlowResult
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FIDELITY = typer.Option("both", "--fidelity", help="analytical, flow or both.")
@@ -106,7 +106,7 @@ def find_slow_cmd(emulated: Path | None = _EMULATED, record: Path | None = _RECO
                                     "`bench collectives` result"))
     if record is not None:
         from slowlink.bench.record import load_record
-        from slowlink.straggler.find import record_suspects
+        from slowlink.probe.find import record_suspects
 
         suspects = record_suspects(load_record(record), str(record))
         if as_json:
@@ -125,14 +125,14 @@ def find_slow_cmd(emulated: Path | None = _EMULATED, record: Path | None = _RECO
 
 
 def _find_emulated(emulated: Path, op: str, size: str, iters: int, run_id: str | None) -> FindSlowResult:
-    """Check the options, then run :func:`slowlink.straggler.emulated.find_slow_emulated` (root)."""
+    """Check the options, then run :func:`slowlink.probe.slow.find_slow_emulated` (root)."""
     from slowlink import units
     from slowlink.cli.emulate import check_emulated_size
     from slowlink.emulate import net
     from slowlink.errors import EmulationError
+    from slowlink.probe.slow import find_slow_emulated
     from slowlink.progress import progress
     from slowlink.spec.cluster import load_cluster
-    from slowlink.straggler.emulated import find_slow_emulated
 
     if op not in ("all_reduce", "all_to_all"):
         raise SpecError(field_error("--op", op, "must be all_reduce or all_to_all"))

@@ -23,7 +23,8 @@ import numpy as np
 
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty, affine_nics, group_nics, group_penalty, nic_share
+from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
+from slowlink.topology.nic import affine_nics, group_nics, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
 
 PATTERNS = ("ring", "tree", "a2a", "p2p")
@@ -354,16 +355,17 @@ def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:
     return out
 
 
-_CACHE: dict[tuple[int, str, int, int, int], tuple[Cluster, Group]] = {}
+_CACHE: dict[tuple[str, str, int, int, int], Group] = {}
 
 
 def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
-    """``group`` with its crossings: as given, or from :func:`block_groups` (cached per cluster and shape)."""
+    """``group`` with its crossings: as given, or from :func:`block_groups` (cached by the cluster's value and
+    the group's shape)."""
     if group.crossing is not None:
         return group
-    key = (id(cluster), op, group.ranks, group.ranks_per_node, group.groups_per_node)
+    key = (cluster.key, op, group.ranks, group.ranks_per_node, group.groups_per_node)
     hit = _CACHE.get(key)
-    if hit is None or hit[0] is not cluster:
+    if hit is None:
         if len(_CACHE) > 4096:
             _CACHE.clear()
         gpn = cluster.gpus_per_node
@@ -379,7 +381,7 @@ def with_crossing(cluster: Cluster, op: str, group: Group) -> Group:
             shared = place(cluster, [[j, gpn + j] for j in range(k)], ring_order=False) if spans else placed
         else:
             shared = placed
-        hit = (cluster, Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
-                              cross, penalties(cluster, op, placed), share_of(cluster, shared, op)))
+        hit = Group(group.ranks, group.ranks_per_node, group.groups_per_node, group.span_nodes,
+                    cross, penalties(cluster, op, placed), share_of(cluster, shared, op))
         _CACHE[key] = hit
-    return hit[1]
+    return hit

@@ -2,7 +2,7 @@
 
 Inside the scale-up domain: the link's per-GPU rate x :data:`SCALE_UP_EFFICIENCY`. Across domains: the
 compute NICs the communicator's GPUs reach x speed x ``transport.efficiency``, each NIC shared by the
-communicators using it (:func:`slowlink.topology.degraded.nic_share`, the flow builders' rule), reduced
+communicators using it (:func:`slowlink.topology.nic.nic_share`, the flow builders' rule), reduced
 by the transport's ``tail_penalty`` (untuned RoCE). The fabric's uplink stages slow it only by the traffic
 that crosses them, per traffic pattern (:meth:`Links.for_pattern`, from the group's crossings:
 :mod:`slowlink.collectives.communicator`, :mod:`slowlink.topology.crossing`).
@@ -18,7 +18,8 @@ from slowlink.collectives.communicator import Group
 from slowlink.collectives.constants import NET_REFERENCE_LAT_US, SCALE_UP_EFFICIENCY
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, Crossing
-from slowlink.topology.degraded import NO_PENALTY, Penalty, group_nics
+from slowlink.topology.degraded import NO_PENALTY, Penalty
+from slowlink.topology.nic import group_nics
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def network_bw(cluster: Cluster, nodes_per_domain: int, groups_per_node: int,
     """A domain's NIC bandwidth for one communicator.
 
     share x speed x transport.efficiency x nodes in the domain x (1 - tail), where share is the NICs' worth
-    of a node the communicator's GPUs reach (:func:`slowlink.topology.degraded.nic_share`: a GPU sends only
+    of a node the communicator's GPUs reach (:func:`slowlink.topology.nic.nic_share`: a GPU sends only
     by its own NICs, as NCCL does), or, for a Group not placed, nics / groups_per_node.
     """
     t = cluster.fabric.transport

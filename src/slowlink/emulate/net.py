@@ -115,13 +115,13 @@ def _make_link(plan: Plan, link: Link) -> None:
     proc = subprocess.Popen(["ip", "netns", "exec", mid, sys.executable, "-m", "slowlink.emulate.relay", "ra",
                              "rb", repr(link.delay_s), repr(link.loss), str(plan.seed)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True, env=_env())
+                            text=True, start_new_session=True, env=package_env())
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != "ready":
         raise EmulationError(f"the delay relay of link {link.name} did not start")
 
 
-def _env() -> dict[str, str]:
+def package_env() -> dict[str, str]:
     """This process's environment with our own package first on PYTHONPATH (relays import it)."""
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])
@@ -283,7 +283,7 @@ def _updated(plan: Plan, link: Link) -> Plan:
 # Running commands -----------------------------------------------------------------------------------------
 
 def node_env(plan: Plan, rank: int, port: int = 29513) -> dict[str, str]:
-    env = _env()
+    env = package_env()
     env.update(NODE_RANK=str(rank), RANK=str(rank), WORLD=str(len(plan.nodes)),
                WORLD_SIZE=str(len(plan.nodes)), NNODES=str(len(plan.nodes)),
                MASTER_ADDR=plan.addresses[0], MASTER_PORT=str(port), NODE_ADDR=plan.addresses[rank],

@@ -136,9 +136,9 @@ def baseline_findings(inp: Inputs, baseline: Path, tolerance: float) -> list[Fin
         if rec["kind"] != base["kind"] or src == str(baseline):
             continue
         moves = compare_records(base, rec, Tolerance(tolerance))
-        bad = sorted((m for m in moves if m["status"] == "regressed"), key=lambda m: -m["slowdown_pct"])
-        ev = tuple(f"{src}: {m['key']}: {m['metric']} {m['result']:.4g} vs {m['baseline']:.4g} "
-                   f"(+{m['slowdown_pct']:.0f}%)" for m in bad[:4])
+        bad = sorted((m for m in moves if m.status == "regressed"), key=lambda m: -m.slowdown_pct)
+        ev = tuple(f"{src}: {m.key}: {m.metric} {m.result:.4g} vs {m.baseline:.4g} (+{m.slowdown_pct:.0f}%)"
+                   for m in bad[:4])
         out.append(Finding("collective", "warning", f"{len(bad)} of {len(moves)} rows slower than baseline "
                            f"{baseline.name} by > {100 * tolerance:.0f}%", ev,
                            "something changed since the baseline: compare versions and links (above)")

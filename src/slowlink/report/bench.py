@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from slowlink import units
+
+if TYPE_CHECKING:
+    from slowlink.bench.calibrate import PredictedPoint
+    from slowlink.bench.compare import Move
 
 
 def _half_cells(h: dict[str, Any] | None) -> list[str]:
@@ -73,23 +78,22 @@ def profile_table(row: dict[str, Any]) -> Table:
     return t
 
 
-def compare_table(moves: list[dict[str, Any]], title: str) -> Table:
+def compare_table(moves: Sequence[Move], title: str) -> Table:
     """key, baseline, result, change, tolerance, status."""
     t = Table("what", "metric", "baseline", "result", "change", "tolerance", "status", title=title)
     for m in moves:
-        style = {"regressed": "bold red", "improved": "green"}.get(m["status"], "")
-        t.add_row(m["key"], m["metric"], f"{m['baseline']:.4g}", f"{m['result']:.4g}",
-                  f"{m['change_pct']:+.1f}%", f"{m['tolerance_pct']:.0f}%",
-                  f"[{style}]{m['status']}[/]" if style else m["status"])
+        style = {"regressed": "bold red", "improved": "green"}.get(m.status, "")
+        t.add_row(m.key, m.metric, f"{m.baseline:.4g}", f"{m.result:.4g}", f"{m.change_pct:+.1f}%",
+                  f"{m.tolerance_pct:.0f}%", f"[{style}]{m.status}[/]" if style else m.status)
     return t
 
 
-def predicted_table(points: list[dict[str, Any]], title: str) -> Table:
+def predicted_table(points: Sequence[PredictedPoint], title: str) -> Table:
     """size, measured and predicted time and busbw, error."""
     t = Table("size (B)", "measured (us)", "predicted (us)", "measured busbw", "predicted busbw", "error",
               "algorithm", title=title)
     for p in points:
-        t.add_row(f"{p['size_bytes']:.0f}", f"{p['measured_time_s'] / units.US:.1f}",
-                  f"{p['predicted_time_s'] / units.US:.1f}", f"{p['measured_busbw_gbyte_s']:.3f}",
-                  f"{p['predicted_busbw_gbyte_s']:.3f}", f"{p['error_pct']:+.1f}%", p["algorithm"])
+        t.add_row(f"{p.size_bytes:.0f}", f"{p.measured_time_s / units.US:.1f}", f"{p.predicted_time_s / units.US:.1f}",
+                  f"{p.measured_busbw_gbyte_s:.3f}", f"{p.predicted_busbw_gbyte_s:.3f}", f"{p.error_pct:+.1f}%",
+                  p.algorithm)
     return t

@@ -10,7 +10,7 @@ from rich.table import Table
 from slowlink import units
 
 if TYPE_CHECKING:
-    from slowlink.reliability.drill import DrillResult
+    from slowlink.drill.harness import DrillResult
     from slowlink.reliability.goodput import Goodput
     from slowlink.reliability.validate import ReliabilityCase
 

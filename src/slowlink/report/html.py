@@ -9,18 +9,16 @@ The pages draw result objects the commands already computed (:class:`StepResult`
 from __future__ import annotations
 
 import html
-import io
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from slowlink import __version__, units
+from slowlink import units
 from slowlink.errors import SlowlinkError, SpecError
+from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 
 if TYPE_CHECKING:
+    from slowlink.bench.calibrate import PredictedPoint
     from slowlink.collectives import Prediction
     from slowlink.scale import ScalePoint
     from slowlink.spec.cluster import Cluster
@@ -34,21 +32,6 @@ DIMS = ("tp", "cp", "ep", "pp", "dp")
 SEGMENTS = (("compute", "#4c72b0"), ("pipeline bubble", "#b0b0b0"), ("optimizer", "#8c6d31"),
             ("overlap contention", "#ccb974"), ("TP exposed", "#dd8452"), ("CP exposed", "#937860"),
             ("EP exposed", "#da8bc3"), ("PP exposed", "#8172b3"), ("DP exposed", "#c44e52"))
-_NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( ?/ ?[0-9][0-9.,]*)?$")  # 1.5 s, 12%, 0.3 / 0.9, 8/10
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
-color:#222;padding:0 1rem;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
-.meta{color:#666;font-size:.85rem}
-.bottleneck{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6rem 1rem;margin:.6rem 0}
-.bottleneck b{display:block}ul.advice{margin:.3rem 0 0 0}
-table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}
-th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}th{background:#f4f4f4}
-td:first-child,th:first-child,td.w{text-align:left}
-figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{color:#555;font-size:.9rem}
-"""
-
-
 def check_html_path(path: Path | None) -> None:
     """Reject an output path before any work: it must end in .html/.htm, in an existing folder.
 
@@ -68,108 +51,6 @@ def check_html_path(path: Path | None) -> None:
         raise SlowlinkError("--html needs matplotlib, slowlink's 'plot' extra: pip install 'slowlink[plot]'") from None
 
 
-@contextmanager
-def _figure(salt: str, width_in: float, height_in: float, ncols: int = 1, nrows: int = 1,
-            **subplots: Any) -> Iterator[tuple[Any, Any]]:
-    """A matplotlib figure (Agg, no display) whose SVG ids are salted per figure, so they stay unique.
-
-    Yields the figure and its axes row by row; ``subplots`` goes to ``plt.subplots`` (``sharex``...).
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 10}):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(width_in, height_in), squeeze=False, **subplots)
-        try:
-            yield fig, list(axes.flat)
-        finally:
-            plt.close(fig)
-
-
-def _svg(fig: Any, prefix: str) -> str:
-    """The figure as an inline <svg> element (XML prolog and DOCTYPE dropped), every id prefixed.
-
-    matplotlib numbers its groups per figure (``figure_1``, ``patch_1``); two figures on one page would
-    repeat those ids, so each id and each reference to one (``url(#..)``, ``href="#.."``) gets ``prefix``.
-    """
-    buf = io.StringIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="svg")
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
-    text = re.sub(r'url\(#([^)]+)\)', rf"url(#{prefix}-\1)", text)
-    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)
-
-
-def _figure_block(svg: str, caption: str, fig_id: str) -> str:
-    return (f'<figure id="{fig_id}" class="plot">{svg}<figcaption>{html.escape(caption)}</figcaption>'
-            "</figure>")
-
-
-def _cell(value: object) -> str:
-    """A <td>, numbers right-aligned (the default) and words left-aligned."""
-    text = str(value)
-    cls = "" if _NUMBER.match(text) else ' class="w"'
-    return f"<td{cls}>{html.escape(text)}</td>"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]], cls: str = "") -> str:
-    """An HTML table; every cell escaped."""
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _page(title: str, body: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1><p class=\"meta\">slowlink {__version__}, {stamp}</p>"
-            f"{body}</body></html>\n")
-
-
-def _write(path: Path, page: str) -> None:
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"--html ({str(path)!r}): cannot write: {exc.strerror}") from None
-
-
-# ---- inputs -------------------------------------------------------------------------------------------
-
-def cluster_rows(c: Cluster) -> list[tuple[str, str]]:
-    """The fields that set a cluster's speed, in words."""
-    f = c.fabric
-    over = ":".join(f"{o:g}" for o in f.oversubscription)
-    return [("nodes x GPUs", f"{c.nodes} x {c.gpus_per_node} {c.gpu.name} = {c.gpus}"),
-            ("scale-up", f"{c.scale_up.link.name}, {c.scale_up.domain_gpus} GPUs per domain, "
-                         f"{c.scale_up.bw_bytes_s / units.GB:.0f} GB/s per GPU"),
-            ("compute NICs", f"{c.compute_nics.per_node} x {c.compute_nics.speed_bytes_s / units.Gbit:.0f} Gbit/s "
-                             f"per node ({f.transport.name})"),
-            ("fabric", f"{f.topology}, {f.tiers} tiers, oversubscription {over}, routing {f.routing}")]
-
-
-def workload_rows(w: Workload) -> list[tuple[str, str]]:
-    """Model, batch and parallel layout in words."""
-    m, t, p = w.model, w.training, w.parallel
-    moe = f", MoE {m.moe.experts} experts top-{m.moe.top_k}" if m.moe else ""
-    return [("model", f"{m.name}: {m.layers} layers, hidden {m.hidden}, seq {m.seq_len}{moe}"),
-            ("batch", f"global {t.global_batch}, micro {t.micro_batch}, {t.precision}, recompute {t.recompute}"),
-            ("parallel", f"tp {p.tp}, pp {p.pp}, dp {p.dp or 'auto'}, cp {p.cp}, ep {p.ep}, vp {p.vp}, zero {p.zero}")]
-
-
-def _inputs(clusters: Sequence[Cluster], w: Workload | None) -> str:
-    parts = ["<h2>Inputs</h2>"]
-    if w is not None:
-        parts.append(f"<p><b>workload</b> {html.escape(w.name)}</p>" + _table(("field", "value"), workload_rows(w)))
-    for c in clusters:
-        parts.append(f"<p><b>cluster</b> {html.escape(c.name)}</p>" + _table(("field", "value"), cluster_rows(c)))
-    return "".join(parts)
-
-
 # ---- plan ---------------------------------------------------------------------------------------------
 
 def step_segments_s(r: StepResult) -> list[float]:
@@ -186,7 +67,7 @@ def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str
     """
     segs = [[v / r.step_time_s * 100 if share else v for v in step_segments_s(r)] for r in results]
     ends = [sum(s) for s in segs]
-    with _figure(salt, 10, 1.3 + 0.5 * len(names)) as (fig, (ax,)):
+    with new_figure(salt, 10, 1.3 + 0.5 * len(names)) as (fig, (ax,)):
         left = [0.0] * len(names)
         for k, (label, colour) in enumerate(SEGMENTS):
             vals = [s[k] for s in segs]
@@ -209,7 +90,7 @@ def breakdown_svg(names: Sequence[str], results: Sequence[StepResult], salt: str
         ax.set_xlabel("share of the training step (%)" if share else "seconds per training step")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=9)
         ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def _bottleneck_block(name: str, r: StepResult, advice: Sequence[Advice]) -> str:
@@ -236,7 +117,7 @@ def _plan_metrics(names: Sequence[str], results: Sequence[StepResult]) -> str:
         if any(r.comm_total_s.get(d, 0.0) > 0 for r in results):
             rows.append([f"{d} exposed / total (s)",
                          *(f"{r.comm_s.get(d, 0.0):.3f} / {r.comm_total_s.get(d, 0.0):.3f}" for r in results)])
-    return _table(("", *names), rows, "metrics")
+    return html_table(("", *names), rows, "metrics")
 
 
 def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
@@ -250,16 +131,16 @@ def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepRe
                       for n, text in zip(names, memory, strict=True))
     blocks += "".join(f'<p class="accuracy"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
                       for n, text in zip(names, accuracy, strict=True))
-    fig = _figure_block(breakdown_svg(names, results), "Where each step goes: compute, pipeline bubble, "
+    fig = figure_block(breakdown_svg(names, results), "Where each step goes: compute, pipeline bubble, "
                         "optimizer and the communication each parallel dimension leaves exposed.", "breakdown")
     body = (f"<h2>Bottleneck</h2>{blocks}<h2>Step time</h2>{fig}{_plan_metrics(names, results)}"
-            f"{_inputs(clusters, w)}")
-    return _page(f"slowlink plan: {w.name} on {', '.join(names)}", body)
+            f"{inputs_block(clusters, w)}")
+    return html_page(f"slowlink plan: {w.name} on {', '.join(names)}", body)
 
 
 def write_plan(path: Path, clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
                advice: Sequence[Sequence[Advice]], accuracy: Sequence[str]) -> None:
-    _write(path, plan_page(clusters, w, results, advice, accuracy))
+    write_page(path, plan_page(clusters, w, results, advice, accuracy))
 
 
 # ---- scale --------------------------------------------------------------------------------------------
@@ -273,7 +154,7 @@ def comm_compute_ratio(r: StepResult) -> float:
 def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
     """Left: scaling efficiency vs nodes (ideal = 100%). Right: comm/compute and each wait's share of the step."""
     nodes = [p.nodes for p in points]
-    with _figure(salt, 11, 4.0, ncols=2) as (fig, (ax1, ax2)):
+    with new_figure(salt, 11, 4.0, ncols=2) as (fig, (ax1, ax2)):
         eff = [100 * p.efficiency for p in points]
         ax1.axhline(100, color="#999", ls="--", lw=1, label="ideal")
         ax1.plot(nodes, eff, "o-", color="#4c72b0", label="scaling efficiency")
@@ -300,7 +181,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
             ax.minorticks_off()
             ax.set_xlabel("nodes")
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str, reason: str) -> str:
@@ -308,20 +189,20 @@ def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode
     rows = [(p.nodes, p.gpus, p.global_batch, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.efficiency:.1%}",
              f"{comm_compute_ratio(p.result):.2f}", f"{p.result.step_time_s:.3f}",
              f"{p.result.exposed_comm_s:.3f}", f"{p.result.bubble_s:.3f}") for p in points]
-    table = _table(("nodes", "GPUs", "batch", "tok/s/GPU", "efficiency", "comm/compute", "step s",
+    table = html_table(("nodes", "GPUs", "batch", "tok/s/GPU", "efficiency", "comm/compute", "step s",
                     "exposed comm s", "bubble s"), rows, "metrics")
-    fig = _figure_block(scale_svg(points), f"{w.name} on {cluster.name} resized ({mode}): per-GPU "
+    fig = figure_block(scale_svg(points), f"{w.name} on {cluster.name} resized ({mode}): per-GPU "
                         "efficiency, and what grows with the node count.", "scaling")
-    breakdown = _figure_block(breakdown_svg([f"{p.nodes} nodes" for p in points], [p.result for p in points],
+    breakdown = figure_block(breakdown_svg([f"{p.nodes} nodes" for p in points], [p.result for p in points],
                                             "scale-breakdown", share=True), "Step breakdown at each size.", "breakdown")
     body = (f'<h2>Bottleneck</h2><div class="bottleneck"><span class="sentence">{html.escape(reason)}</span>'
-            f"</div><h2>Scaling</h2>{fig}{table}{breakdown}{_inputs([cluster], w)}")
-    return _page(f"slowlink scale: {w.name} on {cluster.name}", body)
+            f"</div><h2>Scaling</h2>{fig}{table}{breakdown}{inputs_block([cluster], w)}")
+    return html_page(f"slowlink scale: {w.name} on {cluster.name}", body)
 
 
 def write_scale(path: Path, cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str,
                 reason: str) -> None:
-    _write(path, scale_page(cluster, w, points, mode, reason))
+    write_page(path, scale_page(cluster, w, points, mode, reason))
 
 
 # ---- collective ---------------------------------------------------------------------------------------
@@ -329,7 +210,7 @@ def write_scale(path: Path, cluster: Cluster, w: Workload, points: Sequence[Scal
 def busbw_svg(sizes_bytes: Sequence[float], busbw_gbyte_s: Sequence[float], label: str,
               measured: Sequence[tuple[float, float]] = (), salt: str = "busbw") -> str:
     """busbw (GB/s) against size on a log2 axis; measured (size, busbw) points overlaid when given."""
-    with _figure(salt, 10, 4.2) as (fig, (ax,)):
+    with new_figure(salt, 10, 4.2) as (fig, (ax,)):
         ax.plot(sizes_bytes, busbw_gbyte_s, "o-", ms=3, color="#4c72b0", label=label)
         if measured:
             ax.plot([m[0] for m in measured], [m[1] for m in measured], "x", ms=7, mew=2, color="#c44e52",
@@ -345,46 +226,46 @@ def busbw_svg(sizes_bytes: Sequence[float], busbw_gbyte_s: Sequence[float], labe
         ax.grid(alpha=0.3)
         ax.legend(frameon=False)
         ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def collective_page(cluster: Cluster, preds: Sequence[Prediction]) -> str:
     """The page of ``slowlink collective --sweep``: the busbw curve, each size's algorithm and bottleneck."""
     p0, big = preds[0], max(preds, key=lambda p: p.size_bytes)
-    fig = _figure_block(busbw_svg([p.size_bytes for p in preds], [p.busbw_bytes_s / units.GB for p in preds],
+    fig = figure_block(busbw_svg([p.size_bytes for p in preds], [p.busbw_bytes_s / units.GB for p in preds],
                                   f"model ({p0.op}, {p0.ranks} ranks)"), "Bus bandwidth against message size "
                         "(nccl-tests' busbw).", "busbw")
     rows = [(units.format_size(p.size_bytes), f"{p.time_s / units.US:.2f}", f"{p.algbw_bytes_s / units.GB:.2f}",
              f"{p.busbw_bytes_s / units.GB:.2f}", p.algorithm, p.protocol, p.bottleneck) for p in preds]
-    table = _table(("size", "time (us)", "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "bottleneck"), rows)
+    table = html_table(("size", "time (us)", "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "bottleneck"), rows)
     sentence = f"at {units.format_size(big.size_bytes)}: {big.reason}"
     body = (f'<h2>Bottleneck</h2><div class="bottleneck"><span class="sentence">{html.escape(sentence)}</span>'
-            f"</div><h2>Bus bandwidth</h2>{fig}{table}{_inputs([cluster], None)}")
-    return _page(f"slowlink collective: {p0.op} x{p0.ranks} on {cluster.name}", body)
+            f"</div><h2>Bus bandwidth</h2>{fig}{table}{inputs_block([cluster], None)}")
+    return html_page(f"slowlink collective: {p0.op} x{p0.ranks} on {cluster.name}", body)
 
 
-def compare_page(cluster: Cluster, points: Sequence[dict[str, Any]], record: str) -> str:
+def compare_page(cluster: Cluster, points: Sequence[PredictedPoint], record: str) -> str:
     """The page of ``slowlink collective --compare``: the model's busbw line with the measured record on it."""
-    pts = sorted(points, key=lambda p: float(p["size_bytes"]))
-    sizes = [float(p["size_bytes"]) for p in pts]
-    fig = _figure_block(busbw_svg(sizes, [p["predicted_busbw_gbyte_s"] for p in pts], "model",
-                                  [(s, p["measured_busbw_gbyte_s"]) for s, p in zip(sizes, pts, strict=True)]),
+    pts = sorted(points, key=lambda p: float(p.size_bytes))
+    sizes = [float(p.size_bytes) for p in pts]
+    fig = figure_block(busbw_svg(sizes, [p.predicted_busbw_gbyte_s for p in pts], "model",
+                                  [(s, p.measured_busbw_gbyte_s) for s, p in zip(sizes, pts, strict=True)]),
                         f"Model against the measured record {record}.", "busbw")
-    errs = [abs(p["error_pct"]) for p in pts]
-    rows = [(units.format_size(s), f"{p['predicted_busbw_gbyte_s']:.2f}", f"{p['measured_busbw_gbyte_s']:.2f}",
-             f"{p['error_pct']:+.1f}", p["algorithm"]) for s, p in zip(sizes, pts, strict=True)]
-    sentence = (f"{pts[0]['op']} x{pts[0]['ranks']}: time error mean {sum(errs) / len(errs):.1f}%, "
+    errs = [abs(p.error_pct) for p in pts]
+    rows = [(units.format_size(s), f"{p.predicted_busbw_gbyte_s:.2f}", f"{p.measured_busbw_gbyte_s:.2f}",
+             f"{p.error_pct:+.1f}", p.algorithm) for s, p in zip(sizes, pts, strict=True)]
+    sentence = (f"{pts[0].op} x{pts[0].ranks}: time error mean {sum(errs) / len(errs):.1f}%, "
                 f"max {max(errs):.1f}% over {len(pts)} sizes")
     body = (f'<h2>Model vs measured</h2><div class="bottleneck"><span class="sentence">{html.escape(sentence)}'
             f"</span></div>{fig}"
-            f"{_table(('size', 'predicted busbw GB/s', 'measured busbw GB/s', 'time error %', 'algorithm'), rows)}"
-            f"{_inputs([cluster], None)}")
-    return _page(f"slowlink collective: {pts[0]['op']} on {cluster.name} vs {record}", body)
+            f"{html_table(('size', 'predicted busbw GB/s', 'measured busbw GB/s', 'time error %', 'algorithm'), rows)}"
+            f"{inputs_block([cluster], None)}")
+    return html_page(f"slowlink collective: {pts[0].op} on {cluster.name} vs {record}", body)
 
 
 def write_collective(path: Path, cluster: Cluster, preds: Sequence[Prediction]) -> None:
-    _write(path, collective_page(cluster, preds))
+    write_page(path, collective_page(cluster, preds))
 
 
-def write_compare(path: Path, cluster: Cluster, points: Sequence[dict[str, Any]], record: str) -> None:
-    _write(path, compare_page(cluster, points, record))
+def write_compare(path: Path, cluster: Cluster, points: Sequence[PredictedPoint], record: str) -> None:
+    write_page(path, compare_page(cluster, points, record))

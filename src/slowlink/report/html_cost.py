@@ -2,7 +2,7 @@
 the bill of materials, and what a GPU-hour and a million tokens cost.
 
 Draws the :class:`~slowlink.cost.model.ClusterCost` (and for ``cost`` the :class:`~slowlink.cost.model.TokenCost`)
-the command computed; the page scaffolding is :mod:`slowlink.report.html`'s, the rows are
+the command computed; the page scaffolding is :mod:`slowlink.report.page`'s, the rows are
 :mod:`slowlink.report.cost`'s (the same as the terminal tables).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slowlink.report.cost import bom_rows, bom_title, capex_rows, cost_lines, token_lines
-from slowlink.report.html import _figure, _figure_block, _inputs, _page, _svg, _table, _write
+from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
@@ -57,7 +57,7 @@ def capex_svg(cost: ClusterCost, salt: str = "capex") -> str:
     net = [(name, usd) for name, usd in parts if name != "servers"]
     colours = {name: NETWORK_COLOURS[i % len(NETWORK_COLOURS)] for i, (name, _) in enumerate(net)}
     colours["servers"] = SERVERS_COLOUR
-    with _figure(salt, 11, 2.2 + 0.35 * len(net), nrows=2,
+    with new_figure(salt, 11, 2.2 + 0.35 * len(net), nrows=2,
                  gridspec_kw={"height_ratios": [1, max(1.5, 0.35 * len(net))]}) as (fig, (top, bottom)):
         left = 0.0
         for name, usd in parts:
@@ -83,7 +83,7 @@ def capex_svg(cost: ClusterCost, salt: str = "capex") -> str:
         bottom.set_xlabel("network capex by part (thousand USD)")
         for ax in (top, bottom):
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def headline_rows(cost: ClusterCost, run: RunCost | None) -> list[tuple[str, str]]:
@@ -109,17 +109,17 @@ def cost_page(cluster: Cluster, cost: ClusterCost, run: RunCost | None = None) -
     """The page of ``slowlink cost`` (with ``run``) or ``slowlink bom``: summary, capex figure, tables, inputs."""
     lines = cost_lines(cost) + ([*token_lines(run.token), f"bottleneck: {run.bottleneck}"] if run else [])
     summary = "".join(f'<span class="sentence">{html.escape(x)}</span><br>' for x in lines)
-    fig = _figure_block(capex_svg(cost), "Where the capex goes: servers against the network, and the network's "
+    fig = figure_block(capex_svg(cost), "Where the capex goes: servers against the network, and the network's "
                         "parts (switches per tier) with their share of the whole.", "capex")
     body = (f'<h2>Summary</h2><div class="bottleneck"><b>{html.escape(cluster.name)}</b>{summary}</div>'
-            f"{_table(('', 'value'), headline_rows(cost, run), 'metrics')}"
-            f"<h2>Capex</h2>{fig}{_table(('part', 'USD', 'share', 'IT power (kW)'), capex_rows(cost))}"
+            f"{html_table(('', 'value'), headline_rows(cost, run), 'metrics')}"
+            f"<h2>Capex</h2>{fig}{html_table(('part', 'USD', 'share', 'IT power (kW)'), capex_rows(cost))}"
             f"<h2>Bill of materials</h2><p>{html.escape(bom_title(cluster.name, cost))}</p>"
-            f"{_table(('item', 'count', 'detail'), bom_rows(cost))}"
-            f"{_inputs([cluster], run.workload if run else None)}")
+            f"{html_table(('item', 'count', 'detail'), bom_rows(cost))}"
+            f"{inputs_block([cluster], run.workload if run else None)}")
     what = f"slowlink cost: {run.workload.name} on {cluster.name}" if run else f"slowlink bom: {cluster.name}"
-    return _page(what, body)
+    return html_page(what, body)
 
 
 def write_cost(path: Path, cluster: Cluster, cost: ClusterCost, run: RunCost | None = None) -> None:
-    _write(path, cost_page(cluster, cost, run))
+    write_page(path, cost_page(cluster, cost, run))

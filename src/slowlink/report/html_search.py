@@ -1,7 +1,7 @@
 """The HTML page of ``slowlink search``: the Pareto front of run cost vs days, what each rule removed, the inputs.
 
 Draws the :class:`~slowlink.search.run.SearchResult` the command computed, with the front figure of
-``--plot`` (:func:`slowlink.report.search.draw_front`); the page scaffolding is :mod:`slowlink.report.html`'s.
+``--plot`` (:func:`slowlink.report.search.draw_front`); the page scaffolding is :mod:`slowlink.report.page`'s.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slowlink.report.html import _figure, _figure_block, _page, _svg, _table, _write, workload_rows
+from slowlink.report.page import figure_block, figure_svg, html_page, html_table, new_figure, workload_rows, write_page
 from slowlink.report.search import draw_front, empty_message, point_json, summary_lines
 from slowlink.search.space import PARALLEL_KEYS
 
@@ -24,10 +24,10 @@ if TYPE_CHECKING:
 def front_svg(r: SearchResult) -> str:
     """:func:`draw_front` as inline SVG, its legend beside the plot."""
     salt = "search-front"
-    with _figure(salt, 11, 5.0) as (fig, (ax,)):
+    with new_figure(salt, 11, 5.0) as (fig, (ax,)):
         draw_front(ax, r)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def _mark(r: SearchResult, p: Point) -> str:
@@ -67,10 +67,10 @@ def search_inputs(r: SearchResult) -> str:
             f"<p><b>space</b> {html.escape(s.name)}: {len(s.hardware):,} hardware designs x {len(s.layouts):,} "
             f"layouts = {s.size:,} configurations, {s.tokens:.3g} tokens</p>"
             f"<p><b>workload</b> {html.escape(s.workload.name)} (its parallel section replaced by each layout)</p>"
-            f"{_table(('field', 'value'), workload_rows(s.workload)[:2])}"
-            f"<p><b>hardware axes</b></p>{_table(('axis', 'values'), hw)}"
-            f"<p><b>parallel axes</b></p>{_table(('axis', 'values'), par)}"
-            f"<p><b>constraints</b></p>{_table(('constraint', 'limit'), limits)}")
+            f"{html_table(('field', 'value'), workload_rows(s.workload)[:2])}"
+            f"<p><b>hardware axes</b></p>{html_table(('axis', 'values'), hw)}"
+            f"<p><b>parallel axes</b></p>{html_table(('axis', 'values'), par)}"
+            f"<p><b>constraints</b></p>{html_table(('constraint', 'limit'), limits)}")
 
 
 def search_page(r: SearchResult) -> str:
@@ -80,23 +80,23 @@ def search_page(r: SearchResult) -> str:
     rest = [x for x in lines if x.startswith("constraint ")]
     items = "".join(f"<li>{html.escape(x)}</li>" for x in rest)
     if not r.feasible:
-        return _page(f"slowlink search: {r.space.name}", f'<h2>Result</h2><div class="bottleneck"><b>no feasible '
+        return html_page(f"slowlink search: {r.space.name}", f'<h2>Result</h2><div class="bottleneck"><b>no feasible '
                      f'design</b><span class="sentence">{html.escape(empty_message(r))}</span></div>'
-                     f"<h2>Feasibility</h2>{_table(('rule', 'configurations removed', 'share'), rule_rows(r))}"
+                     f"<h2>Feasibility</h2>{html_table(('rule', 'configurations removed', 'share'), rule_rows(r))}"
                      f"{search_inputs(r)}")
-    fig = _figure_block(front_svg(r), f"Run cost against days to train {r.space.tokens:.3g} tokens, before "
+    fig = figure_block(front_svg(r), f"Run cost against days to train {r.space.tokens:.3g} tokens, before "
                         "failures: every feasible design in grey, the Pareto front numbered and coloured by its "
                         "bottleneck, the cheapest per token (star) and the fastest (diamond) ringed.", "front")
-    front = _table(("#", "design", "tp/pp/vp/mb/zero", "days", "run MUSD", "USD/M tok", "capex MUSD",
+    front = html_table(("#", "design", "tp/pp/vp/mb/zero", "days", "run MUSD", "USD/M tok", "capex MUSD",
                     "net share", "", "bottleneck"), front_rows(r), "metrics")
     body = (f'<h2>Result</h2><div class="bottleneck"><b>{html.escape(lines[0])}</b>'
             + "".join(f'<span class="sentence">{html.escape(x)}</span><br>' for x in head)
             + (f'<ul class="advice">{items}</ul>' if items else "") + "</div>"
             f"<h2>Pareto front</h2>{fig}{front}"
             f"<h2>Feasibility</h2><p>Each configuration is counted under the first rule it breaks.</p>"
-            f"{_table(('rule', 'configurations removed', 'share'), rule_rows(r))}{search_inputs(r)}")
-    return _page(f"slowlink search: {r.space.name}", body)
+            f"{html_table(('rule', 'configurations removed', 'share'), rule_rows(r))}{search_inputs(r)}")
+    return html_page(f"slowlink search: {r.space.name}", body)
 
 
 def write_search(path: Path, r: SearchResult) -> None:
-    _write(path, search_page(r))
+    write_page(path, search_page(r))

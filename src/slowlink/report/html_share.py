@@ -2,7 +2,7 @@
 queueing), the timeline of ``--plot``, the tables and the scenario.
 
 Draws the :class:`~slowlink.share.result.ShareResult` the command computed (with its timeline); the rows and
-the timeline drawing are :mod:`slowlink.report.share`'s, the page scaffolding :mod:`slowlink.report.html`'s.
+the timeline drawing are :mod:`slowlink.report.share`'s, the page scaffolding :mod:`slowlink.report.page`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from slowlink.report.html import _figure, _figure_block, _page, _svg, _table, _write
+from slowlink.report.page import figure_block, figure_svg, html_page, html_table, new_figure, write_page
 from slowlink.report.share import (
     POLICY_HEADER,
     SLOWDOWN_HEADER,
@@ -43,7 +43,7 @@ def policies_svg(result: ShareResult) -> str:
     pols = result.policies
     y = np.arange(len(pols))
     salt = "share-policies"
-    with _figure(salt, 11, 1.6 + 0.9 * len(pols), ncols=2, sharey=True) as (fig, (ax1, ax2)):
+    with new_figure(salt, 11, 1.6 + 0.9 * len(pols), ncols=2, sharey=True) as (fig, (ax1, ax2)):
         h = 0.8 / len(SHARES)
         for k, (attr, colour) in enumerate(SHARES):
             vals = [100 * getattr(p, attr) for p in pols]
@@ -69,19 +69,19 @@ def policies_svg(result: ShareResult) -> str:
         ax1.invert_yaxis()
         for ax in (ax1, ax2):
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def timeline_svg(result: ShareResult) -> str:
     """:func:`~slowlink.report.share.draw_timeline` as inline SVG, its legend beside the plot."""
     salt = "share-timeline"
-    with _figure(salt, 11, 5.5, nrows=2, sharex=True) as (fig, (top, bottom)):
+    with new_figure(salt, 11, 5.5, nrows=2, sharex=True) as (fig, (top, bottom)):
         draw_timeline(top, bottom, result, HTML_POINTS)
         top.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         bottom.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         for ax in (top, bottom):
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def summary_lines(result: ShareResult) -> list[str]:
@@ -107,26 +107,26 @@ def scenario_inputs(spec: ShareSpec, jobs: Sequence[Job]) -> str:
             ("GPUs asked", f"{sum(j.gpus for j in jobs):,} in all, largest job {max(j.gpus for j in jobs)}")]
     pols = [(p.label, p.scheduler, p.slicing, "yes" if p.backfill else "no", p.window,
              "yes" if p.exclusive_nodes else "no") for p in spec.policies]
-    return ("<h2>Inputs</h2>" + _table(("field", "value"), rows)
-            + _table(("policy", "scheduler", "slicing", "backfill", "window", "exclusive nodes"), pols))
+    return ("<h2>Inputs</h2>" + html_table(("field", "value"), rows)
+            + html_table(("policy", "scheduler", "slicing", "backfill", "window", "exclusive nodes"), pols))
 
 
 def share_page(result: ShareResult, spec: ShareSpec, jobs: Sequence[Job]) -> str:
     """Summary, the policies compared, the timeline, the tables and the scenario."""
     summary = "".join(f'<span class="sentence">{html.escape(x)}</span><br>' for x in summary_lines(result))
-    fig = _figure_block(policies_svg(result), "Each policy on the same jobs: how much of the cluster does work, "
+    fig = figure_block(policies_svg(result), "Each policy on the same jobs: how much of the cluster does work, "
                         "is reserved, is left free in unusable fragments or is held idle by half-started gangs "
                         "(left), and how long jobs wait (right).", "policies")
-    timeline = _figure_block(timeline_svg(result), "Allocated share (solid) and utilisation (dotted) of the GPUs, "
+    timeline = figure_block(timeline_svg(result), "Allocated share (solid) and utilisation (dotted) of the GPUs, "
                              "and the jobs waiting, over time.", "timeline")
     body = (f'<h2>Summary</h2><div class="bottleneck"><b>{html.escape(result.name)}: {result.jobs} jobs on '
             f"{result.gpus} GPUs</b>{summary}</div>"
-            f"<h2>Policies</h2>{fig}{_table(POLICY_HEADER, policy_rows(result), 'metrics')}"
+            f"<h2>Policies</h2>{fig}{html_table(POLICY_HEADER, policy_rows(result), 'metrics')}"
             f"<h2>Timeline</h2>{timeline}"
             f"<h2>Slowdown by kind</h2><p>run: (finish - start) / alone; JCT: (finish - arrival) / alone</p>"
-            f"{_table(SLOWDOWN_HEADER, slowdown_rows(result))}{scenario_inputs(spec, jobs)}")
-    return _page(f"slowlink share: {result.name}", body)
+            f"{html_table(SLOWDOWN_HEADER, slowdown_rows(result))}{scenario_inputs(spec, jobs)}")
+    return html_page(f"slowlink share: {result.name}", body)
 
 
 def write_share(path: Path, result: ShareResult, spec: ShareSpec, jobs: Sequence[Job]) -> None:
-    _write(path, share_page(result, spec, jobs))
+    write_page(path, share_page(result, spec, jobs))

@@ -1,7 +1,7 @@
 """The HTML page of ``slowlink simulate``: per-traffic slowdowns, a timeline and a link-utilisation heatmap.
 
 Draws the :class:`~slowlink.sim.scenario.ScenarioResult` the command computed; the page scaffolding
-(inline CSS and SVG, escaping) is :mod:`slowlink.report.html`'s.
+(inline CSS and SVG, escaping) is :mod:`slowlink.report.page`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from slowlink import units
-from slowlink.report.html import _figure, _figure_block, _inputs, _page, _svg, _table, _write
+from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 from slowlink.report.simulate import slowdown
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def slowdown_svg(traffic: Sequence[TrafficResult]) -> str:
     """Left: each traffic's slowdown against running alone. Right: start-finish bars with the alone time."""
     names = [t.name for t in traffic]
     salt = "sim-slowdown"
-    with _figure(salt, 11, 1.4 + 0.45 * len(names), ncols=2) as (fig, (ax1, ax2)):
+    with new_figure(salt, 11, 1.4 + 0.45 * len(names), ncols=2) as (fig, (ax1, ax2)):
         slow = [slowdown(t) for t in traffic]
         ax1.barh(range(len(names)), slow, color=["#c44e52" if s > 1.05 else "#4c72b0" for s in slow], height=0.6)
         ax1.axvline(1.0, color="#999", ls="--", lw=1)
@@ -49,7 +49,7 @@ def slowdown_svg(traffic: Sequence[TrafficResult]) -> str:
             ax.set_yticks(range(len(names)), names)
             ax.invert_yaxis()
             ax.spines[["top", "right"]].set_visible(False)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def heatmap_svg(r: ScenarioResult, top: int = HEATMAP_LINKS) -> str | None:
@@ -69,14 +69,14 @@ def heatmap_svg(r: ScenarioResult, top: int = HEATMAP_LINKS) -> str | None:
         return None
     t_ms = np.where(t_ms > 0, t_ms, positive.min() / 2)
     salt = "sim-heatmap"
-    with _figure(salt, 11, 1.5 + 0.2 * len(order)) as (fig, (ax,)):
+    with new_figure(salt, 11, 1.5 + 0.2 * len(order)) as (fig, (ax,)):
         mesh = ax.pcolormesh(t_ms, np.arange(len(order) + 1), util[:, order].T, vmin=0, vmax=1, cmap="viridis")
         ax.set_xscale("log")
         ax.set_yticks(np.arange(len(order)) + 0.5, [r.link_names[i] for i in order], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("time (ms, log scale)")
         fig.colorbar(mesh, ax=ax, label="load / capacity", pad=0.01)
-        return _svg(fig, salt)
+        return figure_svg(fig, salt)
 
 
 def summary_sentence(r: ScenarioResult) -> str:
@@ -91,20 +91,20 @@ def summary_sentence(r: ScenarioResult) -> str:
 
 def simulate_page(r: ScenarioResult, cluster: Cluster) -> str:
     """Summary sentence, slowdowns and timeline, the heatmap, the traffic table and the cluster."""
-    fig = _figure_block(slowdown_svg(r.traffic), "Each traffic's time with the others against its time alone "
+    fig = figure_block(slowdown_svg(r.traffic), "Each traffic's time with the others against its time alone "
                         "on the same fabric.", "slowdown")
     heat = heatmap_svg(r)
-    heat_block = (_figure_block(heat, f"Utilisation of the {HEATMAP_LINKS} busiest links over time.", "heatmap")
+    heat_block = (figure_block(heat, f"Utilisation of the {HEATMAP_LINKS} busiest links over time.", "heatmap")
                   if heat is not None else "<p>No utilisation timeline: the run was too large to keep one.</p>")
     rows = [(t.name, t.kind, t.algorithm, f"{t.start_s / units.MS:.3f}", f"{t.finish_s / units.MS:.3f}",
              f"{t.alone_s / units.MS:.3f}", f"{slowdown(t):.2f}x", f"{t.bytes / units.GB:.2f}") for t in r.traffic]
-    table = _table(("traffic", "kind", "algorithm", "start ms", "finish ms", "alone ms", "slowdown", "GB moved"),
+    table = html_table(("traffic", "kind", "algorithm", "start ms", "finish ms", "alone ms", "slowdown", "GB moved"),
                    rows)
     body = (f'<h2>Bottleneck</h2><div class="bottleneck"><span class="sentence">'
             f"{html.escape(summary_sentence(r))}</span></div><h2>Traffic</h2>{fig}{table}"
-            f"<h2>Link utilisation</h2>{heat_block}{_inputs([cluster], None)}")
-    return _page(f"slowlink simulate: {r.name} ({r.sim.makespan_s / units.MS:.3f} ms)", body)
+            f"<h2>Link utilisation</h2>{heat_block}{inputs_block([cluster], None)}")
+    return html_page(f"slowlink simulate: {r.name} ({r.sim.makespan_s / units.MS:.3f} ms)", body)
 
 
 def write_simulate(path: Path, r: ScenarioResult, cluster: Cluster) -> None:
-    _write(path, simulate_page(r, cluster))
+    write_page(path, simulate_page(r, cluster))

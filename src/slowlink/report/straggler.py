@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from slowlink.probe.find import Suspect
+    from slowlink.probe.slow import FindSlowResult
     from slowlink.straggler.degraded import DegradedCost
-    from slowlink.straggler.emulated import FindSlowResult
-    from slowlink.straggler.find import Suspect
     from slowlink.straggler.sweep import JitterPoint
 
 DIMS = ("tp", "cp", "ep", "pp", "dp", "compute")

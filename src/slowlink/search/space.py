@@ -17,8 +17,8 @@ from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
 from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, format_validation_error, read_mapping
-from slowlink.spec.cluster import StorageSpec
 from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.storage import StorageSpec
 from slowlink.workload.spec import Workload, load_workload
 
 Count = Annotated[int, Field(ge=1)]

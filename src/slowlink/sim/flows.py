@@ -17,7 +17,7 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
   then an intra-domain all-gather ring (three phases).
 * all_to_all: one flow per ordered pair, ``size/n`` each, one step; a cross-node pair leaves by the NICs of
   the destination's rail when the source node holds a member on it (PXN), else by the source GPU's own,
-  its channels spread over them (:func:`slowlink.topology.degraded.peer_nics`, the rule the analytical
+  its channels spread over them (:func:`slowlink.topology.nic.peer_nics`, the rule the analytical
   model prices).
 * send_recv: each group is ``[src, dst]``; ``size`` from the source GPU's affine NICs, spread over them.
 """

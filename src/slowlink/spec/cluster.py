@@ -5,7 +5,8 @@ The YAML key names are a contract (docs/spec.md documents every one): keys may b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import functools
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +24,7 @@ from slowlink.spec.degraded import (
     resolve_degraded,
 )
 from slowlink.spec.reliability import ReliabilitySpec
-from slowlink.spec.storage import RetentionSpec, StorageDetails, StorageTierSpec, check_storage, storage_details
+from slowlink.spec.storage import StorageDetails, StorageSpec, storage_details
 
 
 class ScaleUpSpec(BaseModel):
@@ -103,28 +104,6 @@ class FabricSpec(BaseModel):
             )
         if self.topology == "dragonfly" and self.dragonfly is None:
             raise ValueError("topology dragonfly needs a dragonfly: {groups: N} section")
-        return self
-
-
-class StorageSpec(BaseModel):
-    model_config = SPEC_CONFIG
-    system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
-    shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
-    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
-    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
-    metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
-    targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
-    # The storage model's keys (slowlink.spec.storage, docs/storage.md).
-    per_client_read_gbyte_s: float | None = Field(None, gt=0, description="Read limit of one client node, GB/s.")
-    per_client_write_gbyte_s: float | None = Field(None, gt=0, description="Write limit of one client node, GB/s.")
-    capacity_tb: float | None = Field(None, gt=0, description="Usable capacity, TB, when no tiers are given.")
-    tiers: list[StorageTierSpec] = Field(default_factory=list, description="Tiers (e.g. hot NVMe, capacity).")
-    retention: RetentionSpec | None = Field(None, description="Checkpoints kept: keep_last, keep_every, tier.")
-    data_tier: str | None = Field(None, description="Tier holding the dataset; default: the first tier.")
-
-    @model_validator(mode="after")
-    def _storage_model(self) -> StorageSpec:
-        check_storage(self)
         return self
 
 
@@ -249,6 +228,12 @@ class Cluster:
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @functools.cached_property
+    def key(self) -> str:
+        """The cluster's value as a hashable key: every field it is compared by (the catalog its names were
+        resolved against aside), so that equal clusters share cached work; computed once per object (~20 us)."""
+        return repr(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
 
     @property
     def nic_bw_bytes_s(self) -> float:

@@ -1,24 +1,21 @@
 """The storage side of the specs: the cluster's storage tiers, per-client limits and retention, and the
 workload's ``data:`` and ``checkpoint:`` sections, validated and resolved into SI units.
 
-The cluster's ``storage:`` section itself (``system``, ``read_gbyte_s``, ``write_gbyte_s``,
-``metadata_ops_s``, ``targets``) lives in :mod:`slowlink.spec.cluster`; the keys added for the storage model
-(``tiers``, ``capacity_tb``, ``per_client_*``, ``retention``, ``data_tier``) are described here and resolved
-by :func:`storage_details`. YAML key names are a contract: added, never renamed (docs/storage.md).
+The cluster's ``storage:`` section (:class:`StorageSpec`: ``system``, ``read_gbyte_s``, ``write_gbyte_s``,
+``metadata_ops_s``, ``targets``, and for the storage model ``tiers``, ``capacity_tb``, ``per_client_*``,
+``retention``, ``data_tier``) is described here and resolved by :func:`storage_details`.
+YAML key names are a contract: added, never renamed (docs/storage.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink import units
 from slowlink.fileio import SPEC_CONFIG
-
-if TYPE_CHECKING:
-    from slowlink.spec.cluster import StorageSpec
 
 DEFAULT_TIER = "default"  # the name of the one tier a storage section without `tiers:` has
 
@@ -104,6 +101,28 @@ class CheckpointSpec(BaseModel):
         if (self.interval_steps is None) == (self.interval_minutes is None):
             raise ValueError(f"interval_steps ({self.interval_steps}) and interval_minutes ({self.interval_minutes}):"
                              " give exactly one of them")
+        return self
+
+
+class StorageSpec(BaseModel):
+    model_config = SPEC_CONFIG
+    system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
+    shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
+    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
+    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
+    metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
+    targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
+    # The storage model's keys (docs/storage.md).
+    per_client_read_gbyte_s: float | None = Field(None, gt=0, description="Read limit of one client node, GB/s.")
+    per_client_write_gbyte_s: float | None = Field(None, gt=0, description="Write limit of one client node, GB/s.")
+    capacity_tb: float | None = Field(None, gt=0, description="Usable capacity, TB, when no tiers are given.")
+    tiers: list[StorageTierSpec] = Field(default_factory=list, description="Tiers (e.g. hot NVMe, capacity).")
+    retention: RetentionSpec | None = Field(None, description="Checkpoints kept: keep_last, keep_every, tier.")
+    data_tier: str | None = Field(None, description="Tier holding the dataset; default: the first tier.")
+
+    @model_validator(mode="after")
+    def _storage_model(self) -> StorageSpec:
+        check_storage(self)
         return self
 
 

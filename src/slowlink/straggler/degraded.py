@@ -36,6 +36,19 @@ class PartCost:
 
 
 @dataclass(frozen=True)
+class CollectivePartCost:
+    """One degraded part alone on one collective: its time with only that part, and the slowdown over the
+    healthy cluster's time."""
+
+    part: str
+    time_s: float
+    slowdown: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "time_s": self.time_s, "slowdown": self.slowdown}
+
+
+@dataclass(frozen=True)
 class DegradedCost:
     """The healthy and the degraded step of one job, per dimension, with each part's own cost."""
 
@@ -130,12 +143,12 @@ def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical"
     return out
 
 
-def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[dict[str, Any]]]:
+def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[CollectivePartCost]]:
     """For ``collective --json``: per size, each degraded part alone against the healthy cluster."""
     base = predict_collective(healthy(cluster), query)
     gpn = cluster.gpus_per_node
     per_part = [predict_collective(replace(cluster, degraded=resolve_degraded([p], gpn)), query)
                 for p in cluster.degraded_parts]
-    return [[{"part": name, "time_s": preds[i].time_s, "slowdown": preds[i].time_s / b.time_s - 1.0}
+    return [[CollectivePartCost(name, preds[i].time_s, preds[i].time_s / b.time_s - 1.0)
              for name, preds in zip(cluster.degraded.names, per_part, strict=True)]
             for i, b in enumerate(base)]

@@ -3,15 +3,15 @@
 The flow simulator gets them on its graph (:func:`apply`): a NIC or cable at ``rate`` carries ``rate`` x its
 capacity in both directions, a delayed node's NIC links take ``delay`` more latency each way. The analytical
 model gets, per communicator and traffic pattern, a :class:`Penalty` (:func:`group_penalty`) computed from
-the same rule the flows follow (which NICs a group's traffic leaves and enters by):
+the same rule the flows follow (which NICs a group's traffic leaves and enters by, :mod:`slowlink.topology.nic`):
 
 * ring and tree: a hop leaving a node is split evenly over the NICs affine to the group's GPUs there
   (NCCL's channels over the rails, :mod:`slowlink.sim.flows`); every channel carries the same share and a
   collective ends with its slowest channel, so the network term of the group grows by ``1 / min rate`` over
   the NICs it uses;
 * all_to_all: a cross-node pair leaves by the NICs of the destination's GPU index when the source node
-  holds a member there (PXN), else by the source GPU's own (:func:`peer_nics`), and arrives on the same
-  rails; the transfers through a slow NIC finish last: ``1 / min rate``;
+  holds a member there (PXN), else by the source GPU's own (:func:`slowlink.topology.nic.peer_nics`), and
+  arrives on the same rails; the transfers through a slow NIC finish last: ``1 / min rate``;
 * send_recv: the source GPU's affine NICs and the same rails on the destination node.
 
 Delay: a ring's per-step latency is its mean hop latency (a chunk passes every hop in turn, so the chain is
@@ -26,7 +26,6 @@ in ``unpriced``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ import numpy as np
 from slowlink.catalog import Gpu
 from slowlink.errors import SpecError, field_error
 from slowlink.spec.cluster import Cluster
+from slowlink.topology.nic import affine_nics, peer_nics
 
 if TYPE_CHECKING:
     from slowlink.topology.fabric import Topology
@@ -55,57 +55,6 @@ class Penalty:
 
 
 NO_PENALTY = Penalty()
-
-
-def affine_nics(nics_per_node: int, gpus_per_node: int, local_gpu: int) -> list[int]:
-    """Local indices of the NICs nearest GPU ``local_gpu`` (PCIe affinity: NICs split evenly over GPUs).
-
-    This is the one rule for which NICs a GPU's network traffic uses, in both models: NCCL sends a GPU's
-    channels only through its local NICs. Rings and trees: ``ncclTopoCompute`` (src/graph/search.cc) starts
-    at the closest path type (PIX) and relaxes ``typeInter`` past PXN (to PHB/SYS, a NIC behind another
-    PCIe switch or the CPU) only while it has no solution at all. Point-to-point (send/recv, all_to_all):
-    ``ncclTopoGetLocalNet`` (src/graph/topo.cc) picks among the NICs at the best path to the GPU, the
-    GPUs sharing them splitting them evenly, channel ``c`` on the ``c``-th, and ``ncclTopoGetNchannels``
-    (src/graph/paths.cc) opens at least one channel per such NIC. A GPU with fewer NICs than the node has
-    therefore never reaches the others by itself, whatever the communicator (:func:`peer_nics` for PXN).
-    """
-    if nics_per_node >= gpus_per_node:
-        per = nics_per_node // gpus_per_node
-        return list(range(local_gpu * per, local_gpu * per + per))
-    return [local_gpu * nics_per_node // gpus_per_node]
-
-
-def group_nics(nics_per_node: int, gpus_per_node: int, local_gpus: Iterable[int]) -> set[int]:
-    """The NICs one node's members of a communicator (their local GPU indices) send and receive through:
-    the union of their :func:`affine_nics`, whatever the pattern (PXN only moves traffic among them)."""
-    return {n for g in set(local_gpus) for n in affine_nics(nics_per_node, gpus_per_node, g)}
-
-
-def peer_nics(nics_per_node: int, gpus_per_node: int, src_gpu: int, dst_gpu: int,
-              node_gpus: Iterable[int]) -> list[int]:
-    """Local NICs a point-to-point transfer from local GPU ``src_gpu`` to a peer on another node (on its
-    local GPU ``dst_gpu``) leaves by, its channels spread evenly over them; the destination node receives on
-    the same local indices (a rail). ``node_gpus``: the communicator's local GPUs on the source node.
-
-    PXN (NCCL >= 2.12, on by default): ``ncclTopoGetNetDev`` (src/graph/paths.cc) looks for a rank of the
-    communicator on the source node on the peer's device index; when there is one, the data crosses NVLink
-    to it and leaves by its NIC (the peer's rail), else by the source GPU's own (:func:`affine_nics`).
-    """
-    via = dst_gpu if dst_gpu in set(node_gpus) else src_gpu
-    return affine_nics(nics_per_node, gpus_per_node, via)
-
-
-def nic_share(nics_per_node: int, gpus_per_node: int, node_groups: list[set[int]]) -> float:
-    """NICs' worth of one node's compute bandwidth the first of ``node_groups`` gets: every group that
-    crosses the network from this node (as the local GPUs of its members here) uses :func:`group_nics`, and
-    each NIC is shared evenly by the groups using it. One group of one rank per node on a node of 8 GPUs and
-    8 NICs: 1 NIC, not 8; eight such groups: 1 each; on 2 NICs, eight such groups: 1/4 each."""
-    sets = [group_nics(nics_per_node, gpus_per_node, g) for g in node_groups]
-    users: dict[int, int] = {}
-    for s in sets:
-        for n in s:
-            users[n] = users.get(n, 0) + 1
-    return sum(1.0 / users[n] for n in sets[0]) if sets else float(nics_per_node)
 
 
 def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndarray) -> set[tuple[int, int]]:

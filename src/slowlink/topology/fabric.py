@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from slowlink.errors import SpecError
-from slowlink.topology.degraded import affine_nics, peer_nics  # the one rule, shared with the analytical model
+from slowlink.topology.nic import affine_nics, peer_nics  # the one rule, shared with the analytical model
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -9,7 +9,7 @@ runs alike in those three (same GPU, TP and ZeRO-3 or not) and all runs on its G
 prediction with the error measured where it applies, or learns that none was.
 
 Pricing 71 runs takes about a second, longer than a plan may take (benchmarks/bench_cli.py), so their errors are
-recorded in ``data/heldout_accuracy.json`` by ``python -m slowlink.workload.accuracy``; a test fails when the
+recorded in ``data/heldout_accuracy.json`` by ``python -m slowlink.workload.validate``; a test fails when the
 record differs from what ``slowlink validate`` prices (run the command after changing the model).
 """
 
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 RECORD = "heldout_accuracy.json"
 DIGITS = 4  # errors recorded to 0.01%: the record's rounding, and the tolerance its test allows
@@ -91,13 +89,6 @@ def record_rows(runs: list[RecordedRun]) -> list[dict[str, object]]:
              "error": round(r.error, DIGITS)} for r in runs]
 
 
-def priced_runs() -> list[RecordedRun]:
-    """Every held-out run priced now by the step model (``slowlink validate``'s held-out set)."""
-    from slowlink.workload.validate import heldout_cases
-
-    return [RecordedRun(c.id, c.gpu, c.tp, c.sharded_params, c.error) for c in heldout_cases()]
-
-
 @functools.cache
 def recorded_runs() -> tuple[RecordedRun, ...]:
     """The held-out runs as last recorded (``data/heldout_accuracy.json``)."""
@@ -114,17 +105,3 @@ def accuracy(gpu: str, tp: int, sharded_params: bool) -> Accuracy:
     alike = tuple(r for r in same if layout_key(r.gpu, r.tp, r.sharded_params) == key)
     return Accuracy(gpu, tp, sharded_params, RunGroup(alike), RunGroup(same),
                     tuple(sorted({r.gpu for r in runs})))
-
-
-def write_record(path: Path) -> None:
-    """Price every held-out run and write the record to ``path``, one run per line."""
-    what = ("slowlink validate, held-out runs (heldout_runs.yaml): error = predicted MFU / measured MFU - 1, "
-            "written by `python -m slowlink.workload.accuracy`")
-    rows = ",\n".join(f"  {json.dumps(r)}" for r in record_rows(priced_runs()))
-    path.write_text(f'{{"what": {json.dumps(what)},\n "runs": [\n{rows}\n ]}}\n', encoding="utf-8")
-
-
-if __name__ == "__main__":  # maintainers: refresh the record after changing the model
-    target = Path(str(resources.files("slowlink.workload.data").joinpath(RECORD)))
-    write_record(target)
-    sys.stdout.write(f"wrote {target}\n")

@@ -35,9 +35,23 @@ CommCost = Callable[[str, float, list[list[int]]], float]
 #  dimension as lists of RANKS) -> seconds until all of them finish. op in all_reduce, all_gather,
 #  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
 
-_SHAPES: dict[tuple[int, int, str], tuple[Cluster, list[list[int]], Group]] = {}
-# Cleared when either bound is passed: entries, and ranks held in the kept group lists (2**22 ranks: about
-# five 131,072-GPU layouts with every collective of each, ~150 MB at most), so a long search cannot grow it.
+_Key = tuple[int, int, int, int, int, str]
+
+
+class Groups(list[list[int]]):
+    """Every communicator of one dimension as lists of ranks, named by ``key``: the layout and dimension
+    they were made from, a value that identifies them without reading every rank (:func:`group_shape`)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, groups: list[list[int]], key: tuple[_Key, str]) -> None:
+        super().__init__(groups)
+        self.key = key
+
+
+_SHAPES: dict[tuple[str, object, str], Group] = {}
+# Cleared when either bound is passed: entries, and ranks held in the keys of groups not made by groups_of
+# (2**22 ranks: ~150 MB at most), so a long search cannot grow it.
 _SHAPES_MAX = 1024
 _SHAPES_MAX_RANKS = 2**22
 _shapes_ranks = 0
@@ -47,22 +61,24 @@ def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
     """The collective model's :class:`Group` of ``groups`` on the placed cluster (one rule for both models:
     :func:`slowlink.collectives.communicator.communicator`).
 
-    Cached per (cluster object, groups object, op): :func:`groups_of` hands out one list per layout, so a
-    plan repeated on the same cluster places each communicator once. The entry holds both objects, so
-    their ids cannot be reused while it lives, and a hit checks identity.
+    Cached by value: the cluster's :attr:`~slowlink.spec.cluster.Cluster.key`, the op and the groups, named
+    by their :class:`Groups` key when :func:`groups_of` made them (every rank otherwise), so a plan repeated
+    on an equal cluster places each communicator once.
     """
     global _shapes_ranks
-    key = (id(cluster), id(groups), op)
+    named = isinstance(groups, Groups)
+    gkey: object = groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
+    key = (cluster.key, gkey, op)
     hit = _SHAPES.get(key)
-    if hit is None or hit[0] is not cluster or hit[1] is not groups:
-        ranks = len(groups) * len(groups[0]) if groups else 0
+    if hit is None:
+        ranks = 0 if named or not groups else len(groups) * len(groups[0])
         if len(_SHAPES) >= _SHAPES_MAX or _shapes_ranks + ranks > _SHAPES_MAX_RANKS:
             _SHAPES.clear()
             _shapes_ranks = 0
-        hit = (cluster, groups, communicator(cluster, op, groups))
+        hit = communicator(cluster, op, groups)
         _SHAPES[key] = hit
         _shapes_ranks += ranks
-    return hit[2]
+    return hit
 
 
 def analytical_cost(cluster: Cluster) -> CommCost:
@@ -83,9 +99,6 @@ def explain(cluster: Cluster, op: str, size_bytes: float, groups: list[list[int]
     return predict(cluster, op, size_bytes, group_shape(cluster, op, groups))
 
 
-_Key = tuple[int, int, int, int, int, str]
-
-
 def _key(p: ParallelSpec) -> _Key:
     return (p.tp, p.cp, p.dp, p.pp, p.ep, p.order)
 
@@ -102,7 +115,7 @@ def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
     return out
 
 
-def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
+def groups_of(p: ParallelSpec, dim: str) -> Groups:
     """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
 
     edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
@@ -112,7 +125,11 @@ def groups_of(p: ParallelSpec, dim: str) -> list[list[int]]:
 
 
 @functools.lru_cache(maxsize=256)
-def _derived(key: _Key, dim: str) -> list[list[int]]:
+def _derived(key: _Key, dim: str) -> Groups:
+    return Groups(_made(key, dim), (key, dim))
+
+
+def _made(key: _Key, dim: str) -> list[list[int]]:
     ep = key[4]
     if dim == "edp":
         return [g[k::ep] for g in _groups(key, "dp") for k in range(ep)]

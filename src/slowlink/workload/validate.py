@@ -13,13 +13,16 @@ reported apart; no constant is set from them.
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from slowlink.fileio import parse_text
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
-from slowlink.workload.accuracy import layout_key
+from slowlink.workload.accuracy import RECORD, RecordedRun, layout_key, record_rows
 from slowlink.workload.flops import model_flops_per_step
 from slowlink.workload.spec import Model, Workload, workload_from_mapping
 from slowlink.workload.step import plan
@@ -159,3 +162,22 @@ def cases() -> list[Case]:
         r = plan(w, cl)
         out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name, tp=w.parallel.tp))
     return out
+
+
+def priced_runs() -> list[RecordedRun]:
+    """Every held-out run priced now by the step model (``slowlink validate``'s held-out set)."""
+    return [RecordedRun(c.id, c.gpu, c.tp, c.sharded_params, c.error) for c in heldout_cases()]
+
+
+def write_record(path: Path) -> None:
+    """Price every held-out run and write the record to ``path``, one run per line."""
+    what = ("slowlink validate, held-out runs (heldout_runs.yaml): error = predicted MFU / measured MFU - 1, "
+            "written by `python -m slowlink.workload.validate`")
+    rows = ",\n".join(f"  {json.dumps(r)}" for r in record_rows(priced_runs()))
+    path.write_text(f'{{"what": {json.dumps(what)},\n "runs": [\n{rows}\n ]}}\n', encoding="utf-8")
+
+
+if __name__ == "__main__":  # maintainers: refresh the record after changing the model
+    target = Path(str(resources.files("slowlink.workload.data").joinpath(RECORD)))
+    write_record(target)
+    sys.stdout.write(f"wrote {target}\n")

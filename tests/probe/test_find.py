@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slowlink.straggler.find import delayed_nodes, probe_pairs, rtt_pairs, slow_links
+from slowlink.probe.find import delayed_nodes, probe_pairs, rtt_pairs, slow_links
 
 MBIT = 1e6 / 8
 
@@ -62,8 +62,8 @@ def test_emulation_plan_builds_the_degraded_parts_in() -> None:
 
 
 def test_found_parts_become_degraded_parts() -> None:
-    from slowlink.straggler.emulated import parts_from_suspects
-    from slowlink.straggler.find import Suspect
+    from slowlink.probe.find import Suspect
+    from slowlink.probe.slow import parts_from_suspects
 
     parts = parts_from_suspects([Suspect("link", "n1", "", 0.49), Suspect("node", "n4", "", 0.0052, "delay_s"),
                                  Suspect("link", "n2r0", "", 1.3), Suspect("rank", "rank 3", "", 0.2, "slower")])
@@ -73,7 +73,7 @@ def test_found_parts_become_degraded_parts() -> None:
 
 
 def test_slow_ranks_names_a_rank_or_a_whole_host() -> None:
-    from slowlink.straggler.find import slow_ranks
+    from slowlink.probe.find import slow_ranks
 
     assert slow_ranks([0.1] * 8) == [] and slow_ranks([0.1]) == []
     (s,) = slow_ranks([0.1, 0.1, 0.1, 0.2], ["a", "a", "b", "b"])
@@ -90,7 +90,7 @@ def _sweep(waits: list[float], time_s: float = 3e-3, sizes: int = 2) -> list[dic
 
 
 def test_late_ranks_names_the_rank_that_waits_least_or_its_whole_host() -> None:
-    from slowlink.straggler.find import late_ranks
+    from slowlink.probe.find import late_ranks
 
     # Rank 2 arrives 2 ms late into a 1 ms collective: the others wait 3 ms, it waits 1 ms; the loop would
     # take 1 ms without it, so it costs +200%.

@@ -12,8 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from slowlink.cli.main import app
-from slowlink.errors import SpecError
-from slowlink.reliability.drill import (
+from slowlink.drill.harness import (
     WORKER_CLOSE_TIMEOUT_S,
     AgentReplacement,
     DrillConfig,
@@ -22,7 +21,8 @@ from slowlink.reliability.drill import (
     predict,
     run_drill,
 )
-from slowlink.reliability.drill_worker import commit, latest_committed
+from slowlink.drill.worker import commit, latest_committed
+from slowlink.errors import SpecError
 
 
 @pytest.mark.parametrize(("kw", "needle"), [

@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from slowlink.bench.lateness import lateness
 from slowlink.errors import SpecError, field_error
 
 SLOW_FRACTION = 0.8  # a stream below 80% of the median is slow: TCP streams on equal links differ by <10%
@@ -151,35 +152,6 @@ def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
         out.append(Suspect("rank", f"rank {i}", f"compute {rank_compute_s[i] * 1e3:.2f} ms{_where(hostnames, i, n)} "
                            f"against the median {mid * 1e3:.2f} ms", slow[i], "slower"))
     return out
-
-
-@dataclass(frozen=True)
-class Lateness:
-    """Per rank of a collectives sweep, summed over its rows: ``wait_s`` inside the calls, ``ref_s`` the median
-    wait of the *other* ranks, and ``cost`` = ``L / (T - L)`` with ``L = ref_s - wait_s`` and ``T`` the median
-    rank's iteration time; ``rows`` summed."""
-
-    wait_s: list[float]
-    ref_s: list[float]
-    cost: list[float]
-    rows: int
-
-
-def lateness(rows: list[dict[str, Any]]) -> Lateness | None:
-    """:class:`Lateness` of the rows with the first row's rank count (None below two ranks).
-
-    The reference is the others' median, not everyone's: with two ranks everyone's median is the midpoint and
-    would halve the late rank's lateness; with more, one late rank barely moves it either way.
-    """
-    n = int(rows[0]["ranks"]) if rows else 0
-    rows = [r for r in rows if int(r["ranks"]) == n]
-    if n < 2:
-        return None
-    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
-    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
-    ref = [statistics.median(w for j, w in enumerate(wait) if j != i) for i in range(n)]
-    cost = [(r - w) / max(total - (r - w), 1e-12) for w, r in zip(wait, ref, strict=True)]
-    return Lateness(wait, ref, cost, len(rows))
 
 
 def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,

@@ -23,7 +23,7 @@ Two things make a replacement agent work (torch 2.13, ``torch/distributed/elasti
   ``keep_alive_interval x keep_alive_max_attempt`` (5 s x 3, torch's defaults, given explicitly here). The
   heartbeat stopped up to one interval before the kill, so that is expected ``interval x (attempts - 1/2)``
   after the fault; the round also waits for the replacement agent to start and join
-  (:class:`~slowlink.reliability.drill.AgentReplacement`).
+  (:class:`~slowlink.drill.harness.AgentReplacement`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slowlink.errors import SpecError
-from slowlink.reliability.drill import (
+from slowlink.drill.harness import (
     AgentReplacement,
     DrillConfig,
     DrillResult,
@@ -51,6 +50,7 @@ from slowlink.reliability.drill import (
     job_config,
     summarize,
 )
+from slowlink.errors import SpecError
 
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
@@ -96,7 +96,7 @@ def _agent(job: _Job, k: int, log: Path) -> subprocess.Popen[bytes]:
            # name, not a namespace's address
            "--rdzv-conf", f"is_host={str(k == 0 and not job.store_node).lower()},join_timeout={int(cfg.timeout_s)},"
            f"keep_alive_interval={KEEP_ALIVE_INTERVAL_S},keep_alive_max_attempt={KEEP_ALIVE_MAX_ATTEMPT}",
-           "--rdzv-id", job.rid, "-m", "slowlink.reliability.drill_worker", str(job.conf)]
+           "--rdzv-id", job.rid, "-m", "slowlink.drill.worker", str(job.conf)]
     with log.open("ab") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
@@ -158,7 +158,7 @@ def _store(plan: Any, out: Path) -> tuple[str, subprocess.Popen[bytes] | None]:
 
     k = len(plan.nodes) - 1
     port = 29400 + secrets.randbelow(500)
-    cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "slowlink.reliability.drill_worker",
+    cmd = ["ip", "netns", "exec", plan.nodes[k], sys.executable, "-m", "slowlink.drill.worker",
            "--store", plan.addresses[k], str(port)]
     env = {**node_env(plan, k), "PYTHONPATH": os.pathsep.join(sys.path)}
     with (out / "store.log").open("ab") as f:
@@ -224,7 +224,7 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
                        workdir: Path | None = None, run_prefix: str = "gp", spare: bool = False,
                        store_node: bool = False, on_step: OnStep | None = None) -> DrillResult:
     """Bring up the emulated cluster (run id ``<run_prefix>...``), run the reference and the faulted job on
-    it, take it down, and compare (:func:`slowlink.reliability.drill.summarize`). With ``spare`` (kill-node
+    it, take it down, and compare (:func:`slowlink.drill.harness.summarize`). With ``spare`` (kill-node
     only) one more node is brought up, outside the job, and the replacement agent starts there; with
     ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too. ``on_step`` is
     told as each phase begins: bring-up, the two runs, tear-down."""

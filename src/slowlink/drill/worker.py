@@ -1,5 +1,5 @@
 """One rank of ``slowlink drill``'s training job, started by torchrun (``python -m torch.distributed.run ...
--m slowlink.reliability.drill_worker CONFIG.json``), restarted by torchrun's elastic agent after a fault.
+-m slowlink.drill.worker CONFIG.json``), restarted by torchrun's elastic agent after a fault.
 
 Each attempt joins a fresh gloo process group through a per-attempt ``PrefixStore`` (re-initialising with
 plain ``env://`` after a restart fails with "Gloo connectFullMesh failed": ../shared/FIELD_NOTES.md), restores
@@ -96,7 +96,7 @@ def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
     host, port, master = env["MASTER_ADDR"], int(env["MASTER_PORT"]), rank == 0 and not agent
     if "SLOWLINK_DRILL_STORE" in env:
         # On the emulated cluster every rank joins the rendezvous store itself (hosted by node 0's agent, which
-        # outlives a killed node), not the store of whichever node is rank 0 in this round: see drill_emulate.
+        # outlives a killed node), not the store of whichever node is rank 0 in this round: see slowlink.drill.emulated.
         addr, _, p = env["SLOWLINK_DRILL_STORE"].rpartition(":")
         host, port, master = addr, int(p), False
     base = TCPStore(host, port, world, is_master=master, timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))

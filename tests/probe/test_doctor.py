@@ -15,8 +15,8 @@ import pytest
 from slowlink.emulate import net
 from slowlink.emulate.plan import build_plan
 from slowlink.observe.doctor import diagnose, read_inputs
-from slowlink.observe.emulated import inventory, probe
 from slowlink.observe.inventory import mismatches
+from slowlink.probe.doctor import inventory, probe
 from slowlink.spec.cluster import load_cluster
 
 

@@ -1,5 +1,5 @@
 """One gloo process per emulated node that times a collective twice, healthy and degraded, in one session
-(`python -m slowlink.straggler.worker OP SIZE ITERS OUT_PREFIX GO_FILE`).
+(`python -m slowlink.probe.worker OP SIZE ITERS OUT_PREFIX GO_FILE`).
 
 Starting torch and gloo in every namespace costs tens of seconds on a small machine, so the ranks stay up
 between the two measurements: they time ``ITERS`` iterations, write ``OUT_PREFIX.healthy.json`` (rank 0),

@@ -1,6 +1,6 @@
 """`find-slow` on the emulated cluster: bring it up healthy, time a gloo collective, break the parts the
 cluster file's ``degraded:`` names (a NIC link reshaped to its ``rate``, a node's links delayed by its
-``delay_ms``), probe every link blind (:mod:`slowlink.straggler.find`: the probes see only node addresses,
+``delay_ms``), probe every link blind (:mod:`slowlink.probe.find`: the probes see only node addresses,
 never the plan's link states), time the collective again and predict both times with the models on the
 cluster as emulated (:func:`slowlink.emulate.validate.emulated_cluster`) with the same degraded parts.
 
@@ -29,11 +29,11 @@ from slowlink.emulate.measure import rtt_s, throughput
 from slowlink.emulate.plan import DEFAULT_SCALE, Plan, build_plan
 from slowlink.emulate.validate import TCP_PAYLOAD_FRACTION, emulated_cluster
 from slowlink.errors import EmulationError, field_error
+from slowlink.probe.find import Suspect, delayed_nodes, probe_pairs, rtt_pairs, slow_links
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.degraded import DegradedPartSpec, resolve_degraded
 from slowlink.straggler.degraded import healthy
-from slowlink.straggler.find import Suspect, delayed_nodes, probe_pairs, rtt_pairs, slow_links
 
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
@@ -189,7 +189,7 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
     try:
         with tempfile.TemporaryDirectory() as tmp:
             prefix, go = Path(tmp) / "times", Path(tmp) / "go"
-            procs = net.spawn(plan, [sys.executable, "-m", "slowlink.straggler.worker", op, str(size_bytes),
+            procs = net.spawn(plan, [sys.executable, "-m", "slowlink.probe.worker", op, str(size_bytes),
                                      str(iters), str(prefix), str(go)])
             step(f"{op} healthy")
             before = _wait_for(Path(f"{prefix}.healthy.json"), procs, timeout_s)

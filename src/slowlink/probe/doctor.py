@@ -44,12 +44,6 @@ def shaped_mbit_s(link: Any) -> float | None:
     return tbf_rate_mbit_s(nsx(link.a, "tc", "qdisc", "show", "dev", link.dev_a).stdout)
 
 
-def _env() -> dict[str, str]:
-    from slowlink.emulate.net import _env as emulate_env
-
-    return emulate_env()
-
-
 def check_shapers(plan: Plan, tolerance: float) -> list[Finding]:
     """A node link shaped below the nominal rate (what ``emulate rate`` changes): the port trained slow."""
     nominal = plan.node_rate_bytes_s / units.Mbit
@@ -143,12 +137,12 @@ def probe(run_id: str, cluster_path: Path | None, tolerance: float,
 def inventory(run_id: str, on_step: OnStep | None = None) -> list[dict[str, Any]]:
     """``python -m slowlink.observe.inventory`` in every node of the emulation, host named ``n<k>``;
     ``on_step`` is told as the wait for each node's answer begins."""
-    from slowlink.emulate.net import check_root, current
+    from slowlink.emulate.net import check_root, current, package_env
 
     check_root()
     plan = current(run_id)
     procs = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "slowlink.observe.inventory"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=package_env())
              for ns in plan.nodes]
     out = []
     for k, p in enumerate(procs):

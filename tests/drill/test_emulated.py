@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from slowlink.drill.emulated import check_emulated, run_emulated_drill
+from slowlink.drill.harness import DrillConfig
 from slowlink.errors import SpecError
-from slowlink.reliability.drill import DrillConfig
-from slowlink.reliability.drill_emulate import check_emulated, run_emulated_drill
 
 EX = Path(__file__).parents[2] / "examples"
 
@@ -86,8 +86,8 @@ def _processes_of(run_prefix: str) -> list[int]:
                          ids=["same-node", "spare-node", "node0-store-node"])
 def test_kill_node_recovers_with_a_replacement_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      spare: bool, store_node: bool, victim: int) -> None:
+    from slowlink.drill.emulated import KEEP_ALIVE_INTERVAL_S, KEEP_ALIVE_MAX_ATTEMPT
     from slowlink.emulate import net
-    from slowlink.reliability.drill_emulate import KEEP_ALIVE_INTERVAL_S, KEEP_ALIVE_MAX_ATTEMPT
 
     monkeypatch.setattr(net, "STATE_DIR", tmp_path / "state")
     cfg = DrillConfig(fault="kill-node", steps=6, checkpoint_every=2, fault_step=3, max_restarts=1,

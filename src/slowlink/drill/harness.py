@@ -1,7 +1,7 @@
 """``slowlink drill``: a real fault drill on this machine. A small training job (the ``bench train`` model,
 gloo on CPU) runs under torchrun with elastic restarts (``--max-restarts``) and torch.distributed.checkpoint
 every K steps; a fault is injected on the first attempt; the elastic agent restarts the gang, which resumes
-from the newest committed checkpoint (:mod:`~slowlink.reliability.drill_worker`). The same job without the
+from the newest committed checkpoint (:mod:`~slowlink.drill.worker`). The same job without the
 fault is the reference: the drill passes only when the job recovered, its final model and optimizer state
 are bit-identical to the reference's, and no committed step was lost.
 
@@ -130,7 +130,7 @@ def _torchrun(cfg: DrillConfig, port: int, config_path: Path) -> list[str]:
             "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
             "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"drill-{uuid.uuid4().hex[:8]}",
-            "-m", "slowlink.reliability.drill_worker", str(config_path)]
+            "-m", "slowlink.drill.worker", str(config_path)]
 
 
 def _reap(proc: subprocess.Popen[bytes], pids: list[int]) -> list[int]:
@@ -276,7 +276,7 @@ def measure(run: Launch, steps_at_fault: int) -> dict[str, float | None]:
 
 @dataclass(frozen=True)
 class AgentReplacement:
-    """A killed node's torchrun agent replaced (emulated kill-node, :mod:`~slowlink.reliability.drill_emulate`):
+    """A killed node's torchrun agent replaced (emulated kill-node, :mod:`~slowlink.drill.emulated`):
     the next rendezvous round waits both for the dead agent to be declared dead (``dead_after_s`` after the
     fault: its heartbeat expired) and for the replacement, started ``start_after_s`` after detection, to start
     and join; only then do the ranks start."""

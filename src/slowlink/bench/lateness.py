@@ -1,0 +1,39 @@
+"""Which rank of a ``bench collectives`` sweep keeps the others waiting: every rank leaves a collective at
+about the same time, so its own time per call says nothing, but the time it spends *inside* the calls does
+(a rank that arrives ``d`` late waits ``d`` less than the others, who wait for it). Read by ``compare
+--nodes`` and by ``find-slow --record``."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """Per rank of a collectives sweep, summed over its rows: ``wait_s`` inside the calls, ``ref_s`` the median
+    wait of the *other* ranks, and ``cost`` = ``L / (T - L)`` with ``L = ref_s - wait_s`` and ``T`` the median
+    rank's iteration time; ``rows`` summed."""
+
+    wait_s: list[float]
+    ref_s: list[float]
+    cost: list[float]
+    rows: int
+
+
+def lateness(rows: list[dict[str, Any]]) -> Lateness | None:
+    """:class:`Lateness` of the rows with the first row's rank count (None below two ranks).
+
+    The reference is the others' median, not everyone's: with two ranks everyone's median is the midpoint and
+    would halve the late rank's lateness; with more, one late rank barely moves it either way.
+    """
+    n = int(rows[0]["ranks"]) if rows else 0
+    rows = [r for r in rows if int(r["ranks"]) == n]
+    if n < 2:
+        return None
+    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
+    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
+    ref = [statistics.median(w for j, w in enumerate(wait) if j != i) for i in range(n)]
+    cost = [(r - w) / max(total - (r - w), 1e-12) for w, r in zip(wait, ref, strict=True)]
+    return Lateness(wait, ref, cost, len(rows))
