@@ -26,7 +26,8 @@ ROOT = SRC / "slowlink"
 
 FOUNDATION = {"", "units", "errors", "fileio", "progress", "logtags", "spec", "catalog", "topology"}
 MODEL = {"collectives", "workload", "sim", "storage", "reliability", "cost", "share", "search", "straggler",
-         "assess"}
+         "assess", "scale"}
+CHAIN = {"assess", "scale", "search"}  # the chain and what runs it: the models below it never import it
 MEASURING_TIER = {"emulate": 0, "bench": 0, "observe": 1, "drill": 2, "probe": 2}
 TOP = {"report", "cli", "__main__"}
 
@@ -98,6 +99,8 @@ def violations(root: Path = ROOT) -> list[str]:
                 bad.append(f"{where}: the foundation imports no wing")
             elif a in MODEL and b in MEASURING_TIER:
                 bad.append(f"{where}: the model wing never imports the measuring wing")
+            elif a in MODEL - CHAIN and b in CHAIN:
+                bad.append(f"{where}: a model never imports the chain above it ({b})")
             elif a in MEASURING_TIER and b in MEASURING_TIER and MEASURING_TIER[b] >= MEASURING_TIER[a]:
                 bad.append(f"{where}: a measuring package imports only lower tiers ({b} is tier "
                            f"{MEASURING_TIER[b]}, {a} tier {MEASURING_TIER[a]})")
@@ -118,7 +121,7 @@ def test_the_package_reads_as_two_wings() -> None:
 
 
 def test_every_layer_names_a_package_that_exists() -> None:
-    present = {area(module_name(p)) for p in ROOT.rglob("*.py")} | {"assess"}  # assess: the chain, being added
+    present = {area(module_name(p)) for p in ROOT.rglob("*.py")}
     assert set(MEASURING_TIER) | MODEL | TOP | FOUNDATION <= present
 
 
@@ -132,6 +135,7 @@ def test_every_layer_names_a_package_that_exists() -> None:
     ({"emulate/net.py": "from slowlink.report.emulate import plan_summary\n"}, "only report and cli"),
     ({"spec/cluster.py": "from slowlink.workload.spec import Workload\n"}, "the foundation imports no wing"),
     ({"gadgets/x.py": "x = 1\n"}, "is in no layer"),
+    ({"reliability/goodput.py": "from slowlink.assess import assess\n"}, "never imports the chain above it"),
 ])
 def test_each_rule_catches_its_breach(tmp_path: Path, files: dict[str, str], rule: str) -> None:
     root = tmp_path / "slowlink"
