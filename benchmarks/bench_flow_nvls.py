@@ -18,8 +18,8 @@ from slowlink.collectives.model import predict
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.workload import workload_from_mapping
 from slowlink.topology.build import build
-from slowlink.workload.spec import workload_from_mapping
 from slowlink.workload.step import plan
 
 COLLECTIVE_GOAL_S, STEP_GOAL_S = 2.0, 30.0

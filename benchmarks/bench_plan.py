@@ -11,8 +11,8 @@ from pathlib import Path
 
 from slowlink.scale import scale
 from slowlink.spec.cluster import Cluster, cluster_from_mapping, load_cluster
+from slowlink.spec.workload import Workload, load_workload, workload_from_mapping
 from slowlink.workload.advice import advise
-from slowlink.workload.spec import Workload, load_workload, workload_from_mapping
 from slowlink.workload.step import plan
 
 PLAN_GOAL_S = 0.001  # per repeated plan (issue 19)

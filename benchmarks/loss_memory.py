@@ -67,8 +67,8 @@ def measure(case: str) -> float:
 
 def modelled(case: str) -> float:
     """:func:`~slowlink.workload.memory.logits_bytes` per logit for the same shapes (bf16, tp 1, one sequence)."""
+    from slowlink.spec.workload import workload_from_mapping
     from slowlink.workload.memory import logits_bytes
-    from slowlink.workload.spec import workload_from_mapping
 
     w = workload_from_mapping({
         "model": {"preset": "llama3-8b", "vocab": VOCAB, "seq_len": TOKENS},

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from slowlink.spec.cluster import load_cluster
+from slowlink.spec.workload import load_workload
 from slowlink.straggler.degraded import degraded_cost
 from slowlink.straggler.sweep import jitter_sweep, sync_points
-from slowlink.workload.spec import load_workload
 from slowlink.workload.step import check_plan, fit_dp, plan
 
 EX = Path(__file__).resolve().parents[1] / "examples"

@@ -16,7 +16,7 @@ from slowlink.assess import Budget, assess
 from slowlink.cli.main import app
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.spec.workload import load_workload
 
 EX = Path(__file__).resolve().parents[1] / "examples"
 NFS, VIDEO = str(EX / "ref-64gpu-nfs.yaml"), str(EX / "video-8b-files.yaml")  # a 0.5 s data stall per step

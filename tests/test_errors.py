@@ -14,7 +14,7 @@ from slowlink.cost.prices import load_prices
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.fileio import parse_text
 from slowlink.spec.cluster import cluster_from_mapping, load_cluster
-from slowlink.workload.spec import Workload, load_workload
+from slowlink.spec.workload import Workload, load_workload
 from slowlink.workload.step import plan
 
 EX = Path(__file__).resolve().parents[1] / "examples"

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from slowlink import units
 from slowlink.spec.storage import CheckpointSpec
-from slowlink.workload.spec import TrainingSpec
+from slowlink.spec.workload import TrainingSpec
 
 
 @pytest.mark.parametrize(("text", "value"), [

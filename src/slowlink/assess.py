@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.spec import Workload
+from slowlink.spec.workload import Workload
 
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost

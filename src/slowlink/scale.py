@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from slowlink.assess import Assessment, assess
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.spec import Workload
+from slowlink.spec.workload import Workload
 from slowlink.workload.step import StepResult, fit_dp
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from slowlink.cli.main import app
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.spec.workload import load_workload
 from slowlink.workload.step import plan
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from slowlink.cli.main import app
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload, workload_from_mapping
+from slowlink.spec.workload import load_workload, workload_from_mapping
 from slowlink.workload.step import fit_dp, plan
 
 EX = Path(__file__).parents[2] / "examples"

@@ -12,8 +12,8 @@ from slowlink.errors import SpecError
 from slowlink.reliability.goodput import Goodput, goodput
 from slowlink.reliability.validate import cases, lost_work_case, published
 from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.spec.workload import Workload, load_workload
 from slowlink.storage.plan import plan_storage
-from slowlink.workload.spec import Workload, load_workload
 from slowlink.workload.step import fit_dp, plan
 
 EX = Path(__file__).parents[2] / "examples"

@@ -22,7 +22,7 @@ from slowlink.report.html import check_html_path
 from slowlink.report.plan import scale_reason
 from slowlink.scale import scale
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.spec.workload import load_workload
 from slowlink.workload.step import plan
 
 pytest.importorskip("matplotlib")

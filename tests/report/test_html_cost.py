@@ -16,7 +16,7 @@ from slowlink.cli.main import app
 from slowlink.cost.model import TokenCost, cluster_cost
 from slowlink.cost.prices import load_prices
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import load_workload
+from slowlink.spec.workload import load_workload
 
 pytest.importorskip("matplotlib")
 EX = Path(__file__).resolve().parents[2] / "examples"

@@ -141,7 +141,7 @@ def test_a_single_node_job_uses_no_nic() -> None:
 def test_comm_fraction_from_the_step_models_plan(tmp_path: Path) -> None:
     """Llama 3 8B on 64 GPUs over 25GbE: DP's exposed all-reduce is most of the step (TP stays in the node)."""
     from slowlink.spec.cluster import load_cluster
-    from slowlink.workload.spec import load_workload
+    from slowlink.spec.workload import load_workload
     from slowlink.workload.step import plan
 
     cluster, workload = EX / "ref-64gpu-25gbe.yaml", EX / "llama3-8b.yaml"

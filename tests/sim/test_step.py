@@ -8,9 +8,9 @@ from slowlink import units
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.workload import ParallelSpec
 from slowlink.topology.build import build
 from slowlink.workload.placement import dimension_groups
-from slowlink.workload.spec import ParallelSpec
 
 
 def test_one_group_equals_simulate_collective(make_cluster: Callable[..., Cluster]) -> None:

@@ -11,6 +11,7 @@ import pytest
 from slowlink import units
 from slowlink.spec.cluster import Cluster, cluster_from_mapping, load_cluster
 from slowlink.spec.storage import CheckpointSpec, DataSpec
+from slowlink.spec.workload import Workload, load_workload
 from slowlink.storage.capacity import checkpoints_that_fit, time_until_full_s
 from slowlink.storage.checkpoint import (
     bytes_per_param_parts,
@@ -24,7 +25,6 @@ from slowlink.storage.plan import StoragePlan, plan_storage
 from slowlink.storage.read import data_feed, read_time_s, samples_per_s_at_utilisation
 from slowlink.workload.flops import params
 from slowlink.workload.memory import kept_bytes, optimizer_state_bytes
-from slowlink.workload.spec import Workload, load_workload
 from slowlink.workload.step import WAIT_SHARE, fit_dp, plan
 
 EX = Path(__file__).parents[2] / "examples"

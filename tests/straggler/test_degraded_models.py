@@ -11,11 +11,11 @@ from slowlink.collectives import predict
 from slowlink.errors import SpecError
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.straggler.degraded import degraded_cost, healthy
 from slowlink.topology.build import build
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import analytical_cost
-from slowlink.workload.spec import Workload, workload_from_mapping
 
 GPN = 8
 

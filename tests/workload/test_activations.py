@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.memory import activation_bytes_per_layer, mlp_kept_per_token
-from slowlink.workload.spec import Workload, workload_from_mapping
 
 
 def layer(model: dict[str, Any], tp: int = 8, sp: bool = True, recompute: str = "none", flash: bool = False,

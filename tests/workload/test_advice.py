@@ -7,8 +7,8 @@ from pathlib import Path
 
 from slowlink.catalog import load_catalog
 from slowlink.spec.cluster import load_cluster
+from slowlink.spec.workload import load_workload
 from slowlink.workload.advice import advise, rdma_nic_gbit
-from slowlink.workload.spec import load_workload
 from slowlink.workload.step import plan
 
 EX = Path(__file__).parents[2] / "examples"

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from slowlink.catalog import load_catalog
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.comm import analytical_cost
 from slowlink.workload.compute import K_HALF, Gemm, StageCompute, gemm_time_s, layer_compute, wave_quantisation
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import tp_layer
 from slowlink.workload.validate import selene
 

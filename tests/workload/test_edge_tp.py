@@ -6,10 +6,10 @@ import pytest
 
 from slowlink.catalog import load_catalog
 from slowlink.spec.cluster import cluster_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import Gemm, gemm_time_s
 from slowlink.workload.schedule import stage_layers
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 from slowlink.workload.traffic import edge_tp, micro_batch_act_bytes, tp_layer
 

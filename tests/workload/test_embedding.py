@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.compute import layer_compute, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.step import fit_dp, plan, stage_time_s
 
 EX = Path(__file__).parents[2] / "examples"

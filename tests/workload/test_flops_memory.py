@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from slowlink.errors import InfeasiblePlan, SpecError
+from slowlink.spec.workload import workload_from_mapping
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step, params
 from slowlink.workload.memory import activation_bytes_per_layer, check_fits, logits_bytes, memory, stage_params
-from slowlink.workload.spec import workload_from_mapping
 
 
 def _gpt(preset: str = "k22-175b", **parallel: object) -> dict[str, object]:

@@ -9,10 +9,10 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.compute import grad_accumulation_s, layer_compute, logits_compute_s
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.memory import layer_params_per_gpu, memory
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 
 EX = Path(__file__).parents[2] / "examples"

@@ -12,8 +12,8 @@ from importlib import resources
 import pytest
 import yaml
 
+from slowlink.spec.workload import workload_from_mapping
 from slowlink.workload.flops import model_flops_per_step
-from slowlink.workload.spec import workload_from_mapping
 from slowlink.workload.validate import heldout_cases
 
 A100_BF16_PEAK_FLOP_S = 312e12  # A100 datasheet, dense BF16 tensor core

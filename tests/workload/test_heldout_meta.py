@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from slowlink.spec.cluster import cluster_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.flops import model_flops_per_step, params
-from slowlink.workload.spec import Workload, workload_from_mapping
 
 H100_BF16_PEAK_TFLOP_S = 989.4  # H100 SXM datasheet, dense BF16 (catalog gpus.yaml)
 

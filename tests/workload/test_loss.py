@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from slowlink.spec.workload import workload_from_mapping
 from slowlink.workload.loss import cross_entropy_bytes
-from slowlink.workload.spec import workload_from_mapping
 
 
 def _w(cross_entropy: str, precision: str = "bf16", tp: int = 4, cp: int = 2):

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from slowlink.catalog import load_catalog
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload import moe
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import ELEMENTWISE_RW, layer_compute, layer_gemms, logits_compute_s
@@ -23,7 +24,6 @@ from slowlink.workload.moe import (
     router_kernels_s,
     token_count_bytes,
 )
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import ep_layer, tp_layer
 
 H100 = load_catalog([]).gpu("h100-sxm")

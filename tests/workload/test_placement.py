@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
+from slowlink.spec.workload import ParallelSpec
 from slowlink.workload.placement import dimension_groups
-from slowlink.workload.spec import ParallelSpec
 
 P = ParallelSpec(tp=2, cp=2, dp=4, pp=2, ep=2)
 

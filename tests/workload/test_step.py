@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.spec.workload import load_workload, workload_from_mapping
 from slowlink.workload.advice import advise
 from slowlink.workload.comm import CommCost, analytical_cost, group_shape, groups_of
-from slowlink.workload.spec import load_workload, workload_from_mapping
 from slowlink.workload.step import plan
 from slowlink.workload.validate import cases, heldout_cases
 
@@ -184,7 +184,7 @@ def test_last_ddp_bucket_is_exposed_even_with_overlap() -> None:
 def test_narayanan_eq3_reproduces_the_papers_derived_step_time() -> None:
     # Narayanan et al. 2021, Table 1, 145.6B row: 148 TFLOP/s/GPU on 1,536 GPUs, batch 2304 -> 24.8 s
     # (iter_time_s_derived in shared/calibration/published_runs.yaml), within 1%.
-    from slowlink.workload.spec import ModelSpec, resolve_model
+    from slowlink.spec.workload import ModelSpec, resolve_model
     from slowlink.workload.validate import narayanan_eq3_flops
 
     model = resolve_model(ModelSpec(preset="n21-145b"))

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from slowlink.catalog import load_catalog
+from slowlink.catalog.tp_comm import DEFAULT, GemmOverlap, tp_comm_config
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
+from slowlink.spec.workload import Workload, load_workload
 from slowlink.workload.comm import analytical_cost, groups_of
 from slowlink.workload.compute import Gemm, gemm_time_s, layer_compute, wave_quantisation
-from slowlink.workload.spec import Workload, load_workload
 from slowlink.workload.step import plan
-from slowlink.workload.tp_comm_config import DEFAULT, GemmOverlap, tp_comm_config
 from slowlink.workload.tp_overlap import (
     UB_STREAMS,
     bulk,

@@ -10,10 +10,10 @@ import pytest
 from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import vocab_shard_params
-from slowlink.workload.spec import Workload, workload_from_mapping
 from slowlink.workload.traffic import (
     MEGATRON_BUCKET_PARAMS,
     chunked_gather_exposed_s,

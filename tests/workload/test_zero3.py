@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from slowlink.catalog import load_catalog
+from slowlink.spec.workload import ModelSpec, Workload, resolve_model, workload_from_mapping
 from slowlink.workload.comm import groups_of
-from slowlink.workload.spec import ModelSpec, Workload, resolve_model, workload_from_mapping
 from slowlink.workload.validate import heldout_cases
 from slowlink.workload.zero3 import (
     CALLS_PER_RANK_GATHER,

@@ -18,7 +18,7 @@ from slowlink.bench.train import TrainConfig
 from slowlink.errors import SpecError
 from slowlink.fileio import read_mapping
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
-from slowlink.workload.spec import Workload, workload_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 
 
 def workload_for(cfg: TrainConfig, ranks: int, precision: str) -> Workload:

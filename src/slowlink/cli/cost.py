@@ -74,7 +74,7 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
-    from slowlink.workload.spec import load_workload
+    from slowlink.spec.workload import load_workload
 
     budget = parse_budget(tokens)
     check_html_path(html)

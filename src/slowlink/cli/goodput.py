@@ -23,7 +23,7 @@ def goodput_cmd(cluster: Path, workload: Path, tokens: str | None = _TOKENS, ste
     from slowlink.assess import assess
     from slowlink.report.goodput import losses_table, summary_table, sweep_table
     from slowlink.spec.cluster import load_cluster
-    from slowlink.workload.spec import load_workload
+    from slowlink.spec.workload import load_workload
 
     budget = parse_budget(tokens, steps)
     w, c = load_workload(workload), load_cluster(cluster)

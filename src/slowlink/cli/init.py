@@ -86,7 +86,7 @@ def init_cmd(
     from slowlink.catalog.store import load_catalog
     from slowlink.fileio import parse_text
     from slowlink.spec.cluster import cluster_from_mapping
-    from slowlink.workload.spec import workload_from_mapping
+    from slowlink.spec.workload import workload_from_mapping
     from slowlink.workload.step import plan
 
     if not folder.is_dir():

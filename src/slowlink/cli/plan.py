@@ -11,7 +11,7 @@ from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.sim.fidelity import check_fidelity
 from slowlink.spec.cluster import Cluster, load_cluster
-from slowlink.workload.spec import Workload, load_workload
+from slowlink.spec.workload import Workload, load_workload
 
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
     from slowlink.assess import Assessment, Budget

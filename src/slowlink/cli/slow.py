@@ -30,8 +30,8 @@ def degraded_cmd(cluster: Path, workload: Path, fidelity: str = _FIDELITY, as_js
     from slowlink.report.straggler import degraded_sentence, degraded_table
     from slowlink.sim.fidelity import FIDELITIES, check_fidelity
     from slowlink.spec.cluster import load_cluster
+    from slowlink.spec.workload import load_workload
     from slowlink.straggler.degraded import degraded_cost
-    from slowlink.workload.spec import load_workload
 
     fids = FIDELITIES if fidelity == "both" else (check_fidelity(fidelity),)
     c, w = load_cluster(cluster), load_workload(workload)
@@ -57,9 +57,9 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
     """Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."""
     from slowlink.report.straggler import jitter_table
     from slowlink.spec.cluster import load_cluster
+    from slowlink.spec.workload import load_workload
     from slowlink.straggler.jitter import check_jitter
     from slowlink.straggler.sweep import DEFAULT_CVS, jitter_sweep, sync_points
-    from slowlink.workload.spec import load_workload
     from slowlink.workload.step import check_plan, fit_dp, plan
 
     counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))

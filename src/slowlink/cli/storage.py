@@ -16,8 +16,8 @@ _JSON = typer.Option(False, "--json", help="Print JSON.")
 def checkpoint_size_cmd(workload: Path, as_json: bool = _JSON) -> None:
     """Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."""
     from slowlink.report.storage import size_table
+    from slowlink.spec.workload import load_workload
     from slowlink.storage.checkpoint import checkpoint_size
-    from slowlink.workload.spec import load_workload
 
     w = load_workload(workload)
     size = checkpoint_size(w)

@@ -34,7 +34,7 @@ from slowlink.reliability.ettr import (
 from slowlink.reliability.failures import FailureModel, failure_model
 from slowlink.reliability.recovery import CheckpointTimes, RecoveryCost, checkpoint_times
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.spec import Workload
+from slowlink.spec.workload import Workload
 
 if TYPE_CHECKING:
     from slowlink.storage.plan import StoragePlan

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.workload import Workload
 from slowlink.storage.checkpoint import CheckpointCost
-from slowlink.workload.spec import Workload
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,8 @@ def ettr_case(c: dict[str, Any]) -> ReliabilityCase:
     """ETTR of a published run at the Daly interval (step, storage and failure models, default recovery)."""
     from slowlink.reliability.goodput import goodput
     from slowlink.spec.cluster import cluster_from_mapping
+    from slowlink.spec.workload import workload_from_mapping
     from slowlink.storage.plan import plan_storage
-    from slowlink.workload.spec import workload_from_mapping
     from slowlink.workload.step import fit_dp, plan
 
     cluster = cluster_from_mapping(c["cluster"], f"{c['id']}.cluster")

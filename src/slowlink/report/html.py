@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from slowlink.collectives import Prediction
     from slowlink.scale import ScalePoint
     from slowlink.spec.cluster import Cluster
+    from slowlink.spec.workload import Workload
     from slowlink.workload.advice import Advice
-    from slowlink.workload.spec import Workload
     from slowlink.workload.step import StepResult
 
 SUFFIXES = (".html", ".htm")

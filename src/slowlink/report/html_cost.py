@@ -19,7 +19,7 @@ from slowlink.report.page import figure_block, figure_svg, html_page, html_table
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
     from slowlink.spec.cluster import Cluster
-    from slowlink.workload.spec import Workload
+    from slowlink.spec.workload import Workload
 
 SERVERS_COLOUR = "#4c72b0"
 NETWORK_COLOURS = ("#dd8452", "#c44e52", "#e17c7c", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974")

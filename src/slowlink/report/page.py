@@ -18,7 +18,7 @@ from slowlink.errors import SpecError
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
-    from slowlink.workload.spec import Workload
+    from slowlink.spec.workload import Workload
 
 _NUMBER = re.compile(r"^[+-]?[0-9][0-9.,]*\s*(%|x|s)?( ?/ ?[0-9][0-9.,]*)?$")  # 1.5 s, 12%, 0.3 / 0.9, 8/10
 _CSS = """

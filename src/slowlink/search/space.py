@@ -19,7 +19,7 @@ from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, format_validation_error, read_mapping
 from slowlink.spec.reliability import ReliabilitySpec
 from slowlink.spec.storage import StorageSpec
-from slowlink.workload.spec import Workload, load_workload
+from slowlink.spec.workload import Workload, load_workload
 
 Count = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0)]

@@ -171,7 +171,7 @@ def planned_comm_fraction(cluster_path: Path, workload_path: Path) -> float:
     communication except TP's when TP stays inside a node (shortcut: CP, EP, PP and DP are counted as
     inter-node, as they are when TP fills the node)."""
     from slowlink.spec.cluster import load_cluster
-    from slowlink.workload.spec import load_workload
+    from slowlink.spec.workload import load_workload
     from slowlink.workload.step import plan
 
     r = plan(load_workload(workload_path), load_cluster(cluster_path))

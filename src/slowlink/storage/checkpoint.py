@@ -38,11 +38,11 @@ from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.storage import CheckpointSpec
+from slowlink.spec.workload import Workload
 from slowlink.storage.paths import client_bytes_s, details_of, storage_bytes_s, storage_of
 from slowlink.workload.flops import params
 from slowlink.workload.memory import kept_bytes, optimizer_state_bytes
 from slowlink.workload.placement import rank_grid
-from slowlink.workload.spec import Workload
 
 
 def bytes_per_param_parts(precision: str, weights_dtype: str = "training", save_optimizer: bool = True

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from slowlink import units
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.workload import Workload
 from slowlink.storage.capacity import Capacity, capacity
 from slowlink.storage.checkpoint import CheckpointCost, CheckpointSize, checkpoint_cost, checkpoint_size, interval_s
 from slowlink.storage.paths import details_of
 from slowlink.storage.read import DataFeed, data_feed
-from slowlink.workload.spec import Workload
 from slowlink.workload.step import WAIT_SHARE
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from slowlink import units
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.storage import DataSpec
+from slowlink.spec.workload import Workload
 from slowlink.storage.paths import client_bytes_s, details_of, storage_bytes_s, storage_of
-from slowlink.workload.spec import Workload
 
 # The background article (sections 2.7 and 2.17): "about 1 GB/s of read per GPU". A comparison, not an input.
 RULE_OF_THUMB_BYTES_S_PER_GPU = 1.0 * units.GB

@@ -22,9 +22,9 @@ from typing import Any
 from slowlink import units
 from slowlink.fileio import parse_text
 from slowlink.spec.cluster import cluster_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.storage.checkpoint import checkpoint_cost, checkpoint_size
 from slowlink.storage.read import read_demand_bytes_s, samples_per_s_at_utilisation
-from slowlink.workload.spec import Workload, workload_from_mapping
 
 SIZE_TOLERANCE = 0.10  # the done-when: size within 10%
 TIME_TOLERANCE = 0.20  # time (and rate) within 20%

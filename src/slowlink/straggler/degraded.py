@@ -16,8 +16,8 @@ from typing import Any
 from slowlink.sim.fidelity import CollectiveQuery, check_fidelity, comm_cost, predict_collective
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.degraded import Degraded, resolve_degraded
+from slowlink.spec.workload import Workload
 from slowlink.topology.build import build
-from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, plan
 
 PAYS_TIE = 0.05  # dimensions whose added exposed time is within 5% of the largest pay together

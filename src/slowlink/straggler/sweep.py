@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from slowlink.errors import SpecError, field_error
+from slowlink.spec.workload import Workload
 from slowlink.straggler.jitter import Interval, equal_intervals, expected_step_s, monte_carlo_step_s
-from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult
 
 DEFAULT_GPUS = (8, 64, 512, 4096, 16384)

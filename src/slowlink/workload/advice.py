@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from slowlink import units
 from slowlink.errors import SlowlinkError
 from slowlink.spec.cluster import Cluster, with_transport
+from slowlink.spec.workload import Workload
 from slowlink.workload.comm import CommCost
-from slowlink.workload.spec import Workload
 from slowlink.workload.step import StepResult, plan
 
 MIN_GAIN = 0.01  # a change must save 1% of the step to be worth saying

@@ -27,8 +27,8 @@ import numpy as np
 from slowlink.collectives import Group, Prediction, predict
 from slowlink.collectives.communicator import communicator
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.workload import ParallelSpec
 from slowlink.workload.placement import Dimension, dimension_array
-from slowlink.workload.spec import ParallelSpec
 
 CommCost = Callable[[str, float, list[list[int]]], float]
 # (op, size_bytes in the nccl-tests convention, groups = every concurrent communicator of that

@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from slowlink.catalog import Gpu
+from slowlink.spec.workload import Workload
 from slowlink.units import PRECISION_BYTES
 from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import (
@@ -46,7 +47,6 @@ from slowlink.workload.memory import (
     vocab_shard_params,
 )
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
-from slowlink.workload.spec import Workload
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
 # only (all A100): it fixed gemm_fraction x E_GEMM at 0.783 for the A100; with the A100's measured MAMF share

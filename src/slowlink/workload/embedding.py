@@ -17,9 +17,9 @@ The lookup itself and the scatter of the tokens' rows are tokens x h: not counte
 
 from __future__ import annotations
 
+from slowlink.spec.workload import Workload
 from slowlink.workload.compute import added_grad_bytes_per_param
 from slowlink.workload.memory import kept_bytes, vocab_shard_params
-from slowlink.workload.spec import Workload
 
 
 def embedding_grad_bytes(w: Workload) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slowlink.workload.spec import Model
+from slowlink.spec.workload import Model
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ The all-gather of the logits is the TP traffic of :func:`~slowlink.workload.traf
 
 from __future__ import annotations
 
+from slowlink.spec.workload import Workload
 from slowlink.units import PRECISION_BYTES
 from slowlink.workload.memory import kept_bytes
-from slowlink.workload.spec import Workload
 
 # A fused loss kernel (apex xentropy / flash-attn's cross_entropy with inplace_backward, as the FlashAttention
 # training configs set, github.com/Dao-AILab/flash-attention training/configs/experiment/pile/base.yaml

@@ -24,9 +24,9 @@ from typing import Literal
 
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
+from slowlink.spec.workload import Workload
 from slowlink.workload.flops import params
 from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
-from slowlink.workload.spec import Workload
 
 Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
 MAIN_GRAD_BYTES = units.PRECISION_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)

@@ -32,9 +32,9 @@ reverse. The compute model divides them by the GPU's elementwise bandwidth.
 
 from __future__ import annotations
 
+from slowlink.spec.workload import Workload
 from slowlink.workload.kernels import SHORT_KERNEL_S
 from slowlink.workload.memory import kept_bytes, mlp_kept_per_token
-from slowlink.workload.spec import Workload
 
 # Ops of one MoE layer and micro-batch on [n, experts] or [experts] tensors, with the kernels each launches at
 # least (one per ATen op that writes a tensor; an out-of-place scatter clones first), read from core_r0.10.0

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from slowlink.workload.spec import ParallelSpec
+from slowlink.spec.workload import ParallelSpec
 
 Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"]
 DEFAULT_ORDER = "tp-cp-dp-pp"

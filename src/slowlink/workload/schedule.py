@@ -26,7 +26,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from slowlink.errors import InfeasiblePlan
-from slowlink.workload.spec import Workload
+from slowlink.spec.workload import Workload
 
 Op = tuple[str, int, int]  # ("F" | "B", model chunk, micro-batch)
 

@@ -27,6 +27,7 @@ from slowlink import units
 from slowlink.catalog import Gpu
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.workload import Workload, check_hardware
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
 from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_parts, output_gemm
@@ -34,7 +35,6 @@ from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
-from slowlink.workload.spec import Workload, check_hardware
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 

@@ -1,5 +1,5 @@
 """TP communication overlapped with the GEMMs the way Transformer Engine's userbuffers does it (``overlap.tp_comm``),
-under the workload's userbuffers config (``overlap.tp_comm_config``, :mod:`slowlink.workload.tp_comm_config`).
+under the workload's userbuffers config (``overlap.tp_comm_config``, :mod:`slowlink.catalog.tp_comm`).
 
 Source: NVIDIA/TransformerEngine tag v1.13 (the TE of the NeMo 24.12 container).
 ``transformer_engine/pytorch/module/base.py``, ``initialize_ub``: the method of each GEMM is
@@ -40,11 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from slowlink.catalog import Gpu
+from slowlink.catalog.tp_comm import GemmOverlap, tp_comm_config
 from slowlink.errors import SpecError
+from slowlink.spec.workload import Workload
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import Gemm, gemm_time_s, layer_gemms
-from slowlink.workload.spec import Workload
-from slowlink.workload.tp_comm_config import GemmOverlap, tp_comm_config
 from slowlink.workload.traffic import micro_batch_act_bytes
 
 UB_STREAMS = 3  # TE v1.13 base.py _NUM_MAX_UB_STREAMS: compute streams the chunk GEMMs rotate over

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.collectives.constants import CHANNELS
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.workload import Workload
 from slowlink.units import PRECISION_BYTES
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
 from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
 from slowlink.workload.moe import routed_bytes, token_count_bytes
-from slowlink.workload.spec import Workload
 
 
 @dataclass(frozen=True)

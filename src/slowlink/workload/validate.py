@@ -22,9 +22,9 @@ from typing import Any
 
 from slowlink.fileio import parse_text
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.workload import Model, Workload, workload_from_mapping
 from slowlink.workload.accuracy import RECORD, RecordedRun, layout_key, record_rows
 from slowlink.workload.flops import model_flops_per_step
-from slowlink.workload.spec import Model, Workload, workload_from_mapping
 from slowlink.workload.step import plan
 
 

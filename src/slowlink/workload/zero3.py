@@ -80,12 +80,12 @@ Two implementations, chosen by ``parallel.zero3_impl``:
 from __future__ import annotations
 
 from slowlink.catalog import Gpu
+from slowlink.spec.workload import Model, Workload
 from slowlink.units import PRECISION_BYTES
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.kernels import SHORT_KERNEL_S  # one per rank: the list API's copies
 from slowlink.workload.memory import kept_bytes
-from slowlink.workload.spec import Model, Workload
 
 # DeepSpeed default (deepspeed/runtime/zero/constants.py, 2021): tensors below this many elements are not
 # partitioned (stage3_param_persistence_threshold).

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
-from slowlink.workload.tp_comm_config import tp_comm_config
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
@@ -208,7 +208,7 @@ class OverlapSpec(BaseModel):
     param_gather: bool = Field(True, description="Overlap the ZeRO parameter all-gather with the forward pass.")
     tp_comm: bool = Field(False, description="Overlap TP collectives with GEMMs (userbuffers / async TP).")
     tp_comm_config: str = Field("te-v1.13-default", description="With tp_comm: the userbuffers config (per GEMM "
-                                "method, SMs, chunks), a name in workload/data/tp_comm_configs.yaml.")
+                                "method, SMs, chunks), a name in catalog/data/tp_comm_configs.yaml.")
     pp_comm: bool = Field(False, description="Overlap the PP send/recv with the next model chunk's compute "
                           "(Megatron's overlap_p2p_comm with batch_p2p_comm false; interleaved schedule only, "
                           "parallel.vp > 1); false = each hand-off waited for (Megatron's default).")
@@ -291,7 +291,7 @@ _MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
 
 def resolve_model(spec: ModelSpec) -> Model:
     """Merge a preset with the fields given; every field must end up known."""
-    from slowlink.workload.presets_io import preset
+    from slowlink.catalog.models import preset
 
     base: dict[str, Any] = preset(spec.preset) if spec.preset else {}
     given = spec.model_dump(exclude_none=True, exclude={"preset"})

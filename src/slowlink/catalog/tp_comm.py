@@ -104,7 +104,7 @@ def parse_configs(data: Any, source: str) -> dict[str, TpCommConfig]:
 @functools.cache
 def tp_comm_configs() -> dict[str, TpCommConfig]:
     """Every bundled config by name."""
-    text = resources.files("slowlink.workload.data").joinpath(DATA_FILE).read_text("utf-8")
+    text = (resources.files("slowlink.catalog") / "data").joinpath(DATA_FILE).read_text("utf-8")
     return parse_configs(parse_text(text, DATA_FILE, as_json=False), DATA_FILE)
 
 
@@ -113,5 +113,5 @@ def tp_comm_config(name: str) -> TpCommConfig:
     known = tp_comm_configs()
     if name not in known:
         raise SpecError(f"overlap.tp_comm_config ({name!r}) is not a known userbuffers config "
-                        f"(workload/data/{DATA_FILE}){nearest(name, list(known))}")
+                        f"(catalog/data/{DATA_FILE}){nearest(name, list(known))}")
     return known[name]

@@ -1,4 +1,4 @@
-"""The bundled userbuffers configs (workload/tp_comm_config.py, data/tp_comm_configs.yaml) and their checks."""
+"""The bundled userbuffers configs (catalog/tp_comm.py, data/tp_comm_configs.yaml) and their checks."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from slowlink.catalog.tp_comm import DATA_FILE, DEFAULT, parse_configs, tp_comm_config, tp_comm_configs
 from slowlink.errors import SpecError
 from slowlink.fileio import parse_text
-from slowlink.workload.spec import workload_from_mapping
-from slowlink.workload.tp_comm_config import DATA_FILE, DEFAULT, parse_configs, tp_comm_config, tp_comm_configs
+from slowlink.spec.workload import workload_from_mapping
 from slowlink.workload.validate import _data
 
 RING = ("qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad")
@@ -40,7 +40,7 @@ def test_a_config_is_merged_over_the_defaults() -> None:
 
 
 def _raw() -> dict[str, Any]:
-    text = resources.files("slowlink.workload.data").joinpath(DATA_FILE).read_text("utf-8")
+    text = (resources.files("slowlink.catalog") / "data").joinpath(DATA_FILE).read_text("utf-8")
     return copy.deepcopy(parse_text(text, DATA_FILE, as_json=False))
 
 

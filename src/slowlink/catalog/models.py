@@ -1,4 +1,4 @@
-"""Model presets: the bundled YAML files under ``workload/presets/``."""
+"""Model presets: the bundled YAML files under ``catalog/presets/``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from slowlink.fileio import parse_text
 def presets() -> dict[str, dict[str, Any]]:
     """Every bundled preset by name."""
     out: dict[str, dict[str, Any]] = {}
-    for entry in sorted(resources.files("slowlink.workload.presets").iterdir(), key=lambda e: e.name):
+    for entry in sorted(resources.files("slowlink.catalog.presets").iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             out.update(parse_text(entry.read_text(encoding="utf-8"), f"preset {entry.name}", as_json=False))
     return out

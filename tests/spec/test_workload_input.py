@@ -9,7 +9,7 @@ import pytest
 
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.spec.cluster import load_cluster
-from slowlink.workload.spec import check_hardware, workload_from_mapping
+from slowlink.spec.workload import check_hardware, workload_from_mapping
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
