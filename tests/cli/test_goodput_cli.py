@@ -75,6 +75,8 @@ def test_goodput_bad_options(args: list[str], needles: tuple[str, ...], cli_fail
      ("reliability.failures_per_1000_node_days", "0", "greater than 0")),
     ("reliability: {restart_overhead_s: -1}\n", ("reliability.restart_overhead_s", "-1")),
     ("reliability: {checkpoint_interval_s: fast}\n", ("reliability.checkpoint_interval_s", "fast")),
+    ("reliability: {checkpoint_interval_s: 1800}\n", ("reliability.checkpoint_interval_s", "1800",
+                                                     "checkpoint: {interval_minutes: 30}", "in the workload")),
     ("reliability: {mtbf: 5}\n", ("reliability.mtbf",)),
 ])
 def test_goodput_bad_cluster_reliability(tmp_path: Path, extra: str, needles: tuple[str, ...],

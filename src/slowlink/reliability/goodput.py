@@ -165,14 +165,11 @@ def size_sweep(fm: FailureModel, gpn: int, ck: CheckpointTimes, step_s: float) -
     return out
 
 
-def interval_choice(cluster: Cluster, w: Workload, step_s: float, daly_s: float) -> tuple[float, str]:
-    """Seconds between checkpoints: the cluster's reliability override, else the workload's checkpoint
-    interval, else the Daly optimum (never below one step)."""
+def interval_choice(w: Workload, step_s: float, daly_s: float) -> tuple[float, str]:
+    """Seconds between checkpoints, the chain's one decision: the workload's checkpoint interval (its one home),
+    else the Daly optimum (never below one step)."""
     from slowlink.storage.checkpoint import interval_s
 
-    rel = cluster.reliability
-    if rel is not None and rel.checkpoint_interval_s is not None:
-        return max(step_s, rel.checkpoint_interval_s), "reliability.checkpoint_interval_s"
     ws = interval_s(w.checkpoint, step_s)
     if ws:
         return max(step_s, ws), "workload checkpoint interval"
@@ -216,7 +213,7 @@ def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePl
     mttf_s = fm.mttf_h(gpus, gpn) * units.HOUR
     delta = max(ck.blocking_s, 1e-9)
     young, daly = young_interval_s(delta, mttf_s), daly_interval_s(delta, mttf_s)
-    tau, why = interval_choice(cluster, w, step_s, daly)
+    tau, why = interval_choice(w, step_s, daly)
     seed = cluster.reliability.seed if cluster.reliability else 0
     p = inputs(fm, gpus, gpn, tau, ck, rec)
     return Failures(gpus, gpn, fm, step_s, ck, rec, mttf_s / units.HOUR, young, max(step_s, daly), tau, why, seed, p,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from slowlink.fileio import SPEC_CONFIG
 
@@ -62,8 +62,8 @@ class ReliabilitySpec(BaseModel):
     hang_timeout_s: float | None = Field(
         None, ge=0, description="Seconds a hang waits for the collective timeout (default 600, PyTorch NCCL).")
     checkpoint_interval_s: float | None = Field(
-        None, gt=0, description="Seconds of training between checkpoints; default: the workload's checkpoint "
-        "interval, else the Daly (2006) optimum.")
+        None, description="Not here: the checkpoint interval is the job's, the workload's checkpoint: "
+        "interval_minutes or interval_steps (default: the Daly (2006) optimum); refused with that message.")
     checkpoint_s: float | None = Field(
         None, ge=0, description="Override: seconds training stops for one checkpoint (default: the storage "
         "model's write time, or the async blocking part).")
@@ -71,3 +71,11 @@ class ReliabilitySpec(BaseModel):
         None, ge=0, description="Override: seconds to restore the checkpoint on restart (default: the storage "
         "model's restore storm).")
     seed: int = Field(0, description="Seed of the Monte Carlo ETTR.")
+
+    @field_validator("checkpoint_interval_s")
+    @classmethod
+    def _interval_is_the_jobs(cls, v: float | None) -> float | None:
+        if v is not None:
+            raise ValueError(f"the checkpoint interval is the job's, set once, in the workload: checkpoint: "
+                             f"{{interval_minutes: {v / 60:g}}} (or interval_steps), not in the cluster file")
+        return v
