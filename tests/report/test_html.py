@@ -55,6 +55,11 @@ def test_plan_page_has_breakdown_sentence_and_advice_for_every_cluster(tmp_path:
         assert name in text
     assert "h100-sxm" in text and "tp 2, pp 1, dp 32" in text  # the inputs
     assert "accuracy: no held-out h100-sxm run at TP 2; on " in text  # the model's measured error (no TP 2 run)
+    for r in results:  # the chain's cost and what it could not price, as the terminal says them
+        cost: Any = r["cost"]
+        assert (f"cost: {cost['usd_per_million_tokens']:.4f} USD per million tokens" in text if "unavailable" not in
+                cost else html.escape(f"cost: not priced: {cost['unavailable']}") in text)
+    assert "time to train: not priced: training.tokens (None)" in text
 
 
 def test_single_cluster_plan_page(tmp_path: Path, parse_page: Callable[..., Any]) -> None:

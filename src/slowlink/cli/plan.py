@@ -98,9 +98,7 @@ def plan_cmd(
     names = [key for key, _ in fits]
     found = [a for _, a in fits]
     if html is not None:
-        report_html.write_plan(html, [a.cluster for a in found], w, [a.step for a in found],
-                               [list(a.advice) for a in found],
-                               [accuracy_sentence(a.accuracy, fidelity) for a in found])
+        report_html.write_plan(html, w, found, [accuracy_sentence(a.accuracy, fidelity) for a in found])
     if as_json:
         js = {key: plan_json(a) for key, a in fits} | {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})

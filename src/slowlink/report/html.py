@@ -18,6 +18,7 @@ from slowlink.errors import SlowlinkError, SpecError
 from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 
 if TYPE_CHECKING:
+    from slowlink.assess import Assessment
     from slowlink.bench.calibrate import PredictedPoint
     from slowlink.collectives import Prediction
     from slowlink.scale import ScalePoint
@@ -120,17 +121,23 @@ def _plan_metrics(names: Sequence[str], results: Sequence[StepResult]) -> str:
     return html_table(("", *names), rows, "metrics")
 
 
-def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-              advice: Sequence[Sequence[Advice]], accuracy: Sequence[str]) -> str:
-    """The page of ``slowlink plan``: bottleneck, advice and ``accuracy`` (the model's measured error where it
-    applies, report.plan.accuracy_sentence) per cluster, step breakdown, metrics, inputs."""
+def plan_page(w: Workload, assessments: Sequence[Assessment], accuracy: Sequence[str]) -> str:
+    """The page of ``slowlink plan`` of ``w``: bottleneck, advice, memory, ``accuracy`` (the model's measured error
+    where it applies, report.plan.accuracy_sentence), goodput, cost and what was not priced per cluster, step
+    breakdown, metrics, inputs."""
+    from slowlink.report.assess import chain_lines
+
+    clusters = [a.cluster for a in assessments]
+    results = [a.step for a in assessments]
     names = [c.name for c in clusters]
-    blocks = "".join(_bottleneck_block(n, r, a) for n, r, a in zip(names, results, advice, strict=True))
+    blocks = "".join(_bottleneck_block(n, a.step, a.advice) for n, a in zip(names, assessments, strict=True))
     memory = (r.memory.sentence(c.gpu.hbm_bytes) for c, r in zip(clusters, results, strict=True))
     blocks += "".join(f'<p class="memory"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
                       for n, text in zip(names, memory, strict=True))
     blocks += "".join(f'<p class="accuracy"><b>{html.escape(n)}</b>: {html.escape(text)}</p>'
                       for n, text in zip(names, accuracy, strict=True))
+    blocks += "".join(f'<p class="chain"><b>{html.escape(n)}</b>: {html.escape(line)}</p>'
+                      for n, a in zip(names, assessments, strict=True) for line in chain_lines(a))
     fig = figure_block(breakdown_svg(names, results), "Where each step goes: compute, pipeline bubble, "
                         "optimizer and the communication each parallel dimension leaves exposed.", "breakdown")
     body = (f"<h2>Bottleneck</h2>{blocks}<h2>Step time</h2>{fig}{_plan_metrics(names, results)}"
@@ -138,9 +145,8 @@ def plan_page(clusters: Sequence[Cluster], w: Workload, results: Sequence[StepRe
     return html_page(f"slowlink plan: {w.name} on {', '.join(names)}", body)
 
 
-def write_plan(path: Path, clusters: Sequence[Cluster], w: Workload, results: Sequence[StepResult],
-               advice: Sequence[Sequence[Advice]], accuracy: Sequence[str]) -> None:
-    write_page(path, plan_page(clusters, w, results, advice, accuracy))
+def write_plan(path: Path, w: Workload, assessments: Sequence[Assessment], accuracy: Sequence[str]) -> None:
+    write_page(path, plan_page(w, assessments, accuracy))
 
 
 # ---- scale --------------------------------------------------------------------------------------------
