@@ -27,6 +27,7 @@ def _numbers(text: str, flag: str, kind: type[int] | type[float]) -> tuple[float
 @clean_errors
 def degraded_cmd(cluster: Path, workload: Path, fidelity: str = _FIDELITY, as_json: bool = _JSON) -> None:
     """What the cluster's degraded parts cost a workload's step: per dimension, and each part alone."""
+    from slowlink.assess import assess
     from slowlink.report.straggler import degraded_sentence, degraded_table
     from slowlink.sim.fidelity import FIDELITIES, check_fidelity
     from slowlink.spec.cluster import load_cluster
@@ -35,7 +36,8 @@ def degraded_cmd(cluster: Path, workload: Path, fidelity: str = _FIDELITY, as_js
 
     fids = FIDELITIES if fidelity == "both" else (check_fidelity(fidelity),)
     c, w = load_cluster(cluster), load_workload(workload)
-    costs = [degraded_cost(w, c, f) for f in fids]
+    built = [assess(w, c, fidelity=f, full=False) for f in fids]  # the cluster as built: the chain's step
+    costs = [degraded_cost(a.workload, c, f, a.step) for a, f in zip(built, fids, strict=True)]
     if as_json:
         print_json({x.fidelity: x.to_json() for x in costs})
         return
@@ -55,12 +57,13 @@ _TRIALS = typer.Option(64, "--trials", help="Monte Carlo trials per point.")
 def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None = _CVS,
                distribution: str | None = _DIST, trials: int = _TRIALS, as_json: bool = _JSON) -> None:
     """Expected step time against GPU count under per-rank jitter: closed form vs seeded Monte Carlo."""
+    from slowlink.assess import assess
     from slowlink.report.straggler import jitter_table
     from slowlink.spec.cluster import load_cluster
     from slowlink.spec.workload import load_workload
     from slowlink.straggler.jitter import check_jitter
     from slowlink.straggler.sweep import DEFAULT_CVS, jitter_sweep, sync_points
-    from slowlink.workload.step import check_plan, fit_dp, plan
+    from slowlink.workload.step import check_plan
 
     counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))
     c, w = load_cluster(cluster), load_workload(workload)
@@ -71,8 +74,9 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
         check_jitter(1, x, 0.0, dist)
     if trials < 2:
         raise SpecError(field_error("--trials", trials, "must be >= 2"))
-    result = plan(w, c)
-    syncs = sync_points(w, check_plan(fit_dp(w, c), c))
+    a = assess(w, c, full=False)
+    result = a.step
+    syncs = sync_points(a.workload, check_plan(a.workload, c))
     pts = jitter_sweep(result, syncs, counts, cvs, var.network_cv if var else 0.0, dist, trials,
                        var.seed if var else 0)
     if as_json:

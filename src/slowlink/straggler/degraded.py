@@ -105,14 +105,15 @@ def _step(w: Workload, cluster: Cluster, fidelity: str) -> StepResult:
     return plan(w, cluster, comm_cost(fidelity, cluster))
 
 
-def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical") -> DegradedCost:
-    """Plan ``w`` on ``cluster`` as built and healthy at ``fidelity``, and with each degraded part alone
-    (``degraded_by``; one plan per part)."""
+def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical",
+                  step: StepResult | None = None) -> DegradedCost:
+    """Plan ``w`` on ``cluster`` healthy at ``fidelity``, and with each degraded part alone (``degraded_by``; one
+    plan per part); ``step`` is the cluster's own step as built (planned here when not given)."""
     check_fidelity(fidelity)
     if cluster.degraded.link_rate:
         build(cluster)  # a fabric link name the graph does not have is an error at either fidelity
     base = _step(w, healthy(cluster), fidelity)
-    full = _step(w, cluster, fidelity)
+    full = step if step is not None else _step(w, cluster, fidelity)
     parts = []
     gpn = cluster.gpus_per_node
     for spec_part, name in zip(cluster.degraded_parts, cluster.degraded.names, strict=True):
@@ -130,7 +131,7 @@ def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical"
     expected step under that jitter (``jitter``). None of them on a uniform cluster."""
     out: dict[str, Any] = {}
     if cluster.degraded:
-        c = degraded_cost(w, cluster, fidelity)
+        c = degraded_cost(w, cluster, fidelity, result)
         out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
                 "degraded_by": [p.to_json() for p in c.parts]}
     v = cluster.variability
