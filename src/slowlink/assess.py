@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from slowlink.cost.prices import PriceBook
     from slowlink.reliability.goodput import Failures, Goodput
     from slowlink.storage.plan import StoragePlan
+    from slowlink.straggler.degraded import PlanStragglers
     from slowlink.workload.accuracy import Accuracy
     from slowlink.workload.advice import Advice
     from slowlink.workload.comm import CommCost
@@ -77,7 +77,7 @@ class Assessment:
     budget: Budget                  # the run's tokens or steps, as given (workload's training.tokens included)
     advice: tuple[Advice, ...]
     accuracy: Accuracy
-    degraded: Mapping[str, object]  # ``plan --json``'s degraded-part and jitter keys (none on a uniform cluster)
+    stragglers: PlanStragglers | None  # degraded parts' cost and the jitter (None: a uniform cluster, or not asked)
     unpriced: tuple[Unpriced, ...]
 
     @property
@@ -216,18 +216,19 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
 
         unpriced.append(Unpriced("time_to_train", NO_BUDGET))
     advice: tuple[Advice, ...] = ()
-    degraded: Mapping[str, object] = {}
+    stragglers: PlanStragglers | None = None
     if full:
         from slowlink.workload.advice import advise
 
         advice = tuple(advise(w, cluster, step, price, check_memory=check_memory))
         if cluster.degraded or cluster.variability is not None:
-            from slowlink.straggler.degraded import plan_degraded_by
+            from slowlink.straggler.degraded import plan_stragglers
 
-            degraded = plan_degraded_by(w, cluster, fidelity, step)
+            stragglers = plan_stragglers(w, cluster, fidelity, step)
     acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3)
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
-    return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, degraded, tuple(order))
+    return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
+                      tuple(order))
 
 
 def _failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan,

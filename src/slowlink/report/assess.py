@@ -16,7 +16,8 @@ def plan_json(a: Assessment) -> dict[str, object]:
     (with a token budget), the accuracy, the cost at this step and ETTR, and what was not priced."""
     js: dict[str, object] = a.step.to_json() | {"advice": [x.to_json() for x in a.advice],
                                                  "storage": a.storage.to_json()}
-    js |= a.degraded
+    if a.stragglers is not None:
+        js |= a.stragglers.to_json()
     if a.budget.given:
         js["goodput"] = {"unavailable": a.why("failures")} if a.goodput is None else a.goodput.to_json()
     return js | {"accuracy": accuracy_json(a.accuracy), "cost": a.cost_json(),

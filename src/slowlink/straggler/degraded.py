@@ -17,8 +17,9 @@ from slowlink.sim.fidelity import CollectiveQuery, check_fidelity, comm_cost, pr
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.degraded import Degraded, resolve_degraded
 from slowlink.spec.workload import Workload
+from slowlink.straggler.sweep import PlanJitter, plan_jitter
 from slowlink.topology.build import build
-from slowlink.workload.step import StepResult, plan
+from slowlink.workload.step import StepResult, check_plan, plan
 
 PAYS_TIE = 0.05  # dimensions whose added exposed time is within 5% of the largest pay together
 
@@ -124,24 +125,33 @@ def degraded_cost(w: Workload, cluster: Cluster, fidelity: str = "analytical",
     return DegradedCost(cluster.name, w.name, fidelity, base, full, tuple(parts), unpriced)
 
 
-def plan_degraded_by(w: Workload, cluster: Cluster, fidelity: str = "analytical",
-                     result: StepResult | None = None) -> dict[str, Any]:
-    """The keys ``plan --json`` adds on a cluster with degraded parts: the healthy step, each part's cost
-    (``degraded_by``) and the dimension that pays; with ``variability:`` (and the plan's ``result``) the
-    expected step under that jitter (``jitter``). None of them on a uniform cluster."""
-    out: dict[str, Any] = {}
-    if cluster.degraded:
-        c = degraded_cost(w, cluster, fidelity, result)
-        out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
-                "degraded_by": [p.to_json() for p in c.parts]}
-    v = cluster.variability
-    if v is not None and result is not None:
-        from slowlink.straggler.sweep import plan_jitter
-        from slowlink.workload.step import check_plan
+@dataclass(frozen=True)
+class PlanStragglers:
+    """What a plan adds on a cluster with degraded parts (their cost, each alone) or ``variability:`` (the
+    expected step under that jitter); empty on a uniform cluster."""
 
-        micro = check_plan(w, cluster)
-        out |= plan_jitter(w, result, micro, v.compute_cv, v.network_cv, v.distribution, cluster.gpus)
-    return out
+    degraded: DegradedCost | None = None
+    jitter: PlanJitter | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The keys ``plan --json`` adds: ``healthy_step_s``, ``degraded_pays``, ``degraded_by``, ``jitter``."""
+        out: dict[str, object] = {}
+        if self.degraded is not None:
+            c = self.degraded
+            out |= {"healthy_step_s": c.healthy.step_time_s, "degraded_pays": c.pays,
+                    "degraded_by": [p.to_json() for p in c.parts]}
+        if self.jitter is not None:
+            out["jitter"] = self.jitter.to_json()
+        return out
+
+
+def plan_stragglers(w: Workload, cluster: Cluster, fidelity: str, result: StepResult) -> PlanStragglers:
+    """The degraded parts' cost and the jitter of the plan ``result`` of ``w`` on ``cluster``."""
+    cost = degraded_cost(w, cluster, fidelity, result) if cluster.degraded else None
+    v = cluster.variability
+    jitter = None if v is None else plan_jitter(w, result, check_plan(w, cluster), v.compute_cv, v.network_cv,
+                                                v.distribution, cluster.gpus)
+    return PlanStragglers(cost, jitter)
 
 
 def collective_degraded_by(cluster: Cluster, query: CollectiveQuery) -> list[list[CollectivePartCost]]:

@@ -87,13 +87,31 @@ def jitter_sweep(result: StepResult, syncs: int, gpus: tuple[int, ...] = DEFAULT
     return out
 
 
+@dataclass(frozen=True)
+class PlanJitter:
+    """The expected step of a plan over ``gpus`` ranks under the cluster's ``variability:``, by the closed form
+    (no Monte Carlo), with the synchronisations it assumes and the loss against the jitter-free step."""
+
+    expected_step_s: float
+    loss: float
+    syncs: int
+    compute_cv: float
+    network_cv: float
+    distribution: str
+    gpus: int
+
+    def to_json(self) -> dict[str, object]:
+        """``plan --json``'s ``jitter`` object."""
+        return {"expected_step_s": self.expected_step_s, "loss": self.loss, "syncs": self.syncs,
+                "compute_cv": self.compute_cv, "network_cv": self.network_cv, "distribution": self.distribution,
+                "gpus": self.gpus}
+
+
 def plan_jitter(w: Workload, result: StepResult, micro_batches: int, compute_cv: float, network_cv: float,
-                distribution: str = "normal", gpus: int = 1) -> dict[str, Any]:
-    """The keys ``plan --json`` adds when the cluster has ``variability:``: the expected step over ``gpus``
-    ranks by the closed form (no Monte Carlo), the synchronisations it assumes and the loss."""
+                distribution: str = "normal", gpus: int = 1) -> PlanJitter:
+    """What a plan's step becomes under per-rank jitter (:class:`PlanJitter`)."""
     syncs = sync_points(w, micro_batches)
     intervals, fixed = step_intervals(result, syncs)
     expected = expected_step_s(intervals, gpus, compute_cv, network_cv, distribution) + fixed
-    return {"jitter": {"expected_step_s": expected, "loss": expected / result.step_time_s - 1.0,
-                       "syncs": syncs, "compute_cv": compute_cv, "network_cv": network_cv,
-                       "distribution": distribution, "gpus": gpus}}
+    return PlanJitter(expected, expected / result.step_time_s - 1.0, syncs, compute_cv, network_cv, distribution,
+                      gpus)
