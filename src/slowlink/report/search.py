@@ -20,7 +20,7 @@ def point_json(space: Space, p: Point) -> dict[str, Any]:
     """A point with its design and layout spelled out (NaN fields, unknown for removed points, as None)."""
     n = len(space.layouts)
     d = space.hardware[p.index // n]
-    out: dict[str, Any] = {"index": p.index, "design": d.label(), **asdict(d), **space.layout(p.index % n)}
+    out: dict[str, Any] = {"index": p.index, "design": d.label(), **asdict(d), **asdict(space.layout(p.index % n))}
     for key, value in asdict(p).items():
         out[key] = None if isinstance(value, float) and math.isnan(value) else value
     return out
@@ -56,7 +56,7 @@ def front_table(r: SearchResult) -> Table:
         lay = r.space.layout(p.index % n)
         mark = " *" if p is r.best else ""
         table.add_row(r.space.hardware[p.index // n].label() + mark,
-                      f"{lay['tp']}/{lay['pp']}/{lay['vp']}/{lay['micro_batch']}/{lay['zero']}",
+                      f"{lay.tp}/{lay.pp}/{lay.vp}/{lay.micro_batch}/{lay.zero}",
                       f"{p.days:.1f}", f"{p.run_usd / 1e6:.2f}", f"{p.usd_per_million_tokens:.3f}",
                       f"{p.capex_usd / 1e6:.1f}", f"{p.network_share:.1%}", p.bottleneck)
     return table

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from slowlink.assess import Budget, assess
 from slowlink.cost.design import Design, build_design
 from slowlink.cost.model import ClusterCost, cluster_cost
 from slowlink.errors import SlowlinkError, SpecError
-from slowlink.search.space import Space
+from slowlink.search.space import Layout, Space
 from slowlink.spec.cluster import Cluster
 from slowlink.workload.comm import CommCost, analytical_cost
 
@@ -77,16 +76,16 @@ def memo_cost(cluster: Cluster) -> CommCost:
     return cost
 
 
-def _layout_rule(space: Space, cluster: Cluster, lay: dict[str, Any]) -> str:
+def _layout_rule(space: Space, cluster: Cluster, lay: Layout) -> str:
     """The first cheap divisibility rule ``lay`` breaks on ``cluster`` ("" if none)."""
-    tp, pp, cp = lay["tp"], lay["pp"], lay["cp"]
+    tp, pp, cp = lay.tp, lay.pp, lay.cp
     if cluster.gpus % (tp * pp * cp):
         return "parallel_divides"
-    if (cluster.gpus // (tp * pp * cp)) % lay["ep"]:
+    if (cluster.gpus // (tp * pp * cp)) % lay.ep:
         return "ep_divides_dp"
     if cluster.scale_up.domain_gpus % tp:
         return "tp_in_scale_up"
-    if lay["vp"] > 1 and pp == 1:
+    if lay.vp > 1 and pp == 1:
         return "interleave_needs_pp"
     if cp > 1 and space.workload.model.seq_len % (2 * cp):
         return "cp_divides_seq"
@@ -94,9 +93,9 @@ def _layout_rule(space: Space, cluster: Cluster, lay: dict[str, Any]) -> str:
 
 
 def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: CommCost,
-           lay: dict[str, Any]) -> Point:
+           lay: Layout) -> Point:
     rule = _layout_rule(space, cluster, lay)
-    dp = cluster.gpus // (lay["tp"] * lay["pp"] * lay["cp"])
+    dp = cluster.gpus // lay.model_parallel
     base = Point(index, rule, cluster.gpus, cluster.fabric.tiers, dp)
     if rule:
         return base

@@ -94,6 +94,34 @@ PARALLEL_KEYS = ("tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "recompute
 
 
 @dataclass(frozen=True)
+class Layout:
+    """One parallel layout of a space: the degrees and the training knobs it sets (:data:`PARALLEL_KEYS`)."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    vp: int
+    micro_batch: int
+    zero: int
+    recompute: str
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica: ``tp x pp x cp`` (dp is the GPUs over it)."""
+        return self.tp * self.pp * self.cp
+
+    def parallel(self, dp: int) -> dict[str, int]:
+        """The workload's ``parallel:`` keys this layout sets, with ``dp``."""
+        return {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep, "vp": self.vp, "zero": self.zero,
+                "dp": dp}
+
+    def training(self) -> dict[str, object]:
+        """The workload's ``training:`` keys this layout sets."""
+        return {"micro_batch": self.micro_batch, "recompute": self.recompute}
+
+
+@dataclass(frozen=True)
 class Space:
     """A resolved space: the workload, the price book and every axis value, in order."""
 
@@ -112,8 +140,8 @@ class Space:
     def size(self) -> int:
         return len(self.hardware) * len(self.layouts)
 
-    def layout(self, i: int) -> dict[str, Any]:
-        return dict(zip(PARALLEL_KEYS, self.layouts[i], strict=True))
+    def layout(self, i: int) -> Layout:
+        return Layout(*self.layouts[i])
 
     @property
     def prices_failures(self) -> bool:
@@ -126,20 +154,17 @@ class Space:
         """The hardware design of configuration ``i``."""
         return self.hardware[i // len(self.layouts)]
 
-    def workload_of(self, lay: dict[str, Any], dp: int) -> Workload:
+    def workload_of(self, lay: Layout, dp: int) -> Workload:
         """The workload with the parallel layout ``lay`` (dp: the GPUs / (tp pp cp))."""
         w = self.workload
-        par = {k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp}
-        return replace(w, parallel=w.parallel.model_copy(update=par),
-                       training=w.training.model_copy(update={"micro_batch": lay["micro_batch"],
-                                                              "recompute": lay["recompute"]}))
+        return replace(w, parallel=w.parallel.model_copy(update=lay.parallel(dp)),
+                       training=w.training.model_copy(update=lay.training()))
 
-    def workload_mapping(self, lay: dict[str, Any], dp: int) -> dict[str, Any]:
-        """The workload file of :meth:`workload_of`: the file as written with the layout in it."""
+    def workload_mapping(self, lay: Layout, dp: int) -> dict[str, Any]:
+        """The workload file of :meth:`workload_of`: the file as written with the layout and the budget in it."""
         data = copy.deepcopy(self.workload_file)
-        data.setdefault("parallel", {}).update({k: lay[k] for k in ("tp", "pp", "cp", "ep", "vp", "zero")} | {"dp": dp})
-        data.setdefault("training", {}).update({"micro_batch": lay["micro_batch"], "recompute": lay["recompute"],
-                                                "tokens": self.tokens})
+        data.setdefault("parallel", {}).update(lay.parallel(dp))
+        data.setdefault("training", {}).update(lay.training() | {"tokens": self.tokens})
         return data
 
 
