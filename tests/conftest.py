@@ -4,6 +4,9 @@ tests (``make_cluster``, ``topology_cluster``; tests taking ``topology`` run onc
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -86,3 +89,20 @@ def cli_fails() -> Callable[..., str]:
     """``cli_fails(args, *needles)``: the one bad-input check of every CLI test (exit 2, no traceback, the
     message's needles), returning the output."""
     return _cli_fails
+
+
+def netns_works() -> bool:
+    """Root with iproute2's ``ip netns``: what the emulated cluster's tests need."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``netns`` are skipped where network namespaces cannot be made (not root, no iproute2)."""
+    if not any("netns" in item.keywords for item in items) or netns_works():
+        return
+    skip = pytest.mark.skip(reason="needs root and ip netns")
+    for item in items:
+        if "netns" in item.keywords:
+            item.add_marker(skip)
