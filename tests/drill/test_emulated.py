@@ -50,7 +50,7 @@ def test_cut_link_recovers_and_leaves_no_namespace(tmp_path: Path, monkeypatch: 
     r = run_emulated_drill(cfg, EX / "emulate-flat.yaml", nodes=2, workdir=tmp_path, run_prefix="kn")
     assert r.ok, r.reason
     assert r.committed_steps_lost == 0 and r.uncommitted_steps_lost == 1
-    detect = r.measured["detect_s"]
+    detect = r.measured.detect_s
     assert detect is not None and detect >= cfg.pg_timeout_s * 0.9  # a cut link is silence: the timeout
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not [line for line in left.splitlines() if line.startswith("sl-kn")]
@@ -86,7 +86,7 @@ def test_kill_node_recovers_with_a_replacement_agent(tmp_path: Path, monkeypatch
                            spare=spare, store_node=store_node)
     assert r.ok, r.reason
     assert r.committed_steps_lost == 0 and r.uncommitted_steps_lost == 1 and r.restarts == 1
-    restart = r.measured["restart_s"]
+    restart = r.measured.restart_s
     # the next round waits for the killed agent's heartbeat to expire: at least (attempts - 1) intervals
     assert restart is not None and restart >= KEEP_ALIVE_INTERVAL_S * (KEEP_ALIVE_MAX_ATTEMPT - 1)
     assert r.predicted.restart_s > KEEP_ALIVE_INTERVAL_S * (KEEP_ALIVE_MAX_ATTEMPT - 0.5)

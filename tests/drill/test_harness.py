@@ -17,6 +17,7 @@ from slowlink.drill.harness import (
     AgentReplacement,
     DrillConfig,
     Launch,
+    MeasuredRecovery,
     measure,
     predict,
     run_drill,
@@ -68,8 +69,8 @@ def test_measure_reads_the_phases_from_events() -> None:
           {"ev": "step", "t": 16.0, "attempt": 1, "rank": 0, "step": 4},
           {"ev": "step", "t": 17.5, "attempt": 1, "rank": 0, "step": 5}]
     m = measure(Launch(0, ev, Path("x"), "", 0.0), steps_at_fault=5)
-    assert m == {"detect_s": 0.5, "restart_s": 4.0, "restore_s": 1.0, "recompute_s": 2.0}
-    assert measure(Launch(1, ev[:2], Path("x"), "", 0.0), 5)["restart_s"] is None  # never restarted
+    assert m == MeasuredRecovery(detect_s=0.5, restart_s=4.0, restore_s=1.0, recompute_s=2.0)
+    assert measure(Launch(1, ev[:2], Path("x"), "", 0.0), 5).restart_s is None  # never restarted
 
 
 @pytest.mark.parametrize(("replacement", "restart"), [

@@ -208,6 +208,27 @@ def states_equal(a: Path, b: Path) -> bool:
 
 
 @dataclass(frozen=True)
+class MeasuredRecovery:
+    """Seconds of each recovery phase the drill's events show (None where an event is missing: the job never
+    restarted, or never got that far)."""
+
+    detect_s: float | None = None
+    restart_s: float | None = None
+    restore_s: float | None = None
+    recompute_s: float | None = None
+
+    @property
+    def total_s(self) -> float | None:
+        """Their sum, when every phase was seen."""
+        vals = (self.detect_s, self.restart_s, self.restore_s, self.recompute_s)
+        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"detect_s": self.detect_s, "restart_s": self.restart_s, "restore_s": self.restore_s,
+                "recompute_s": self.recompute_s}
+
+
+@dataclass(frozen=True)
 class DrillResult:
     """What the drill measured and what the recovery model predicted (``to_json`` keys are a contract)."""
 
@@ -217,7 +238,7 @@ class DrillResult:
     committed_steps_lost: int
     uncommitted_steps_lost: int
     restarts: int
-    measured: dict[str, float | None]
+    measured: MeasuredRecovery
     predicted: RecoveryCost
     predicted_recompute_s: float
     reason: str
@@ -233,15 +254,14 @@ class DrillResult:
 
     @property
     def measured_recovery_s(self) -> float | None:
-        vals = [self.measured[k] for k in ("detect_s", "restart_s", "restore_s", "recompute_s")]
-        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+        return self.measured.total_s
 
     def to_json(self) -> dict[str, object]:
         p = self.predicted
         return {"fault": self.fault, "recovered": self.recovered, "state_equal": self.state_equal,
                 "committed_steps_lost": self.committed_steps_lost,
                 "uncommitted_steps_lost": self.uncommitted_steps_lost, "restarts": self.restarts,
-                **self.measured, "recovery_s": self.measured_recovery_s,
+                **self.measured.to_json(), "recovery_s": self.measured_recovery_s,
                 "predicted_recovery_s": self.predicted_recovery_s,
                 "predicted": {"detect_s": p.detect_s, "restart_s": p.restart_s, "restore_s": p.restore_s,
                               "recompute_s": self.predicted_recompute_s},
@@ -253,25 +273,21 @@ def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:
     return min(ts) if ts else None
 
 
-def measure(run: Launch, steps_at_fault: int) -> dict[str, float | None]:
+def measure(run: Launch, steps_at_fault: int) -> MeasuredRecovery:
     """detect, restart, restore and recompute seconds from the events (module docstring)."""
     t_fault = _first(run.of("fault", 0))
     last = max((e["attempt"] for e in run.events), default=0)
-    out: dict[str, float | None] = {"detect_s": None, "restart_s": None, "restore_s": None, "recompute_s": None}
     if t_fault is None or last == 0:
-        return out
+        return MeasuredRecovery()
     t_detect = _first(run.of("error", 0), t_fault)
     ready = max((e["t"] for e in run.of("pg_ready", last)), default=None)
     restored = max((e["t"] for e in run.of("restored", last)), default=None)
     again = _first([e for e in run.of("step", last) if e["step"] >= steps_at_fault and e["rank"] == 0])
-    out["detect_s"] = None if t_detect is None else t_detect - t_fault
-    if ready is not None:
-        out["restart_s"] = ready - (t_detect if t_detect is not None else t_fault)
-    if ready is not None and restored is not None:
-        out["restore_s"] = restored - ready
-    if restored is not None and again is not None:
-        out["recompute_s"] = max(0.0, again - restored)
-    return out
+    return MeasuredRecovery(
+        detect_s=None if t_detect is None else t_detect - t_fault,
+        restart_s=None if ready is None else ready - (t_detect if t_detect is not None else t_fault),
+        restore_s=None if ready is None or restored is None else restored - ready,
+        recompute_s=None if restored is None or again is None else max(0.0, again - restored))
 
 
 @dataclass(frozen=True)

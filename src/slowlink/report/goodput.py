@@ -104,14 +104,14 @@ def error_summary(cases: list[ReliabilityCase]) -> str:
 
 def drill_table(r: DrillResult) -> Table:
     """Measured recovery phases next to the recovery model's prediction, and the verdict's facts."""
-    js = r.to_json()
+    measured = r.measured.to_json()
     pred = {"detect_s": r.predicted.detect_s, "restart_s": r.predicted.restart_s, "restore_s": r.predicted.restore_s,
             "recompute_s": r.predicted_recompute_s}
     table = Table(title=f"fault drill: {r.fault}, {r.restarts} restart(s)")
     for col in ("phase", "measured (s)", "predicted (s)"):
         table.add_column(col, justify="right" if col != "phase" else "left")
     for k in ("detect_s", "restart_s", "restore_s", "recompute_s"):
-        m = js[k]
+        m = measured[k]
         table.add_row(k.removesuffix("_s"), f"{m:.2f}" if isinstance(m, float) else "-", f"{pred[k]:.2f}")
     tot = r.measured_recovery_s
     table.add_row("recovery", "-" if tot is None else f"{tot:.2f}", f"{r.predicted_recovery_s:.2f}")
