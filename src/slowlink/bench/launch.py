@@ -100,6 +100,7 @@ def init_rank(backend: str, timeout_s: float, rank: int | None = None, world: in
         dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=timeout_s))
     except Exception as exc:  # torch raises RuntimeError, DistNetworkError or DistStoreError here
+        time.sleep(peer_lost_grace_s(exc))  # a peer that failed first is the cause: let the launcher see it first
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BenchError(f"rendezvous at tcp://{addr}:{port} (rank {rank} of {world}) could not be reached "
                          f"or timed out within --timeout ({timeout_s:g} s): {first}") from None
@@ -165,7 +166,13 @@ def free_port() -> int:
 
 
 def _failure_message(exc: Any, error_dir: str, timeout_s: float) -> str:
+    """The failed rank's own words: the first rank whose note names a cause rather than a lost peer (a rank that
+    lost its peer may still die first on a loaded machine), else the launcher's first failure."""
     rank, failure = exc.get_first_failure()
+    notes = sorted(Path(error_dir).glob("rank*.txt"), key=lambda p: int(p.stem.removeprefix("rank")))
+    causes = [n.read_text() for n in notes if not any(m in n.read_text() for m in PEER_LOST)]
+    if causes:
+        return causes[0]
     note = Path(error_dir, f"rank{rank}.txt")
     if note.exists():
         return note.read_text()
