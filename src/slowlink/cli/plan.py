@@ -69,7 +69,7 @@ def plan_cmd(
 ) -> None:
     """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
     from slowlink.assess import Assessment
-    from slowlink.report.assess import chain_lines, chain_rows, plan_json
+    from slowlink.report.assess import chain_lines, chain_rows, grouped_lines, plan_json
     from slowlink.report.plan import accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
 
@@ -114,9 +114,8 @@ def plan_cmd(
         out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
     for line in accuracy_lines(names, [a.accuracy for a in found], fidelity):
         out.print(line, soft_wrap=True)
-    for key, a in fits:
-        for line in chain_lines(a):
-            out.print(f"[bold]{key}[/]: {line}", soft_wrap=True)
+    for line in grouped_lines([(key, chain_lines(a)) for key, a in fits]):
+        out.print(line, soft_wrap=True)
 
 
 @clean_errors

@@ -52,3 +52,13 @@ def chain_lines(a: Assessment) -> list[str]:
         lines.append(f"cost: {tc.usd_per_million_tokens:.4f} USD per million tokens at {a.tokens_per_s:,.0f} "
                      f"tokens/s {a.ettr_basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
     return lines + [u.sentence() for u in a.unpriced]
+
+
+def grouped_lines(per_cluster: list[tuple[str, list[str]]]) -> list[str]:
+    """Each distinct line once, led by the clusters it applies to (``a, b: the same sentence``), in first-seen
+    order: a budget none of them has is said once, not once per column."""
+    groups: dict[str, list[str]] = {}
+    for name, lines in per_cluster:
+        for line in lines:
+            groups.setdefault(line, []).append(name)
+    return [f"[bold]{', '.join(names)}[/]: {line}" for line, names in groups.items()]
