@@ -29,7 +29,7 @@ from slowlink.cost.model import ClusterCost, cluster_cost
 from slowlink.errors import SlowlinkError, SpecError
 from slowlink.search.space import Layout, Space
 from slowlink.spec.cluster import Cluster
-from slowlink.workload.comm import CommCost, analytical_cost
+from slowlink.workload.comm import CommCost, analytical_cost, group_key
 
 NAN = math.nan
 
@@ -58,20 +58,17 @@ class Point:
 
 
 def memo_cost(cluster: Cluster) -> CommCost:
-    """The analytical :data:`~slowlink.workload.comm.CommCost` of ``cluster``, memoised on (op, size, groups).
-
-    ``groups`` lists come from :func:`slowlink.workload.comm.groups_of`'s cache (one list per layout), so their
-    identity is the key; the memo keeps each list alive so that an id is never reused while it is cached.
-    """
+    """The analytical :data:`~slowlink.workload.comm.CommCost` of ``cluster``, memoised on (op, size, groups),
+    the groups named by value (:func:`~slowlink.workload.comm.group_key`: their layout and dimension)."""
     price = analytical_cost(cluster)
-    memo: dict[tuple[str, float, int], tuple[float, list[list[int]]]] = {}
+    memo: dict[tuple[str, float, object], float] = {}
 
     def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
-        key = (op, size_bytes, id(groups))
+        key = (op, size_bytes, group_key(groups))
         hit = memo.get(key)
-        if hit is None or hit[1] is not groups:
-            hit = memo[key] = (price(op, size_bytes, groups), groups)
-        return hit[0]
+        if hit is None:
+            hit = memo[key] = price(op, size_bytes, groups)
+        return hit
 
     return cost
 

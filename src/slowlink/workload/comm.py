@@ -49,6 +49,11 @@ class Groups(list[list[int]]):
         self.key = key
 
 
+def group_key(groups: list[list[int]]) -> object:
+    """A value naming ``groups``: their :class:`Groups` key when :func:`groups_of` made them, else every rank."""
+    return groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
+
+
 _SHAPES: dict[tuple[str, object, str], Group] = {}
 # Cleared when either bound is passed: entries, and ranks held in the keys of groups not made by groups_of
 # (2**22 ranks: ~150 MB at most), so a long search cannot grow it.
@@ -67,8 +72,7 @@ def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
     """
     global _shapes_ranks
     named = isinstance(groups, Groups)
-    gkey: object = groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
-    key = (cluster.key, gkey, op)
+    key = (cluster.key, group_key(groups), op)
     hit = _SHAPES.get(key)
     if hit is None:
         ranks = 0 if named or not groups else len(groups) * len(groups[0])
