@@ -110,4 +110,4 @@ def test_train_in_fp32_is_planned_in_fp32(tmp_path: Path) -> None:
 
     cfg = TrainConfig(layers=1, hidden=32, heads=2, ffn_hidden=64, vocab=64, seq_len=16, batch=2)
     assert row["plan"]["step_time_s"] == pytest.approx(
-        plan_for(cfg, 1, "fp32", tmp_path / "bench-localhost.yaml")["step_time_s"])
+        plan_for(cfg, 1, "fp32", tmp_path / "bench-localhost.yaml").step_time_s)

@@ -11,7 +11,7 @@ step (:func:`modelled_profile`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slowlink.bench.profile import CLASSES
 from slowlink.bench.train import TrainConfig
@@ -19,6 +19,9 @@ from slowlink.errors import SpecError
 from slowlink.fileio import read_mapping
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.spec.workload import Workload, workload_from_mapping
+
+if TYPE_CHECKING:
+    from slowlink.workload.step import StepResult
 
 
 def workload_for(cfg: TrainConfig, ranks: int, precision: str) -> Workload:
@@ -47,19 +50,19 @@ def cluster_for(cluster_file: Path, ranks: int) -> Cluster:
     return c
 
 
-def plan_for(cfg: TrainConfig, ranks: int, precision: str, cluster_file: Path) -> dict[str, Any]:
-    """plan's prediction (its JSON) for this run."""
+def plan_for(cfg: TrainConfig, ranks: int, precision: str, cluster_file: Path) -> StepResult:
+    """plan's step for this run."""
     from slowlink.workload.step import plan
 
-    return plan(workload_for(cfg, ranks, precision), cluster_for(cluster_file, ranks)).to_json()
+    return plan(workload_for(cfg, ranks, precision), cluster_for(cluster_file, ranks))
 
 
 def compare_with_plan(row: dict[str, Any], cfg: TrainConfig, cluster_file: Path) -> dict[str, Any]:
     """The row's measurement against plan: step, compute, exposed comm and ratio, with the step error."""
     p = plan_for(cfg, int(row["ranks"]), row["precision"], cluster_file)
-    err = (float(p["step_time_s"]) - row["step_time_s"]) / row["step_time_s"]
-    out = {"step_time_s": p["step_time_s"], "compute_s": p["compute_s"], "exposed_comm_s": p["exposed_comm_s"],
-           "comm_compute_ratio": p["comm_compute_ratio"], "mfu": p["mfu"], "error_pct": 100 * err}
+    err = (p.step_time_s - row["step_time_s"]) / row["step_time_s"]
+    out = {"step_time_s": p.step_time_s, "compute_s": p.compute_s, "exposed_comm_s": p.exposed_comm_s,
+           "comm_compute_ratio": p.comm_compute_ratio, "mfu": p.mfu, "error_pct": 100 * err}
     if "profile" in row:
         out["profile"] = modelled_profile(cfg, int(row["ranks"]), row["precision"], cluster_file)
         out["profile_diff"] = {k: row["profile"][k] - v for k, v in out["profile"].items()}  # measured - model

@@ -151,12 +151,6 @@ def write_plan(path: Path, w: Workload, assessments: Sequence[Assessment], accur
 
 # ---- scale --------------------------------------------------------------------------------------------
 
-def comm_compute_ratio(r: StepResult) -> float:
-    """Total (not only exposed) communication seconds / compute seconds, as the result reports it."""
-    v = r.to_json()["comm_compute_ratio"]
-    return float(v) if isinstance(v, int | float) else 0.0
-
-
 def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
     """Left: scaling efficiency vs nodes (ideal = 100%). Right: comm/compute and each wait's share of the step."""
     nodes = [p.nodes for p in points]
@@ -169,7 +163,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
         ax1.set_ylim(0, 115)
         ax1.set_ylabel("per-GPU throughput vs smallest size (%)")
         ax1.set_title("scaling efficiency")
-        ratio = [comm_compute_ratio(p.result) for p in points]
+        ratio = [p.result.comm_compute_ratio for p in points]
         ax2.plot(nodes, ratio, "s-", color="#c44e52", label="comm / compute (total comm)")
         for d, (label, colour) in zip(DIMS, SEGMENTS[-len(DIMS):], strict=True):  # the exposed-comm segments
             share = [p.result.comm_s.get(d, 0.0) / p.result.step_time_s for p in points]
@@ -193,7 +187,7 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
 def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str, reason: str) -> str:
     """The page of ``slowlink scale``: why efficiency falls, the curves, the table of sizes, the inputs."""
     rows = [(p.nodes, p.gpus, p.global_batch, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.efficiency:.1%}",
-             f"{comm_compute_ratio(p.result):.2f}", f"{p.result.step_time_s:.3f}",
+             f"{p.result.comm_compute_ratio:.2f}", f"{p.result.step_time_s:.3f}",
              f"{p.result.exposed_comm_s:.3f}", f"{p.result.bubble_s:.3f}") for p in points]
     table = html_table(("nodes", "GPUs", "batch", "tok/s/GPU", "efficiency", "comm/compute", "step s",
                     "exposed comm s", "bubble s"), rows, "metrics")

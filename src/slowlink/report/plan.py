@@ -72,7 +72,7 @@ def scale_table(points: list[ScalePoint], mode: str) -> Table:
         r = p.result
         other = r.exposed_comm_s - r.comm_s["dp"]
         table.add_row(str(p.nodes), str(p.gpus), str(p.global_batch), f"{p.tokens_per_s_per_gpu:,.0f}",
-                      f"{p.efficiency:.1%}", f"{r.to_json()['comm_compute_ratio']:.2f}", f"{r.comm_s['dp']:.3f}",
+                      f"{p.efficiency:.1%}", f"{r.comm_compute_ratio:.2f}", f"{r.comm_s['dp']:.3f}",
                       f"{other:.3f}", f"{r.bubble_s:.3f}")
     return table
 

@@ -67,16 +67,20 @@ class StepResult:
     def exposed_comm_s(self) -> float:
         return sum(self.comm_s.values())
 
+    @property
+    def comm_compute_ratio(self) -> float:
+        """Total (not only exposed) communication seconds / compute seconds (0 without compute)."""
+        return sum(self.comm_total_s.values()) / self.compute_s if self.compute_s else 0.0
+
     def to_json(self) -> dict[str, object]:
         exposed = self.exposed_comm_s
-        total = sum(self.comm_total_s.values())
         return {
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
             "tflops_per_gpu": self.tflops_per_gpu, "mfu": self.mfu, "hfu": self.hfu,
             "compute_s": self.compute_s, "exposed_comm_s": exposed, "comm_s": self.comm_s,
             "total_comm_s": self.comm_total_s, "bubble_s": self.bubble_s, "optimizer_s": self.optimizer_s,
             "overlap_contention_s": self.contention_s,
-            "comm_compute_ratio": total / self.compute_s if self.compute_s else 0.0,
+            "comm_compute_ratio": self.comm_compute_ratio,
             "memory_gib_per_gpu": self.memory.total_bytes / units.GiB, "memory": self.memory.to_json(),
             "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
             "bottleneck_dim": self.bottleneck_dim,
