@@ -13,9 +13,12 @@ from slowlink.cost.design import Design, build_design
 from slowlink.cost.prices import load_prices
 from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.fileio import parse_text
+from slowlink.reliability.goodput import failures, goodput
 from slowlink.spec.cluster import cluster_from_mapping, load_cluster
+from slowlink.spec.storage import CheckpointSpec
 from slowlink.spec.workload import Workload, load_workload
-from slowlink.workload.step import plan
+from slowlink.storage.plan import plan_storage
+from slowlink.workload.step import fit_dp, plan
 
 EX = Path(__file__).resolve().parents[1] / "examples"
 REF = load_cluster(EX / "ref-64gpu.yaml")  # 64 H100
@@ -36,6 +39,7 @@ def _w(**changes: dict[str, Any]) -> Workload:
     ({"training": {"global_batch": 100}}, "batch_divides"),
     ({"training": {"micro_batch": 64, "global_batch": 64 * 32}}, "memory_fits"),
     ({"training": {"precision": "fp8"}}, "precision_supported"),
+    ({"parallel": {"pp": 2, "vp": 2, "dp": 16}, "training": {"global_batch": 48}}, "interleave_divides_batch"),
 ])
 def test_the_step_model_names_the_rule_it_enforces(changes: dict[str, Any], rule: str) -> None:
     cluster = A100 if rule == "precision_supported" else REF  # an A100 has no FP8 tensor cores
@@ -61,3 +65,34 @@ def test_hardware_refusals_carry_their_rule(design: Design, rule: str) -> None:
     with pytest.raises(SpecError) as exc:
         build_design(design, load_prices(None))
     assert exc.value.rule == rule, str(exc.value)
+
+
+MIXTRAL = load_workload(EX / "mixtral-8x7b.yaml")  # 8 experts
+
+
+@pytest.mark.parametrize(("parallel", "rule"), [({"ep": 16, "dp": 16, "tp": 4}, "ep_divides_experts"),
+                                                ({"ep": 8, "dp": 4, "tp": 16}, "ep_divides_dp")])
+def test_expert_parallelism_names_its_rule(parallel: dict[str, int], rule: str) -> None:
+    w = replace(MIXTRAL, parallel=MIXTRAL.parallel.model_copy(update=parallel))
+    with pytest.raises(InfeasiblePlan) as exc:
+        plan(w, REF, check_memory=False)
+    assert exc.value.rule == rule, str(exc.value)
+
+
+def test_the_failure_model_names_its_rules(tmp_path: Path) -> None:
+    text = (EX / "ref-64gpu.yaml").read_text()
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(text[: text.index("\nstorage:")] + "\n")
+    w = fit_dp(load_workload(EX / "llama3-8b.yaml"), REF)
+    step = plan(w, REF)
+    with pytest.raises(SpecError) as no_budget:
+        goodput(w, REF, step, plan_storage(w, REF, step))
+    assert no_budget.value.rule == "budget_given"
+    c = load_cluster(bare)
+    with pytest.raises(SpecError) as no_storage:
+        failures(w, c, step, plan_storage(w, c, step))
+    assert no_storage.value.rule == "storage_given"
+    never = replace(w, checkpoint=CheckpointSpec(interval_minutes=1e7))  # 19 years between checkpoints
+    with pytest.raises(InfeasiblePlan) as exc:
+        failures(never, REF, step, plan_storage(never, REF, step))
+    assert exc.value.rule == "segment_completes"

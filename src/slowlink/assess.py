@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from slowlink import units
-from slowlink.errors import SpecError
+from slowlink.errors import FabricMisfit, PriceMissing, SlowlinkError, SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Workload
 
@@ -35,20 +35,27 @@ if TYPE_CHECKING:
     from slowlink.workload.step import StepResult
 
 PARTS = ("failures", "cost", "time_to_train")  # the parts an assessment may leave unpriced, in this order
+FAILURES_UNPRICED = ("storage_given", "segment_completes")  # refusals of the failure model that leave it unpriced
 
 
 @dataclass(frozen=True)
 class Unpriced:
-    """A part of the chain that could not be priced (``part``: one of :data:`PARTS`), and why."""
+    """A part of the chain that could not be priced (``part``: one of :data:`PARTS`), why, and the rule id of
+    what refused it (``priced``, ``fabric_fits``, ``storage_given``, ``segment_completes``, ``budget_given``)."""
 
     part: str
     why: str
+    rule: str
 
     def sentence(self) -> str:
         return f"{self.part.replace('_', ' ')}: not priced: {self.why}"
 
     def to_json(self) -> dict[str, str]:
-        return {"part": self.part, "why": self.why}
+        return {"part": self.part, "why": self.why, "rule": self.rule}
+
+    def error(self) -> SpecError:
+        """The refusal of a command that needs this part (goodput without failures, cost without prices)."""
+        return SpecError(self.why, rule=self.rule)
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,7 @@ class Assessment:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.workload.training.global_batch * self.workload.model.seq_len / self.step_time_s
+        return self.workload.tokens_per_step / self.step_time_s
 
     @property
     def ettr(self) -> float:
@@ -136,14 +143,14 @@ class Assessment:
         b = self.budget
         if b.steps is not None or b.tokens is None:
             return b.steps
-        return math.ceil(b.tokens / (self.workload.training.global_batch * self.workload.model.seq_len))
+        return math.ceil(b.tokens / (self.workload.tokens_per_step))
 
     @property
     def tokens(self) -> float | None:
         """Tokens of the run's budget (its steps x tokens per step when given as steps; None without one)."""
         b = self.budget
         if b.steps is not None:
-            return float(b.steps * self.workload.training.global_batch * self.workload.model.seq_len)
+            return float(b.steps * self.workload.tokens_per_step)
         return b.tokens
 
     @property
@@ -214,7 +221,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if not b.given:
         from slowlink.reliability.goodput import NO_BUDGET
 
-        unpriced.append(Unpriced("time_to_train", NO_BUDGET))
+        unpriced.append(Unpriced("time_to_train", NO_BUDGET, "budget_given"))
     advice: tuple[Advice, ...] = ()
     stragglers: PlanStragglers | None = None
     if full:
@@ -233,13 +240,16 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
 
 def _failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan,
               unpriced: list[Unpriced]) -> Failures | None:
-    """The failure model at this step, or None (and why) where the checkpoint cannot be priced."""
+    """The failure model at this step, or None (and why) where the checkpoint cannot be priced (no storage and no
+    overrides) or the run would never finish between failures (a checkpoint interval far past the MTTF)."""
     from slowlink.reliability.goodput import failures
 
     try:
         return failures(w, cluster, step, storage)
-    except SpecError as exc:
-        unpriced.append(Unpriced("failures", str(exc)))
+    except SlowlinkError as exc:
+        if exc.rule not in FAILURES_UNPRICED:
+            raise
+        unpriced.append(Unpriced("failures", str(exc), exc.rule))
         return None
 
 
@@ -249,8 +259,8 @@ def _hardware(cluster: Cluster, prices: PriceBook | None, unpriced: list[Unprice
 
     try:
         return cluster_cost(cluster, prices if prices is not None else load_prices(None))
-    except SpecError as exc:
-        unpriced.append(Unpriced("cost", str(exc)))
+    except (PriceMissing, FabricMisfit) as exc:
+        unpriced.append(Unpriced("cost", str(exc), exc.rule))
         return None
 
 

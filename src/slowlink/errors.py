@@ -38,7 +38,7 @@ class InfeasiblePlan(SlowlinkError):
     """A plan that cannot run: it does not fit in memory, or its parallelism does not divide the job."""
 
 
-class Unpriced(SpecError):
+class PriceMissing(SpecError):
     """A part the price book has no price for (a server of this GPU, a switch, a NIC, a medium)."""
 
     rule = "priced"

@@ -149,3 +149,15 @@ def test_resume_skips_kept_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     other = load_space(_space(tmp_path, tokens=2.0e12))
     with pytest.raises(SpecError, match="holds chunks of another search space"):
         evaluate_space(other, resume=folder)
+
+
+def test_resume_refuses_chunks_of_the_same_space_priced_without_its_storage(tmp_path: Path) -> None:
+    from slowlink.search.store import ChunkStore
+
+    bare = load_space(_space(tmp_path))
+    folder = tmp_path / "chunks"
+    ChunkStore(folder, bare, [[0]])
+    with_storage = load_space(_space(tmp_path, storage={"system": "nfs", "read_gbyte_s": 10, "write_gbyte_s": 5,
+                                                        "metadata_ops_s": 10000}))
+    with pytest.raises(SpecError, match="another search space"):
+        ChunkStore(folder, with_storage, [[0]])

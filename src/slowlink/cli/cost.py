@@ -63,26 +63,28 @@ _TOKENS = typer.Option(None, "--tokens", help="Token budget of the run (e.g. 1.5
                        "training.tokens): adds its days and cost.")
 
 
+_STEPS = typer.Option(None, "--steps", help="Training steps instead of a token budget.")
+
+
 @clean_errors
 def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path | None = _PRICES,
-             tokens: str | None = _TOKENS, html: Path | None = _HTML) -> None:
+             tokens: str | None = _TOKENS, steps: int | None = _STEPS, html: Path | None = _HTML) -> None:
     """Cost per GPU-hour and per million tokens of a workload on a cluster (step model with its data stall x ETTR
     from the failure model)."""
     from slowlink.assess import assess
     from slowlink.cost.prices import load_prices
-    from slowlink.errors import SpecError
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.report.html import check_html_path
     from slowlink.spec.cluster import load_cluster
     from slowlink.spec.workload import load_workload
 
-    budget = parse_budget(tokens)
+    budget = parse_budget(tokens, steps)
     check_html_path(html)
     c, w = load_cluster(cluster), load_workload(workload)
     a = assess(w, c, budget=budget, prices=load_prices(prices), full=False)
     tc = a.token_cost
     if tc is None:
-        raise SpecError(a.why("cost"))
+        raise next(u for u in a.unpriced if u.part == "cost").error()
     run = {} if a.run_days is None else {"tokens": a.tokens, "days": a.run_days, "run_usd": a.run_usd}
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost

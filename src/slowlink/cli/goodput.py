@@ -29,8 +29,8 @@ def goodput_cmd(cluster: Path, workload: Path, tokens: str | None = _TOKENS, ste
     w, c = load_workload(workload), load_cluster(cluster)
     a = assess(w, c, budget=budget, check_memory=not no_memory_check, full=False)
     g = a.goodput
-    if g is None or not a.budget.given:
-        raise SpecError(a.why("time_to_train") or a.why("failures"))
+    if g is None:
+        raise next(u for part in ("time_to_train", "failures") for u in a.unpriced if u.part == part).error()
     if as_json:
         print_json(g.to_json())
         return

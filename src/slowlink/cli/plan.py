@@ -15,6 +15,7 @@ from slowlink.spec.workload import Workload, load_workload
 
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
     from slowlink.assess import Assessment, Budget
+    from slowlink.cost.prices import PriceBook
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
@@ -23,20 +24,20 @@ _FIDELITY = typer.Option("analytical", "--fidelity", help="analytical (collectiv
 _HTML = typer.Option(None, "--html", help="Also write a self-contained HTML report with figures to this file.")
 _TOKENS = typer.Option(None, "--tokens", help="Token budget, e.g. 15T or 15e12 (default: training.tokens): adds "
                        "the days, GPU-hours and cost to train it.")
+_STEPS = typer.Option(None, "--steps", help="Training steps instead of a token budget.")
 _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), replacing the "
                        "bundled entries they name.")
 
 
 def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
-                  prices: Path | None, budget: Budget) -> Assessment | InfeasiblePlan:
+                  prices: PriceBook, budget: Budget) -> Assessment | InfeasiblePlan:
     """The assessment of one cluster; with several clusters an infeasible one is its error (a column of its own,
     not an abort); any other error, and an infeasible plan on one cluster, names both ``files`` (workload,
     cluster) and the cluster."""
     from slowlink.assess import assess
-    from slowlink.cost.prices import load_prices
 
     try:
-        return assess(w, c, budget=budget, prices=load_prices(prices), fidelity=fidelity)
+        return assess(w, c, budget=budget, prices=prices, fidelity=fidelity)
     except SlowlinkError as exc:
         if several and isinstance(exc, InfeasiblePlan):
             return exc
@@ -66,9 +67,11 @@ def plan_cmd(
     html: Path | None = _HTML,
     prices: Path | None = _PRICES,
     tokens: str | None = _TOKENS,
+    steps: int | None = _STEPS,
 ) -> None:
     """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
     from slowlink.assess import Assessment
+    from slowlink.cost.prices import load_prices
     from slowlink.report.assess import chain_lines, chain_rows, grouped_lines, plan_json
     from slowlink.report.plan import accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
@@ -84,10 +87,11 @@ def plan_cmd(
 
         report_html.check_html_path(html)
     check_fidelity(fidelity)
-    budget = parse_budget(tokens)
+    budget = parse_budget(tokens, steps)
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
-    done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, prices, budget)
+    book = load_prices(prices)
+    done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, book, budget)
             for c, path in zip(loaded, clusters, strict=True)]
     keys = column_keys(loaded, clusters)
     infeasible = {key: str(r) for key, r in zip(keys, done, strict=True) if isinstance(r, InfeasiblePlan)}

@@ -15,7 +15,7 @@ from typing import Any
 from slowlink.cost.bom import bill_of_materials
 from slowlink.cost.model import ClusterCost, cluster_cost
 from slowlink.cost.prices import PriceBook
-from slowlink.errors import FabricMisfit, SpecError, Unpriced
+from slowlink.errors import FabricMisfit, PriceMissing, SpecError
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 
 
@@ -40,7 +40,7 @@ def _radix(d: Design, prices: PriceBook) -> int:
     family = "infiniband" if d.transport == "infiniband" else "ethernet"
     radices = [s.radix for s in prices.switches if s.transport == family and s.speed_gbit_s == d.nic_speed_gbit_s]
     if not radices:
-        raise Unpriced(f"prices: switches: no {family} switch at {d.nic_speed_gbit_s:g} Gbit/s is priced")
+        raise PriceMissing(f"prices: switches: no {family} switch at {d.nic_speed_gbit_s:g} Gbit/s is priced")
     return max(radices)
 
 

@@ -137,14 +137,6 @@ class TokenCost:
     def usd_per_million_tokens(self) -> float:
         return usd_per_million_tokens(self.cost.usd_per_hour, self.tokens_per_s, self.ettr)
 
-    def run_usd(self, tokens: float) -> float:
-        """Cost of training on ``tokens`` tokens."""
-        return self.usd_per_million_tokens * tokens / 1e6
-
-    def days(self, tokens: float) -> float:
-        """Wall time to train on ``tokens`` tokens, days."""
-        return tokens / (self.tokens_per_s * self.ettr) / units.DAY
-
     def to_json(self) -> dict[str, object]:
         return {**self.cost.to_json(), "tokens_per_s": self.tokens_per_s, "step_time_s": self.step_time_s,
                 "ettr": self.ettr, "usd_per_million_tokens": self.usd_per_million_tokens,

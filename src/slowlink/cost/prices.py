@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from slowlink.errors import SpecError, Unpriced
+from slowlink.errors import PriceMissing, SpecError
 from slowlink.fileio import format_validation_error, parse_text, read_mapping
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -92,7 +92,7 @@ class PriceBook:
 
     def server(self, gpu: str) -> ServerEntry:
         if gpu not in self.servers:
-            raise Unpriced(f"prices: servers.{gpu}: no price for a server of this GPU (priced: "
+            raise PriceMissing(f"prices: servers.{gpu}: no price for a server of this GPU (priced: "
                             f"{', '.join(sorted(self.servers))}); add one with --prices")
         return self.servers[gpu]
 
@@ -101,19 +101,19 @@ class PriceBook:
             if s.transport == family and s.speed_gbit_s == speed_gbit_s and s.radix == radix:
                 return s
         have = ", ".join(f"{s.transport} {s.speed_gbit_s:g}G x{s.radix}" for s in self.switches)
-        raise Unpriced(f"prices: switches: no {family} switch of {radix} ports at {speed_gbit_s:g} Gbit/s "
+        raise PriceMissing(f"prices: switches: no {family} switch of {radix} ports at {speed_gbit_s:g} Gbit/s "
                         f"(priced: {have}); add one with --prices or change fabric.switch_radix")
 
     def nic(self, speed_gbit_s: float) -> NicEntry:
         for n in self.nics:
             if n.speed_gbit_s == speed_gbit_s:
                 return n
-        raise Unpriced(f"prices: nics: no NIC priced at {speed_gbit_s:g} Gbit/s (priced: "
+        raise PriceMissing(f"prices: nics: no NIC priced at {speed_gbit_s:g} Gbit/s (priced: "
                         f"{', '.join(f'{n.speed_gbit_s:g}' for n in self.nics)}); add one with --prices")
 
     def medium(self, name: str) -> MediumEntry:
         if name not in self.media:
-            raise Unpriced(f"prices: media.{name}: not priced; add it with --prices")
+            raise PriceMissing(f"prices: media.{name}: not priced; add it with --prices")
         return self.media[name]
 
 

@@ -137,7 +137,7 @@ class Goodput:
 def budget_steps(w: Workload, tokens: float | None, steps: int | None) -> tuple[int, float]:
     """(steps, tokens) of the run: ``--steps``, else ``ceil(tokens / (global_batch x seq_len))`` from
     ``--tokens`` or the workload's ``training.tokens``."""
-    per_step = w.training.global_batch * w.model.seq_len
+    per_step = w.tokens_per_step
     if steps is not None:
         return steps, float(steps * per_step)
     t = tokens if tokens is not None else w.training.tokens
@@ -195,10 +195,6 @@ class Failures:
     seed: int
     inputs: EttrInputs          # the ETTR inputs at the interval used
     ettr: float                 # their closed form
-
-    def wall_s(self, steps: int) -> float:
-        """Expected wall seconds of ``steps`` steps: their useful time / ETTR."""
-        return steps * self.step_s / self.ettr
 
 
 def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan) -> Failures:

@@ -32,7 +32,7 @@ def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:
 
     costs = [a.token_cost for a in assessments]
     return [("step with data stall (s)", [f"{a.step_time_s:.3f}" for a in assessments]),
-            ("ETTR (failures, checkpoints)", [cell(None if a.goodput is None else a.ettr, "{:.3f}")
+            ("ETTR (failures, checkpoints)", [cell(None if a.failures is None else a.ettr, "{:.3f}")
                                               for a in assessments]),
             ("USD per GPU-hour", [cell(None if c is None else c.cost.usd_per_gpu_hour, "{:.3f}") for c in costs]),
             ("USD per million tokens", [cell(None if c is None else c.usd_per_million_tokens, "{:.4f}")
@@ -49,8 +49,9 @@ def chain_lines(a: Assessment) -> list[str]:
     tc = a.token_cost
     if tc is not None:
         run = "" if a.run_usd is None else f"; the budget {a.run_usd:,.0f} USD"
+        basis = a.ettr_basis if a.failures is not None else "before failures"  # the failures line says why
         lines.append(f"cost: {tc.usd_per_million_tokens:.4f} USD per million tokens at {a.tokens_per_s:,.0f} "
-                     f"tokens/s {a.ettr_basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
+                     f"tokens/s {basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
     return lines + [u.sentence() for u in a.unpriced]
 
 

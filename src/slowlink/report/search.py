@@ -33,21 +33,24 @@ def search_json(r: SearchResult) -> dict[str, Any]:
             "best": None if r.best is None else point_json(r.space, r.best),
             "fastest": None if r.fastest is None else point_json(r.space, r.fastest),
             "removed_by_rule": r.removed_by_rule, "constraint_cost": r.constraint_cost,
-            "basis": basis(r.space)}
+            "basis": basis(r)}
 
 
-def basis(space: Space) -> str:
-    """How the search prices throughput: with the data stall and after failures where the space gives storage
-    (the checkpoint and restore times come from it), else before failures."""
-    if space.prices_failures:
+def basis(r: SearchResult) -> str:
+    """How the feasible designs were priced: with the data stall and after failures where their checkpoint could
+    be priced (the space's storage:, or reliability: checkpoint_s and restore_s), else before failures."""
+    priced = {p.failures_priced for p in r.feasible}
+    if priced == {True}:
         return "step-model throughput with its data stall x ETTR (failure model)"
-    return "step-model throughput, before failures (ETTR 1): the space has no storage: section"
+    if priced == {False}:
+        return "step-model throughput with its data stall, before failures (ETTR 1): the space has no storage: section"
+    return "step-model throughput with its data stall; x ETTR where a design's failures could be priced, else 1"
 
 
 def front_table(r: SearchResult) -> Table:
     """The Pareto front of run cost vs time-to-train, each point with its bottleneck (why it wins)."""
     table = Table(title=f"{r.space.name}: Pareto front, run cost vs time to train {r.space.tokens:.3g} tokens "
-                        f"({'after failures' if r.space.prices_failures else 'before failures'})")
+                        f"({'after failures' if all(p.failures_priced for p in r.front) else 'before failures'})")
     for col in ("design", "tp/pp/vp/mb/zero", "days", "run MUSD", "USD/M tok", "capex MUSD", "net share",
                 "bottleneck"):
         table.add_column(col, justify="left" if col in ("design", "bottleneck") else "right")

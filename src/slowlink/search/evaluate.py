@@ -12,6 +12,7 @@ Rules, in the order they are checked (the first that fails names the point's ``r
   batch_divides, ep_divides_experts,       check_plan`), by the rule its error carries
   interleave_divides_batch,
   precision_supported, memory_fits
+  segment_completes                        the failure model: a run that would never finish between failures
 The constraints (budget, power, GPUs, deadline) are applied afterwards (:mod:`slowlink.search.run`), so
 that what each one costs can be measured. Hardware is built and priced once per chunk, and the layouts of
 one design share a memo of collective prices (:func:`memo_cost`): layouts that differ only in micro-batch,
@@ -54,6 +55,7 @@ class Point:
     step_time_s: float = NAN      # with the data stall
     data_stall_s: float = NAN
     ettr: float = NAN             # 1 where failures are not priced (no storage: in the space)
+    failures_priced: bool = False
     bottleneck: str = field(default="", compare=False)
 
 
@@ -101,6 +103,9 @@ def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: 
                    comm=comm, full=False, hardware=cost)
     except SlowlinkError as exc:
         return replace(base, rule=exc.rule)
+    never = next((u for u in a.unpriced if u.rule == "segment_completes"), None)
+    if never is not None:  # a run that would never finish between failures is no design
+        return replace(base, rule=never.rule)
     tc = a.token_cost
     if tc is None or a.run_days is None or a.run_usd is None:  # the hardware was priced above, with a budget
         raise RuntimeError(f"configuration {index}: unpriced after pricing ({a.unpriced})")
@@ -108,7 +113,7 @@ def _point(space: Space, index: int, cluster: Cluster, cost: ClusterCost, comm: 
                    facility_power_kw=cost.facility_power_w / 1e3, usd_per_gpu_hour=cost.usd_per_gpu_hour,
                    tokens_per_s=a.tokens_per_s, usd_per_million_tokens=tc.usd_per_million_tokens,
                    days=a.run_days, run_usd=a.run_usd, step_time_s=a.step_time_s, data_stall_s=a.data_stall_s,
-                   ettr=a.ettr, bottleneck=a.bottleneck)
+                   ettr=a.ettr, failures_priced=a.failures is not None, bottleneck=a.bottleneck)
 
 
 def evaluate_hardware(space: Space, hardware: list[int]) -> list[Point]:

@@ -143,13 +143,6 @@ class Space:
     def layout(self, i: int) -> Layout:
         return Layout(*self.layouts[i])
 
-    @property
-    def prices_failures(self) -> bool:
-        """Whether its designs' failures can be priced: checkpoint and restore times come from a storage: section
-        or from reliability: checkpoint_s and restore_s (:func:`slowlink.reliability.recovery.checkpoint_times`)."""
-        rel = self.shared.get("reliability") or {}
-        return "storage" in self.shared or (rel.get("checkpoint_s") is not None and rel.get("restore_s") is not None)
-
     def design_of(self, i: int) -> Design:
         """The hardware design of configuration ``i``."""
         return self.hardware[i // len(self.layouts)]

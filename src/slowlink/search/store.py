@@ -21,9 +21,14 @@ from slowlink.search.space import Space
 FINGERPRINT_FILE = "space.txt"
 
 
+POINT_SCHEMA = 2  # what a point holds and how it is priced (rule ids, ETTR, data stall): older chunks differ
+
+
 def fingerprint(space: Space, parts: list[list[int]]) -> str:
-    """A stable digest of everything that decides a search's points."""
-    text = repr((space.hardware, space.layouts, space.workload, space.prices, space.tokens, parts))
+    """A stable digest of everything that decides a search's points: the space resolved (designs, layouts,
+    workload, prices, budget and the storage: and reliability: every design shares) and the point schema."""
+    text = repr((space.hardware, space.layouts, space.workload, space.prices, space.tokens,
+                 sorted(space.shared.items()), POINT_SCHEMA, parts))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

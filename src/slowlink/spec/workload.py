@@ -155,8 +155,8 @@ class ParallelSpec(BaseModel):
 
     def _dp(self) -> int:
         if not self.resolved:
-            raise SpecError("parallel.dp (auto) is not resolved: resolve the workload on a cluster first "
-                            "(slowlink.workload.step.fit_dp)")
+            raise SpecError("parallel.dp (auto) is not resolved: resolve the layout on a cluster's GPUs first "
+                            "(ParallelSpec.on_gpus)")
         return self.dp
 
     def on_gpus(self, gpus: int) -> ParallelSpec:
@@ -273,6 +273,11 @@ class Workload:
     def micro_batch_tokens(self) -> float:
         """Tokens of one micro-batch on one GPU before any TP split: b*s/cp."""
         return self.training.micro_batch * self.model.seq_len / self.parallel.cp
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens one optimizer step trains on: global_batch x seq_len."""
+        return self.training.global_batch * self.model.seq_len
 
     @property
     def micro_batches(self) -> int:

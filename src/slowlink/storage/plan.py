@@ -45,8 +45,13 @@ class StoragePlan:
         return self.feed.stall_s if self.feed.supply_s else None
 
     @property
+    def run_step_s(self) -> float:
+        """Seconds of a step as it runs: the step model's and the data stall (what a checkpoint interval counts)."""
+        return self.step_time_s + (self.data_stall_s or 0.0)
+
+    @property
     def checkpoint_overhead_s(self) -> float | None:
-        return None if self.checkpoint is None else self.checkpoint.overhead_per_step_s(self.step_time_s)
+        return None if self.checkpoint is None else self.checkpoint.overhead_per_step_s(self.run_step_s)
 
     @property
     def wait_s(self) -> float:
@@ -56,7 +61,7 @@ class StoragePlan:
     def dominates(self) -> bool:
         """Storage waits more per step than any communication dimension, and above the step model's
         :data:`~slowlink.workload.step.WAIT_SHARE` of the step."""
-        return self.wait_s > max(self.largest_comm_s, WAIT_SHARE * self.step_time_s)
+        return self.wait_s > max(self.largest_comm_s, WAIT_SHARE * self.run_step_s)
 
     def sentence(self) -> str:
         """The storage wait in words: data stall and checkpoint overhead, each with what binds it."""
@@ -70,7 +75,7 @@ class StoragePlan:
             parts.append(f"{ck.mode} checkpoint {over:.3g} s/step amortised ({what} of "
                          f"{ck.size.total_bytes / units.GB:,.0f} GB, {ck.write_s:.3g} s to write, bound by the "
                          f"{ck.binding})")
-        share = self.wait_s / self.step_time_s
+        share = self.wait_s / self.run_step_s
         return f"storage: {'; '.join(parts) or 'no wait'}: {share:.0%} of the step"
 
     def to_json(self) -> dict[str, object]:
@@ -100,7 +105,7 @@ def plan_storage(w: Workload, cluster: Cluster, step: StepResult) -> StoragePlan
     workload's checkpoint interval counts steps as they run, data stall included."""
     t = step.step_time_s
     feed = data_feed(w, cluster, t)
-    run_t = t + (feed.stall_s if feed.supply_s else 0.0)
+    run_t = t + (feed.stall_s if feed.supply_s else 0.0)  # StoragePlan.run_step_s
     size = checkpoint_size(w)
     ck = cap = None
     if cluster.storage is not None:

@@ -294,7 +294,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     hf = hardware_flops_per_step(w.model, gb, w.training.recompute) / (step * cluster.gpus)
     spans = tp_spans_nodes(w.parallel, cluster)
     dim, words = bottleneck(w, cluster, dims, exposed, step, compute, bubble, spans)
-    return StepResult(step_time_s=step, tokens_per_s=gb * w.model.seq_len / step, tflops_per_gpu=mf / 1e12,
+    return StepResult(step_time_s=step, tokens_per_s=w.tokens_per_step / step, tflops_per_gpu=mf / 1e12,
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
                       memory=mem, contention_s=contention, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
                       bottleneck=words, bottleneck_dim=dim)
