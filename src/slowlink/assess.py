@@ -173,6 +173,18 @@ class Assessment:
         """Why ``part`` is not priced ("" when it is)."""
         return next((u.why for u in self.unpriced if u.part == part), "")
 
+    def to_json(self) -> dict[str, object]:
+        """``slowlink plan --json`` of one cluster: the step, its advice, storage, degraded parts and jitter,
+        goodput (with a budget), the accuracy, the cost at this step and ETTR, and what was not priced."""
+        js: dict[str, object] = self.step.to_json() | {"advice": [x.to_json() for x in self.advice],
+                                                        "storage": self.storage.to_json()}
+        if self.stragglers is not None:
+            js |= self.stragglers.to_json()
+        if self.budget.given:
+            js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
+        return js | {"accuracy": self.accuracy.to_json(), "cost": self.cost_json(),
+                     "unpriced": [u.to_json() for u in self.unpriced]}
+
     def cost_json(self) -> dict[str, object]:
         """``plan --json``'s ``cost``: $/hour, $/GPU-hour, capex and $/M tokens at this step and ETTR, with the
         budget's days and USD; ``{"unavailable": why}`` where the hardware is not priced."""

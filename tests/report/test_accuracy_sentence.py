@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slowlink.report.plan import accuracy_json, accuracy_lines, accuracy_sentence
+from slowlink.report.plan import accuracy_lines, accuracy_sentence
 from slowlink.workload.accuracy import Accuracy, RecordedRun, RunGroup
 
 
@@ -47,7 +47,7 @@ def test_lines_group_clusters_with_the_same_sentence() -> None:
 
 
 def test_json_lists_the_runs_and_the_errors() -> None:
-    js = accuracy_json(_acc((0.10, 0.06), (0.0,)))
+    js = _acc((0.10, 0.06), (0.0,)).to_json()
     alike, same = js["alike"], js["same_gpu"]
     assert isinstance(alike, dict) and isinstance(same, dict)
     assert alike["runs"] == ["8-0", "8-1"]
@@ -60,4 +60,4 @@ def test_json_lists_the_runs_and_the_errors() -> None:
 
 def test_a_flow_plan_is_told_the_runs_were_priced_analytically() -> None:
     assert accuracy_sentence(_acc((0.1,), ()), "flow").startswith("accuracy (of the analytical model): on 1 ")
-    assert accuracy_json(_acc((0.1,), ()))["model"] == "analytical"
+    assert _acc((0.1,), ()).to_json()["model"] == "analytical"

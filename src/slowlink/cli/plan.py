@@ -72,7 +72,7 @@ def plan_cmd(
     """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
     from slowlink.assess import Assessment
     from slowlink.cost.prices import load_prices
-    from slowlink.report.assess import chain_lines, chain_rows, grouped_lines, plan_json
+    from slowlink.report.assess import chain_lines, chain_rows, grouped_lines
     from slowlink.report.plan import accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
     from slowlink.report.storage import storage_rows
 
@@ -104,7 +104,7 @@ def plan_cmd(
     if html is not None:
         report_html.write_plan(html, w, found, [accuracy_sentence(a.accuracy, fidelity) for a in found])
     if as_json:
-        js = {key: plan_json(a) for key, a in fits} | {key: {"infeasible": why} for key, why in infeasible.items()}
+        js = {key: a.to_json() for key, a in fits} | {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
     out.print(plan_table(names, [a.step for a in found], storage_rows([a.storage for a in found]) + chain_rows(found),

@@ -1,27 +1,12 @@
-"""Rendering of an :class:`~slowlink.assess.Assessment`: the plan's JSON object, its table rows for failures and
-cost, and the lines under the table (goodput, cost per token, what could not be priced)."""
+"""Rendering of an :class:`~slowlink.assess.Assessment` (its JSON is ``Assessment.to_json``): the plan's table rows
+for failures and cost, and the lines under the table (goodput, cost per token, what could not be priced)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from slowlink.report.plan import accuracy_json
-
 if TYPE_CHECKING:
     from slowlink.assess import Assessment
-
-
-def plan_json(a: Assessment) -> dict[str, object]:
-    """``slowlink plan --json`` of one cluster: the step, its advice, storage, degraded parts and jitter, goodput
-    (with a token budget), the accuracy, the cost at this step and ETTR, and what was not priced."""
-    js: dict[str, object] = a.step.to_json() | {"advice": [x.to_json() for x in a.advice],
-                                                 "storage": a.storage.to_json()}
-    if a.stragglers is not None:
-        js |= a.stragglers.to_json()
-    if a.budget.given:
-        js["goodput"] = {"unavailable": a.why("failures")} if a.goodput is None else a.goodput.to_json()
-    return js | {"accuracy": accuracy_json(a.accuracy), "cost": a.cost_json(),
-                 "unpriced": [u.to_json() for u in a.unpriced]}
 
 
 def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:

@@ -171,14 +171,3 @@ def accuracy_lines(names: list[str], accs: list[Accuracy], fidelity: str = "anal
     for name, a in zip(names, accs, strict=True):
         groups.setdefault(accuracy_sentence(a, fidelity), []).append(name)
     return [f"[bold]{', '.join(keys)}[/]: {text}" for text, keys in groups.items()]
-
-
-def accuracy_json(a: Accuracy) -> dict[str, object]:
-    """The ``accuracy`` object of ``slowlink plan --json``: each group's runs (ids), mean signed and absolute
-    error (MFU predicted / measured - 1) and range, as the analytical model priced them (``model``)."""
-    def group(g: RunGroup) -> dict[str, object]:
-        return {"runs": [r.id for r in g.runs], "mean_error": g.mean_error, "mean_abs_error": g.mean_abs_error,
-                "min_error": g.low, "max_error": g.high}
-
-    return {"model": "analytical", "gpu": a.gpu, "tp": a.tp, "sharded_params": a.sharded_params,
-            "alike": group(a.alike), "same_gpu": group(a.same_gpu), "gpus_measured": list(a.gpus_measured)}

@@ -62,6 +62,11 @@ class RunGroup:
     def high(self) -> float:
         return max((r.error for r in self.runs), default=0.0)
 
+    def to_json(self) -> dict[str, object]:
+        """The runs (ids), mean signed and absolute error (MFU predicted / measured - 1) and range."""
+        return {"runs": [r.id for r in self.runs], "mean_error": self.mean_error,
+                "mean_abs_error": self.mean_abs_error, "min_error": self.low, "max_error": self.high}
+
 
 @dataclass(frozen=True)
 class Accuracy:
@@ -75,6 +80,13 @@ class Accuracy:
     alike: RunGroup
     same_gpu: RunGroup
     gpus_measured: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The ``accuracy`` object of ``slowlink plan --json``, as the analytical model priced the runs
+        (``model``)."""
+        return {"model": "analytical", "gpu": self.gpu, "tp": self.tp, "sharded_params": self.sharded_params,
+                "alike": self.alike.to_json(), "same_gpu": self.same_gpu.to_json(),
+                "gpus_measured": list(self.gpus_measured)}
 
 
 def layout_key(gpu: str, tp: int, sharded_params: bool) -> str:
