@@ -149,7 +149,8 @@ def test_stall_follows_the_slowest_supply_and_not_the_rule_of_thumb() -> None:
 def test_storage_is_named_above_the_step_models_wait_share() -> None:
     feed = data_feed(_w(data=DataSpec(bytes_per_sample="32MB")), _cluster(read_gbyte_s=2), 1.0)
     for share, named in ((0.99 * WAIT_SHARE, False), (1.01 * WAIT_SHARE, True)):
-        stalled = replace(feed, supply_s={"storage": 1.0 + share})
+        stall = share / (1.0 - share)  # ``share`` of the step as it runs, the stall included
+        stalled = replace(feed, supply_s={"storage": 1.0 + stall})
         sp = StoragePlan(1.0, 0.0, stalled, checkpoint_size(_w()), None, None)
         assert sp.dominates is named
 
