@@ -72,9 +72,8 @@ def plan_cmd(
     """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
     from slowlink.assess import Assessment
     from slowlink.cost.prices import load_prices
-    from slowlink.report.assess import chain_lines, chain_rows, grouped_lines
-    from slowlink.report.plan import accuracy_lines, accuracy_sentence, bottleneck_lines, plan_table
-    from slowlink.report.storage import storage_rows
+    from slowlink.report.assess import plan_report
+    from slowlink.report.plan import accuracy_sentence
 
     if workload is None:
         if len(files) != 2:
@@ -98,27 +97,18 @@ def plan_cmd(
     if len(infeasible) == len(done):
         raise InfeasiblePlan(f"no cluster can run this workload ({wpath}):\n" + "\n".join(
             f"  {key}: {why}" for key, why in infeasible.items()), rule="fits_any_cluster")
-    fits = [(key, a) for key, a in zip(keys, done, strict=True) if isinstance(a, Assessment)]
-    names = [key for key, _ in fits]
-    found = [a for _, a in fits]
+    fits = {key: a for key, a in zip(keys, done, strict=True) if isinstance(a, Assessment)}
     if html is not None:
-        report_html.write_plan(html, w, found, [accuracy_sentence(a.accuracy, fidelity) for a in found])
+        report_html.write_plan(html, w, list(fits.values()),
+                               [accuracy_sentence(a.accuracy, fidelity) for a in fits.values()])
     if as_json:
-        js = {key: a.to_json() for key, a in fits} | {key: {"infeasible": why} for key, why in infeasible.items()}
+        js = {key: a.to_json() for key, a in fits.items()}
+        js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
-    out.print(plan_table(names, [a.step for a in found], storage_rows([a.storage for a in found]) + chain_rows(found),
-                         infeasible))
-    for line in bottleneck_lines(names, [a.step for a in found], [list(a.advice) for a in found],
-                                 [a.storage.sentence() if a.storage.dominates else "" for a in found]):
-        out.print(line, soft_wrap=True)
-    for key, a in fits:
-        out.print(f"[bold]{key}[/]: {a.step.memory.sentence(a.cluster.gpu.hbm_bytes)}", soft_wrap=True)
-    for key, why in infeasible.items():
-        out.print(f"[bold]{key}[/]: infeasible: {why}", soft_wrap=True)
-    for line in accuracy_lines(names, [a.accuracy for a in found], fidelity):
-        out.print(line, soft_wrap=True)
-    for line in grouped_lines([(key, chain_lines(a)) for key, a in fits]):
+    table, lines = plan_report(fits, infeasible, fidelity)
+    out.print(table)
+    for line in lines:
         out.print(line, soft_wrap=True)
 
 

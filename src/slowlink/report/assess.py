@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from slowlink.assess import Assessment
 
 
@@ -48,3 +50,21 @@ def grouped_lines(per_cluster: list[tuple[str, list[str]]]) -> list[str]:
         for line in lines:
             groups.setdefault(line, []).append(name)
     return [f"[bold]{', '.join(names)}[/]: {line}" for line, names in groups.items()]
+
+
+def plan_report(fits: dict[str, Assessment], infeasible: dict[str, str], fidelity: str) -> tuple[Table, list[str]]:
+    """``slowlink plan`` in the terminal: the table (one column per cluster, the infeasible ones marked) and the
+    lines under it: bottleneck and advice, memory, why a cluster cannot run it, accuracy, then goodput, cost and
+    what was not priced."""
+    from slowlink.report.plan import accuracy_lines, bottleneck_lines, plan_table
+    from slowlink.report.storage import storage_rows
+
+    names, found = list(fits), list(fits.values())
+    table = plan_table(names, [a.step for a in found], storage_rows([a.storage for a in found]) + chain_rows(found),
+                       infeasible)
+    lines = bottleneck_lines(names, [a.step for a in found], [list(a.advice) for a in found],
+                             [a.storage.sentence() if a.storage.dominates else "" for a in found])
+    lines += [f"[bold]{key}[/]: {a.step.memory.sentence(a.cluster.gpu.hbm_bytes)}" for key, a in fits.items()]
+    lines += [f"[bold]{key}[/]: infeasible: {why}" for key, why in infeasible.items()]
+    lines += accuracy_lines(names, [a.accuracy for a in found], fidelity)
+    return table, lines + grouped_lines([(key, chain_lines(a)) for key, a in fits.items()])
