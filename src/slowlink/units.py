@@ -156,3 +156,27 @@ def torch_dtype(torch: Any, name: str) -> Any:
     """``torch.<dtype>`` of a precision (``bf16``) or a datatype name (``half``); the caller passes the torch
     module in, imported when it needs it (torch is optional)."""
     return getattr(torch, PRECISION_TORCH.get(name) or DATATYPE_TORCH[name])
+
+
+# Suffixes of a count of tokens or steps: thousand, million, billion (B or G), trillion.
+_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)\s*$")
+
+
+def parse_count(value: str | float | int) -> float:
+    """A count written as a number or with a suffix: ``15e12``, ``15T``, ``2.5B``, ``300M`` -> float.
+
+    Raises ValueError (pydantic turns it into ``field (value): rule``) when it is not a positive count.
+    """
+    if isinstance(value, bool):
+        raise ValueError("must be a number, e.g. 15e12 or 15T")
+    if isinstance(value, int | float):
+        n = float(value)
+    else:
+        m = _COUNT.match(value.upper())
+        if m is None:
+            raise ValueError("must be a number with an optional K, M, B or T suffix, e.g. 15T or 15e12")
+        n = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
+    if not n > 0 or n == float("inf"):
+        raise ValueError("must be > 0")
+    return n

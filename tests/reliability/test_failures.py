@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from slowlink.reliability.failures import default_model, failure_model
-from slowlink.spec.reliability import ReliabilitySpec, parse_count
+from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.units import parse_count
 
 
 def test_default_mix_reproduces_llama3s_interruption_count() -> None:

@@ -134,7 +134,7 @@ def parse_budget(tokens: str | None, steps: int | None = None) -> Budget:
     given (the workload's ``training.tokens`` then applies)."""
     from slowlink.assess import Budget
     from slowlink.errors import SpecError
-    from slowlink.spec.reliability import parse_count
+    from slowlink.units import parse_count
 
     if tokens is not None and steps is not None:
         raise SpecError(f"--tokens ({tokens!r}) and --steps ({steps}): give one of them")

@@ -1,39 +1,13 @@
 """The reliability side of the specs: the cluster's optional ``reliability:`` section (failure rates and
-recovery times that override the defaults of ``reliability/data/failures.yaml``) and the token-budget parser
-used by the workload's ``training.tokens``. YAML key names are a contract: added, never renamed
-(docs/goodput.md).
+recovery times that override the defaults of ``reliability/data/failures.yaml``). YAML key names are a
+contract: added, never renamed (docs/goodput.md).
 """
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field, field_validator
 
 from slowlink.fileio import SPEC_CONFIG
-
-# Suffixes of a count of tokens or steps: thousand, million, billion (B or G), trillion.
-_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)\s*$")
-
-
-def parse_count(value: str | float | int) -> float:
-    """A count written as a number or with a suffix: ``15e12``, ``15T``, ``2.5B``, ``300M`` -> float.
-
-    Raises ValueError (pydantic turns it into ``field (value): rule``) when it is not a positive count.
-    """
-    if isinstance(value, bool):
-        raise ValueError("must be a number, e.g. 15e12 or 15T")
-    if isinstance(value, int | float):
-        n = float(value)
-    else:
-        m = _COUNT.match(value.upper())
-        if m is None:
-            raise ValueError("must be a number with an optional K, M, B or T suffix, e.g. 15T or 15e12")
-        n = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
-    if not n > 0 or n == float("inf"):
-        raise ValueError("must be > 0")
-    return n
 
 
 class ReliabilitySpec(BaseModel):

@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
-from slowlink.spec.reliability import parse_count
 from slowlink.spec.storage import CheckpointSpec, DataSpec
+from slowlink.units import parse_count
 
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
