@@ -147,7 +147,7 @@ def test_scale_is_the_chain_at_each_size() -> None:
 
 def test_an_infeasible_step_carries_its_rule() -> None:
     w = load_workload(str(EX / "llama3-70b.yaml"))
-    big = w.training.model_copy(update={"micro_batch": 64, "global_batch": 64 * 64})
+    big = replace(w.training, **{"micro_batch": 64, "global_batch": 64 * 64})
     with pytest.raises(InfeasiblePlan) as exc:
         assess(type(w)(**{**w.__dict__, "training": big}), load_cluster(REF))
     assert exc.value.rule == "memory_fits"

@@ -28,7 +28,7 @@ A100 = cluster_from_mapping(parse_text((EX / "ref-64gpu.yaml").read_text().repla
 
 def _w(**changes: dict[str, Any]) -> Workload:
     w = load_workload(EX / "llama3-8b.yaml")
-    return replace(w, **{k: getattr(w, k).model_copy(update=v) for k, v in changes.items()})
+    return replace(w, **{k: replace(getattr(w, k), **v) for k, v in changes.items()})
 
 
 @pytest.mark.parametrize(("changes", "rule"), [
@@ -73,7 +73,7 @@ MIXTRAL = load_workload(EX / "mixtral-8x7b.yaml")  # 8 experts
 @pytest.mark.parametrize(("parallel", "rule"), [({"ep": 16, "dp": 16, "tp": 4}, "ep_divides_experts"),
                                                 ({"ep": 8, "dp": 4, "tp": 16}, "ep_divides_dp")])
 def test_expert_parallelism_names_its_rule(parallel: dict[str, int], rule: str) -> None:
-    w = replace(MIXTRAL, parallel=MIXTRAL.parallel.model_copy(update=parallel))
+    w = replace(MIXTRAL, parallel=replace(MIXTRAL.parallel, **parallel))
     with pytest.raises(InfeasiblePlan) as exc:
         plan(w, REF, check_memory=False)
     assert exc.value.rule == rule, str(exc.value)

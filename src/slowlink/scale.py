@@ -59,8 +59,7 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
             raise InfeasiblePlan(f"--nodes ({n}): {c.gpus} GPUs not divisible by tp*pp*cp ({model_par})")
         dp = c.gpus // model_par
         gb = w.training.global_batch if mode == "global-batch" else per_rank * dp
-        wn = replace(w, parallel=p.model_copy(update={"dp": dp, "ep": min(p.ep, dp)}),
-                     training=w.training.model_copy(update={"global_batch": gb}))
+        wn = replace(w, parallel=replace(p, dp=dp, ep=min(p.ep, dp)), training=replace(w.training, global_batch=gb))
         a = assess(wn, c, fidelity=fidelity, full=False)
         tpg = a.tokens_per_s / c.gpus
         eff = tpg / points[0].tokens_per_s_per_gpu if points else 1.0

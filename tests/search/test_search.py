@@ -127,9 +127,9 @@ def test_memoised_collective_prices_change_nothing(tmp_path: Path) -> None:
     memo = memo_cost(cluster)
     for tp, pp, mb in ((8, 2, 1), (8, 2, 2), (4, 4, 1), (8, 2, 1)):
         w = space.workload
-        work = dc_replace(w, parallel=w.parallel.model_copy(update={"tp": tp, "pp": pp, "vp": 1,
+        work = dc_replace(w, parallel=dc_replace(w.parallel, **{"tp": tp, "pp": pp, "vp": 1,
                                                                     "dp": cluster.gpus // (tp * pp)}),
-                          training=w.training.model_copy(update={"micro_batch": mb}))
+                          training=dc_replace(w.training, **{"micro_batch": mb}))
         assert plan(work, cluster, memo) == plan(work, cluster, analytical_cost(cluster))
 
 

@@ -8,7 +8,7 @@ from slowlink import units
 from slowlink.sim.collectives import simulate_collective
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.workload import ParallelSpec
+from slowlink.spec.workload import Parallel
 from slowlink.topology.build import build
 from slowlink.workload.placement import dimension_groups
 
@@ -26,7 +26,7 @@ def test_concurrent_groups_contend_on_shared_links(make_cluster: Callable[..., C
     # dp groups of a tp 4 x dp 4 layout on 4 nodes with ONE NIC each: the 4 dp rings share every NIC.
     c = make_cluster(nodes=4, gpn=4, nics=1, switch_radix=4)
     cost = flow_cost(c)
-    groups = dimension_groups(ParallelSpec(tp=4, dp=4), "dp")
+    groups = dimension_groups(Parallel.of(tp=4, dp=4), "dp")
     one, four = cost("reduce_scatter", units.GiB, groups[:1]), cost("reduce_scatter", units.GiB, groups)
     assert 3.5 < four / one <= 4.0 + 1e-9
 
@@ -34,7 +34,7 @@ def test_concurrent_groups_contend_on_shared_links(make_cluster: Callable[..., C
 def test_identical_tp_groups_inside_nodes_cost_one_group(make_cluster: Callable[..., Cluster]) -> None:
     c = make_cluster(nodes=64, gpn=8, nics=8)
     cost = flow_cost(c)
-    groups = dimension_groups(ParallelSpec(tp=8, dp=64), "tp")
+    groups = dimension_groups(Parallel.of(tp=8, dp=64), "tp")
     assert abs(cost("all_gather", units.MiB * 64, groups) - cost("all_gather", units.MiB * 64, groups[:1])) < 1e-12
 
 

@@ -41,7 +41,7 @@ def _cluster(**storage: Any) -> Cluster:
 def _w(**changes: Any) -> Workload:
     w = load_workload(EX / "llama3-8b.yaml")
     p = changes.pop("parallel", {})
-    return replace(w, parallel=w.parallel.model_copy(update=p), **changes)
+    return replace(w, parallel=replace(w.parallel, **p), **changes)
 
 
 def test_bytes_per_param_come_from_the_memory_tables() -> None:

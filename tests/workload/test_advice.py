@@ -49,10 +49,10 @@ def test_tp_overlap_is_advised_with_the_sequence_parallelism_it_needs() -> None:
     and the re-run it quotes is the plan with both."""
     c = load_cluster(EX / "ref-64gpu.yaml")
     w = load_workload(EX / "llama3-70b.yaml")
-    no_sp = replace(w, parallel=w.parallel.model_copy(update={"sequence_parallel": False}))
+    no_sp = replace(w, parallel=replace(w.parallel, **{"sequence_parallel": False}))
     base = plan(no_sp, c, check_memory=False)  # without SP its activations do not fit: the timing is the point
     tp = [a for a in advise(no_sp, c, base, check_memory=False) if "overlap TP collectives" in a.change]
     assert tp and "parallel.sequence_parallel: true" in tp[0].change and "overlap.tp_comm: true" in tp[0].change
-    both = replace(no_sp, parallel=no_sp.parallel.model_copy(update={"sequence_parallel": True}),
-                   overlap=no_sp.overlap.model_copy(update={"tp_comm": True}))
+    both = replace(no_sp, parallel=replace(no_sp.parallel, **{"sequence_parallel": True}),
+                   overlap=replace(no_sp.overlap, **{"tp_comm": True}))
     assert tp[0].step_time_s == plan(both, c, check_memory=False).step_time_s < base.step_time_s

@@ -86,7 +86,7 @@ def test_layer_compute_charges_moe_traffic_at_the_elementwise_rate() -> None:
 def test_flash_attention_keeps_the_expert_activations_traffic() -> None:
     # flash attention removes only the attention core's softmax/dropout traffic, not the experts'
     w = grok()
-    w = replace(w, training=w.training.model_copy(update={"flash_attention": True}))
+    w = replace(w, training=replace(w.training, **{"flash_attention": True}))
     kept = ELEMENTWISE_RW * (activation_bytes_per_layer(w, recompute="selective") + expert_activation_bytes(w))
     assert _elementwise_forward_s(w) == pytest.approx((kept + dispatch_bytes(w)[0]) / 1e12, rel=1e-6)
 
@@ -96,7 +96,7 @@ def test_cross_entropy_passes_and_their_time_on_the_last_stage() -> None:
     n = 4096 * 128512 / 4
     assert cross_entropy_bytes(w) == pytest.approx(52.0 * n)  # bf16 logits: two casts of 6 bytes + 40 fp32
     assert cross_entropy_bytes(grok(precision="fp32")) == pytest.approx(40.0 * n)  # no casts
-    fused = replace(w, training=w.training.model_copy(update={"cross_entropy": "fused"}))
+    fused = replace(w, training=replace(w.training, **{"cross_entropy": "fused"}))
     assert cross_entropy_bytes(fused) == pytest.approx(3.0 * 2.0 * n)
     slow, fast = replace(H100, elementwise_bw=1e12), replace(H100, elementwise_bw=1e30)
     assert logits_compute_s(w, slow) - logits_compute_s(w, fast) == pytest.approx(52.0 * n / 1e12, rel=1e-6)
@@ -151,7 +151,7 @@ def test_router_gemm_sees_the_sp_local_tokens() -> None:
     # 4096 tokens over TP 4 with SP: the gating GEMM is (1024, experts, h), not the whole micro-batch
     router = [g for g in layer_gemms(grok()) if g.n == 8]
     assert [(g.m, g.k) for g in router] == [(1024.0, 6144)]
-    no_sp = replace(grok(), parallel=grok().parallel.model_copy(update={"sequence_parallel": False}))
+    no_sp = replace(grok(), parallel=replace(grok().parallel, **{"sequence_parallel": False}))
     assert [g.m for g in layer_gemms(no_sp) if g.n == 8] == [4096.0]
 
 

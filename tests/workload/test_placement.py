@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from slowlink.spec.workload import ParallelSpec
+from slowlink.spec.workload import Parallel
 from slowlink.workload.placement import dimension_groups
 
-P = ParallelSpec(tp=2, cp=2, dp=4, pp=2, ep=2)
+P = Parallel.of(tp=2, cp=2, dp=4, pp=2, ep=2)
 
 
 def test_tp_groups_are_consecutive() -> None:
@@ -40,7 +40,7 @@ def test_every_dimension_partitions_the_ranks(dim: str) -> None:
     assert flat == list(range(32))
 
 
-META = ParallelSpec(tp=2, cp=2, dp=4, pp=2, ep=2, order="tp-cp-pp-dp")  # Dubey et al. 2024, Sec. 3.3.2
+META = Parallel.of(tp=2, cp=2, dp=4, pp=2, ep=2, order="tp-cp-pp-dp")  # Dubey et al. 2024, Sec. 3.3.2
 
 
 def test_default_order_is_megatron() -> None:
@@ -69,17 +69,17 @@ def test_order_must_be_a_permutation() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="order"):
-        ParallelSpec(order="tp-dp-pp")
+        Parallel.of(order="tp-dp-pp")
 
 
 def test_meta_order_keeps_llama3_pipeline_hand_offs_inside_a_pod() -> None:
     # Llama 3 405B on 16k GPUs, 3,072-GPU pods: Megatron's order puts stage i and i+1 1,024 ranks
     # (128 nodes) apart, so most hand-offs leave the pod; Meta's keeps a pipeline on 16 neighbouring nodes.
-    mega = ParallelSpec(tp=8, pp=16, dp=128)
-    meta = ParallelSpec(tp=8, pp=16, dp=128, order="tp-cp-pp-dp")
+    mega = Parallel.of(tp=8, pp=16, dp=128)
+    meta = Parallel.of(tp=8, pp=16, dp=128, order="tp-cp-pp-dp")
     pod = 3072
 
-    def crossings(p: ParallelSpec) -> int:
+    def crossings(p: Parallel) -> int:
         return sum(1 for g in dimension_groups(p, "pp") for a, b in itertools.pairwise(g) if a // pod != b // pod)
 
     assert crossings(meta) < crossings(mega) / 10

@@ -45,7 +45,7 @@ def test_heldout_runs_are_reported_as_mfu() -> None:
 
 def test_cost_function_is_used_for_every_dimension() -> None:
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
-    w = replace(w, overlap=w.overlap.model_copy(update={"grad_reduce": False, "param_gather": False}))
+    w = replace(w, overlap=replace(w.overlap, **{"grad_reduce": False, "param_gather": False}))
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     base = analytical_cost(cluster)
     seen: list[str] = []
@@ -65,7 +65,7 @@ def test_tp_group_spanning_nodes_is_flagged_and_costs_more() -> None:
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     inside = plan(w, cluster)
-    w16 = replace(w, parallel=w.parallel.model_copy(update={"tp": 16, "dp": 4}),
+    w16 = replace(w, parallel=replace(w.parallel, **{"tp": 16, "dp": 4}),
                   model=replace(w.model, heads=32, kv_heads=16))
     across = plan(w16, cluster)
     assert across.tp_spans_nodes and not inside.tp_spans_nodes
@@ -101,7 +101,7 @@ def test_cp_and_ep_traffic_appear_when_used() -> None:
                                  "parallel": {"tp": 2, "dp": 32, "ep": 8, "zero": 3}})
     r = plan(moe, cluster)
     assert r.comm_total_s["ep"] > 0 and r.comm_s["ep"] > 0
-    assert r.comm_total_s["dp"] > plan(replace(moe, parallel=moe.parallel.model_copy(update={"zero": 1})),
+    assert r.comm_total_s["dp"] > plan(replace(moe, parallel=replace(moe.parallel, **{"zero": 1})),
                                        cluster).comm_total_s["dp"]
 
 
@@ -271,7 +271,7 @@ def test_hidden_communication_slows_the_compute_beside_it(monkeypatch: pytest.Mo
     from slowlink.workload import step as step_module
 
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
-    w = replace(w, overlap=w.overlap.model_copy(update={"grad_reduce": True, "param_gather": True}))
+    w = replace(w, overlap=replace(w.overlap, **{"grad_reduce": True, "param_gather": True}))
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     with_sms = plan(w, cluster)
     hidden_dp = with_sms.comm_total_s["dp"] - with_sms.comm_s["dp"]
@@ -290,7 +290,7 @@ def test_overlapped_tp_lengthens_every_layer(monkeypatch: pytest.MonkeyPatch) ->
     from slowlink.workload.tp_overlap import tp_overlap
 
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
-    w = replace(w, overlap=w.overlap.model_copy(update={"tp_comm": True, "grad_reduce": False,
+    w = replace(w, overlap=replace(w.overlap, **{"tp_comm": True, "grad_reduce": False,
                                                         "param_gather": False}))
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     assert w.parallel.tp > 1

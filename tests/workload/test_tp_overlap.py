@@ -34,10 +34,10 @@ PIPELINE_SPLITS = tp_comm_config(DEFAULT).gemms["proj_fprop"].num_splits or 0  #
 
 def _tp_comm(sp: bool = True, recompute: str = "selective", config: str = DEFAULT) -> Workload:
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
-    return replace(w, overlap=w.overlap.model_copy(update={"tp_comm": True, "grad_reduce": False,
+    return replace(w, overlap=replace(w.overlap, **{"tp_comm": True, "grad_reduce": False,
                                                            "param_gather": False, "tp_comm_config": config}),
-                   parallel=w.parallel.model_copy(update={"sequence_parallel": sp}),
-                   training=w.training.model_copy(update={"recompute": recompute}))
+                   parallel=replace(w.parallel, **{"sequence_parallel": sp}),
+                   training=replace(w.training, **{"recompute": recompute}))
 
 
 def test_chunks_share_the_sms_three_at_a_time() -> None:
@@ -154,7 +154,7 @@ def test_a_margin_gemm_pays_for_its_comm_sms_instead_of_contention() -> None:
 
 def test_aggregate_needs_an_even_tp() -> None:
     w = _tp_comm(config="dgxc-25.02-llama31-405b")
-    w = replace(w, parallel=w.parallel.model_copy(update={"tp": 3, "dp": 1}))
+    w = replace(w, parallel=replace(w.parallel, **{"tp": 3, "dp": 1}))
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")
     with pytest.raises(SpecError, match=r"gemms.qkv_fprop.aggregate needs an even parallel.tp \(3\)"):
         tp_overlap(w, analytical_cost(cluster), cluster.gpu)

@@ -116,7 +116,7 @@ class Layout:
         return {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep, "vp": self.vp, "zero": self.zero,
                 "dp": dp}
 
-    def training(self) -> dict[str, object]:
+    def training(self) -> dict[str, Any]:
         """The workload's ``training:`` keys this layout sets."""
         return {"micro_batch": self.micro_batch, "recompute": self.recompute}
 
@@ -150,8 +150,9 @@ class Space:
     def workload_of(self, lay: Layout, dp: int) -> Workload:
         """The workload with the parallel layout ``lay`` (dp: the GPUs / (tp pp cp))."""
         w = self.workload
-        return replace(w, parallel=w.parallel.model_copy(update=lay.parallel(dp)),
-                       training=w.training.model_copy(update=lay.training()))
+        return replace(w, parallel=replace(w.parallel, tp=lay.tp, pp=lay.pp, cp=lay.cp, ep=lay.ep, vp=lay.vp,
+                                           zero=lay.zero, dp=dp),
+                       training=replace(w.training, **lay.training()))
 
     def workload_mapping(self, lay: Layout, dp: int) -> dict[str, Any]:
         """The workload file of :meth:`workload_of`: the file as written with the layout and the budget in it."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +17,17 @@ from slowlink.units import parse_count
 if TYPE_CHECKING:
     from slowlink.spec.cluster import Cluster
 
+
+
+# The choices of the schema's fields, shared with the resolved dataclasses below.
+Precision = Literal["fp16", "bf16", "fp8", "fp32"]
+Recompute = Literal["none", "selective", "full"]
+GradDtype = Literal["fp32", "bf16", "fp8"]
+CrossEntropy = Literal["megatron", "megatron_fused", "fused", "gathered"]
+GradAccumulation = Literal["fused", "autograd", "autograd_fp32"]
+Zero3Impl = Literal["fsdp", "deepspeed-2021"]
+CpImpl = Literal["ring", "all_gather"]
+Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -54,14 +65,14 @@ class TrainingSpec(BaseModel):
     model_config = SPEC_CONFIG
     global_batch: int = Field(ge=1, description="Sequences per optimizer step.")
     micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
-    precision: Literal["fp16", "bf16", "fp8", "fp32"] = Field(
+    precision: Precision = Field(
         "bf16", description="Precision of the GEMMs; fp32 = no mixed precision (fp32 weights, activations, GEMMs).")
-    recompute: Literal["none", "selective", "full"] = Field("selective", description="Activation recomputation.")
-    grad_comm_dtype: Literal["fp32", "bf16", "fp8"] = Field("bf16", description="Gradient traffic dtype.")
+    recompute: Recompute = Field("selective", description="Activation recomputation.")
+    grad_comm_dtype: GradDtype = Field("bf16", description="Gradient traffic dtype.")
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
         "unfused batched GEMMs + softmax (Megatron-LM before 2022).")
-    cross_entropy: Literal["megatron", "megatron_fused", "fused", "gathered"] = Field(
+    cross_entropy: CrossEntropy = Field(
         "megatron", description="Loss kernel: megatron = Megatron-Core's vocab-parallel cross-entropy (fp32 "
         "logits, several elementwise passes); megatron_fused = the same under cross_entropy_loss_fusion (four "
         "torch.compile'd kernels, fp32 inside, bf16 gradient); fused = one kernel reading the logits forward and "
@@ -76,7 +87,7 @@ class TrainingSpec(BaseModel):
         True, description="Gated MLP's gate and up projections as one column-parallel linear (Megatron's fc1 of "
         "2 x ffn / tp); false = two linears, each of which, with TP and no SP, all-reduces its own input "
         "gradient in the backward (Aleph Alpha's scaling: ParallelSwiGLUMLP dense_in and siglu_weight).")
-    grad_accumulation: Literal["fused", "autograd", "autograd_fp32"] = Field(
+    grad_accumulation: GradAccumulation = Field(
         "fused", description="How each micro-batch's weight gradients are summed: fused = in the weight-gradient "
         "GEMM (Megatron's gradient_accumulation_fusion, no extra traffic); autograd = PyTorch's AccumulateGrad "
         "adds the new gradient into .grad in the weights' dtype, one elementwise pass per micro-batch; "
@@ -110,15 +121,15 @@ class ParallelSpec(BaseModel):
         True, description="Without SP, each TP rank sends 1/tp of a stage's output to the next stage, which "
         "all-gathers it over TP (Megatron's scatter_gather_tensors_in_pipeline; Narayanan et al. 2021 Sec. 4.1); "
         "false = every TP rank sends the whole tensor (Aleph Alpha's scaling PipeCommunicator).")
-    zero3_impl: Literal["fsdp", "deepspeed-2021"] = Field(
+    zero3_impl: Zero3Impl = Field(
         "fsdp", description="ZeRO-3 implementation: fsdp = one gather per layer, prefetched (PyTorch FSDP, "
         "DeepSpeed >= 0.5); deepspeed-2021 = one gather per tensor, device-synchronized, list API (DeepSpeed "
         "<= 0.4.0, before PR #1188).")
-    cp_impl: Literal["ring", "all_gather"] = Field(
+    cp_impl: CpImpl = Field(
         "ring", description="Context parallelism: ring = K/V passed round the ring, each hop hidden behind a block "
         "of attention (Liu et al. 2023; Megatron-LM); all_gather = K/V all-gathered before attention and dK/dV "
         "reduce-scattered after it, exposed (Meta's Llama 3, Dubey et al. 2024 Sec. 3.3.2).")
-    zero1_grad_reduce: Literal["reduce_scatter", "all_reduce"] = Field(
+    zero1_grad_reduce: Zero1GradReduce = Field(
         "reduce_scatter", description="How ZeRO-1 reduces the gradients before each rank updates its optimizer "
         "shard: reduce_scatter (Megatron-LM distributed optimizer, DeepSpeed stage 1) or all_reduce (every rank "
         "gets the full gradient: Aleph Alpha's scaling, core/optimizer/optimizer.py allreduce_gradients).")
@@ -128,46 +139,6 @@ class ParallelSpec(BaseModel):
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
-
-    # The sizes derived from the degrees, one rule each (as torchtitan's ParallelDims carries them).
-
-    @property
-    def resolved(self) -> bool:
-        """Whether ``dp`` is a number (``auto`` is resolved against a cluster: :meth:`on_gpus`)."""
-        return self.dp != AUTO_DP
-
-    @property
-    def model_parallel(self) -> int:
-        """GPUs holding one replica of the model: ``tp x pp x cp``."""
-        return self.tp * self.pp * self.cp
-
-    @property
-    def world_size(self) -> int:
-        """GPUs of the job: ``tp x pp x dp x cp`` (dp resolved)."""
-        return self.model_parallel * self._dp()
-
-    @property
-    def dp_shards(self) -> int:
-        """Ranks that hold the same model slice and shard its optimizer state (ZeRO >= 1), gradients (>= 2) and
-        weights (3): ``dp x cp``, as Megatron-Core's distributed optimizer shards over the data-parallel group
-        with context parallelism."""
-        return self._dp() * self.cp
-
-    def _dp(self) -> int:
-        if not self.resolved:
-            raise SpecError("parallel.dp (auto) is not resolved: resolve the layout on a cluster's GPUs first "
-                            "(ParallelSpec.on_gpus)")
-        return self.dp
-
-    def on_gpus(self, gpus: int) -> ParallelSpec:
-        """This layout with ``dp: auto`` resolved on ``gpus`` GPUs: ``gpus / (tp x pp x cp)``."""
-        if self.resolved:
-            return self
-        if gpus % self.model_parallel:
-            raise InfeasiblePlan(f"parallel.dp (auto): tp ({self.tp}) * pp ({self.pp}) * cp ({self.cp}) = "
-                                 f"{self.model_parallel} must divide the cluster's gpus ({gpus})",
-                                 rule="parallel_divides")
-        return self.model_copy(update={"dp": gpus // self.model_parallel})
 
     @field_validator("dp", mode="before")
     @classmethod
@@ -260,12 +231,109 @@ class Model:
 
 
 @dataclass(frozen=True)
+class Training:
+    """How the workload trains, resolved (every field as :class:`TrainingSpec` documents it; ``tokens`` parsed)."""
+
+    global_batch: int
+    micro_batch: int
+    precision: Precision
+    recompute: Recompute
+    grad_comm_dtype: GradDtype
+    flash_attention: bool
+    cross_entropy: CrossEntropy
+    fused_swiglu: bool
+    fused_gate_up: bool
+    grad_accumulation: GradAccumulation
+    tokens: float | None
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """The parallel layout, resolved (every field as :class:`ParallelSpec` documents it), with the sizes derived
+    from its degrees, one rule each, as torchtitan's ParallelDims carries them. ``dp`` is :data:`AUTO_DP` until
+    resolved on a cluster (:meth:`on_gpus`)."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    vp: int
+    zero: int
+    sequence_parallel: bool
+    pp_scatter_gather: bool
+    zero3_impl: Zero3Impl
+    cp_impl: CpImpl
+    zero1_grad_reduce: Zero1GradReduce
+    order: str
+    first_stage_layers: int | None
+    last_stage_layers: int | None
+
+    @classmethod
+    def of(cls, **given: Any) -> Parallel:
+        """A layout written in code: validated as a file's ``parallel:`` section, with its defaults."""
+        return cls(**ParallelSpec(**given).model_dump())
+
+    @property
+    def resolved(self) -> bool:
+        """Whether ``dp`` is a number (``auto`` is resolved against a cluster: :meth:`on_gpus`)."""
+        return self.dp != AUTO_DP
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs holding one replica of the model: ``tp x pp x cp``."""
+        return self.tp * self.pp * self.cp
+
+    @property
+    def world_size(self) -> int:
+        """GPUs of the job: ``tp x pp x dp x cp`` (dp resolved)."""
+        return self.model_parallel * self._dp()
+
+    @property
+    def dp_shards(self) -> int:
+        """Ranks that hold the same model slice and shard its optimizer state (ZeRO >= 1), gradients (>= 2) and
+        weights (3): ``dp x cp``, as Megatron-Core's distributed optimizer shards over the data-parallel group
+        with context parallelism."""
+        return self._dp() * self.cp
+
+    def _dp(self) -> int:
+        if not self.resolved:
+            raise SpecError("parallel.dp (auto) is not resolved: resolve the layout on a cluster's GPUs first "
+                            "(Parallel.on_gpus)")
+        return self.dp
+
+    def on_gpus(self, gpus: int) -> Parallel:
+        """This layout with ``dp: auto`` resolved on ``gpus`` GPUs: ``gpus / (tp x pp x cp)``."""
+        if self.resolved:
+            return self
+        if gpus % self.model_parallel:
+            raise InfeasiblePlan(f"parallel.dp (auto): tp ({self.tp}) * pp ({self.pp}) * cp ({self.cp}) = "
+                                 f"{self.model_parallel} must divide the cluster's gpus ({gpus})",
+                                 rule="parallel_divides")
+        return replace(self, dp=gpus // self.model_parallel)
+
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What overlaps with compute, resolved (every field as :class:`OverlapSpec` documents it)."""
+
+    grad_reduce: bool
+    param_gather: bool
+    tp_comm: bool
+    tp_comm_config: str
+    pp_comm: bool
+    defer_embedding_wgrad: bool
+    wgrad_deferral_limit: int
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     model: Model
-    training: TrainingSpec
-    parallel: ParallelSpec
-    overlap: OverlapSpec
+    training: Training
+    parallel: Parallel
+    overlap: Overlap
     data: DataSpec | None = None  # the storage model's sections (slowlink.spec.storage)
     checkpoint: CheckpointSpec | None = None
 
@@ -371,7 +439,8 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         tp_comm_config(spec.overlap.tp_comm_config)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
-    return Workload(spec.name or model.name, model, spec.training, spec.parallel, spec.overlap, spec.data,
+    return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),
+                    Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()), spec.data,
                     spec.checkpoint)
 
 

@@ -50,7 +50,7 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
     out: list[tuple[str, Workload, Cluster]] = []
 
     def upd(section: str, **kv: object) -> Workload:
-        return replace(w, **{section: getattr(w, section).model_copy(update=kv)})
+        return replace(w, **{section: replace(getattr(w, section), **kv)})
 
     dom = cluster.scale_up.domain_gpus
     if p.tp > dom and p.tp % dom == 0:
@@ -61,7 +61,7 @@ def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Clus
         if not getattr(o, key):
             out.append((f"{words} (overlap.{key}: true)", upd("overlap", **{key: True}), cluster))
     if not o.tp_comm and p.tp > 1:  # userbuffers overlap needs sequence parallelism (workload.tp_overlap)
-        tp_ov = replace(upd("overlap", tp_comm=True), parallel=p.model_copy(update={"sequence_parallel": True}))
+        tp_ov = replace(upd("overlap", tp_comm=True), parallel=replace(p, sequence_parallel=True))
         out.append(("overlap TP collectives with the GEMMs (userbuffers"
                     + (")" if p.sequence_parallel else "; it needs sequence parallelism: parallel.sequence_parallel: "
                        "true") + ", overlap.tp_comm: true)", tp_ov, cluster))

@@ -27,7 +27,7 @@ import numpy as np
 from slowlink.collectives import Group, Prediction, predict
 from slowlink.collectives.communicator import communicator
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.workload import ParallelSpec
+from slowlink.spec.workload import Parallel
 from slowlink.workload.placement import Dimension, dimension_array
 
 CommCost = Callable[[str, float, list[list[int]]], float]
@@ -103,14 +103,14 @@ def explain(cluster: Cluster, op: str, size_bytes: float, groups: list[list[int]
     return predict(cluster, op, size_bytes, group_shape(cluster, op, groups))
 
 
-def _key(p: ParallelSpec) -> _Key:
+def _key(p: Parallel) -> _Key:
     return (p.tp, p.cp, p.dp, p.pp, p.ep, p.order)
 
 
 @functools.lru_cache(maxsize=256)
 def _array(key: _Key, dim: Dimension) -> np.ndarray:
     tp, cp, dp, pp, ep, order = key
-    return dimension_array(ParallelSpec(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
+    return dimension_array(Parallel.of(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
 
 
 @functools.lru_cache(maxsize=256)
@@ -119,7 +119,7 @@ def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
     return out
 
 
-def groups_of(p: ParallelSpec, dim: str) -> Groups:
+def groups_of(p: Parallel, dim: str) -> Groups:
     """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
 
     edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
@@ -151,7 +151,7 @@ def _made(key: _Key, dim: str) -> list[list[int]]:
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")
 
 
-def tp_spans_nodes(p: ParallelSpec, cluster: Cluster) -> bool:
+def tp_spans_nodes(p: Parallel, cluster: Cluster) -> bool:
     """True when a TP group leaves the scale-up domain (allowed, but its traffic crosses the network)."""
     dom = max(cluster.scale_up.domain_gpus, 1)
     return p.tp > 1 and any(len({r // dom for r in g}) > 1 for g in groups_of(p, "tp")[:1])

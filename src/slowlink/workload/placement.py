@@ -15,18 +15,18 @@ from typing import Literal
 
 import numpy as np
 
-from slowlink.spec.workload import ParallelSpec
+from slowlink.spec.workload import Parallel
 
 Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"]
 DEFAULT_ORDER = "tp-cp-dp-pp"
 
 
-def order_of(p: ParallelSpec) -> list[str]:
+def order_of(p: Parallel) -> list[str]:
     """The dimensions of ``p.order``, fastest-varying first."""
     return p.order.split("-")
 
 
-def rank_grid(p: ParallelSpec) -> tuple[np.ndarray, list[str]]:
+def rank_grid(p: Parallel) -> tuple[np.ndarray, list[str]]:
     """Ranks as an array with one axis per dimension, slowest first, and the axes' names."""
     axes = order_of(p)[::-1]
     size = {"tp": p.tp, "cp": p.cp, "dp": p.dp, "pp": p.pp}
@@ -40,7 +40,7 @@ def _groups_over(grid: np.ndarray, axes: list[str], inner: list[str]) -> np.ndar
     return moved.reshape(-1, int(np.prod([grid.shape[axes.index(a)] for a in inner])))
 
 
-def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
+def dimension_groups(p: Parallel, dim: Dimension) -> list[list[int]]:
     """Every communicator of dimension ``dim``, each as its sorted list of ranks.
 
     ``dp_cp`` is the gradient-reduction group of context-parallel training (Megatron reduces gradients
@@ -51,7 +51,7 @@ def dimension_groups(p: ParallelSpec, dim: Dimension) -> list[list[int]]:
     return out
 
 
-def dimension_array(p: ParallelSpec, dim: Dimension) -> np.ndarray:
+def dimension_array(p: Parallel, dim: Dimension) -> np.ndarray:
     """:func:`dimension_groups` as a (groups, size) array, each row sorted."""
     grid, axes = rank_grid(p)
     if dim in ("tp", "cp", "dp", "pp"):

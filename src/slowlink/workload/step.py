@@ -192,7 +192,7 @@ def deferred_wgrad_exposed_s(w: Workload, deferred: int, wgrad_s: float, stage_b
 
 
 def fit_dp(w: Workload, cluster: Cluster) -> Workload:
-    """``w`` with ``parallel.dp: auto`` resolved on ``cluster`` (:meth:`ParallelSpec.on_gpus`); else ``w``."""
+    """``w`` with ``parallel.dp: auto`` resolved on ``cluster`` (:meth:`Parallel.on_gpus`); else ``w``."""
     return w if w.parallel.resolved else replace(w, parallel=w.parallel.on_gpus(cluster.gpus))
 
 
