@@ -124,7 +124,8 @@ def test_an_unpriced_server_is_said_not_raised(tmp_path: Path) -> None:
 
 def test_a_run_that_never_finishes_leaves_failures_unpriced_not_the_plan(tmp_path: Path) -> None:
     w = load_workload(str(EX / "llama3-8b-storage.yaml"))
-    never = replace(w, checkpoint=w.checkpoint.model_copy(update={"interval_steps": 10**9}))  # type: ignore[union-attr]
+    assert w.checkpoint is not None
+    never = replace(w, checkpoint=replace(w.checkpoint, interval_steps=10**9))
     a = assess(never, load_cluster(REF), budget=Budget(tokens=1e12))
     assert a.failures is None and [(u.part, u.rule) for u in a.unpriced] == [("failures", "segment_completes")]
     assert a.step.step_time_s > 0 and a.token_cost is not None  # the step and its cost before failures stand

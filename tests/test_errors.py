@@ -15,7 +15,7 @@ from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.fileio import parse_text
 from slowlink.reliability.goodput import failures, goodput
 from slowlink.spec.cluster import cluster_from_mapping, load_cluster
-from slowlink.spec.storage import CheckpointSpec
+from slowlink.spec.storage import Checkpoint
 from slowlink.spec.workload import Workload, load_workload
 from slowlink.storage.plan import plan_storage
 from slowlink.workload.step import fit_dp, plan
@@ -92,7 +92,7 @@ def test_the_failure_model_names_its_rules(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as no_storage:
         failures(w, c, step, plan_storage(w, c, step))
     assert no_storage.value.rule == "storage_given"
-    never = replace(w, checkpoint=CheckpointSpec(interval_minutes=1e7))  # 19 years between checkpoints
+    never = replace(w, checkpoint=Checkpoint.of(interval_minutes=1e7))  # 19 years between checkpoints
     with pytest.raises(InfeasiblePlan) as exc:
         failures(never, REF, step, plan_storage(never, REF, step))
     assert exc.value.rule == "segment_completes"

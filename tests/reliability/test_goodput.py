@@ -13,7 +13,7 @@ from slowlink.errors import SpecError
 from slowlink.reliability.goodput import Goodput, goodput
 from slowlink.reliability.validate import cases, lost_work_case, published
 from slowlink.spec.cluster import Cluster, load_cluster
-from slowlink.spec.storage import CheckpointSpec
+from slowlink.spec.storage import Checkpoint
 from slowlink.spec.workload import Workload, load_workload
 from slowlink.storage.plan import plan_storage
 from slowlink.workload.step import fit_dp, plan
@@ -73,7 +73,7 @@ def test_overrides_replace_the_storage_model(tmp_path: Path) -> None:
         _goodput(w, c, steps=1000)
     p.write_text(bare + "reliability: {checkpoint_s: 20, restore_s: 60, restart_overhead_s: 120}\n")
     c = load_cluster(p)
-    every_30_min = replace(w, checkpoint=CheckpointSpec(interval_minutes=30))
+    every_30_min = replace(w, checkpoint=Checkpoint.of(interval_minutes=30))
     js = _goodput(every_30_min, c, steps=1000).to_json()
     assert js["checkpoint"]["source"] == "reliability overrides" and js["checkpoint_interval_s"] == 1800
     assert js["recovery"]["restore_s"] == 60 and js["recovery"]["restart_s"] == 120

@@ -10,7 +10,7 @@ import pytest
 
 from slowlink import units
 from slowlink.spec.cluster import Cluster, cluster_from_mapping, load_cluster
-from slowlink.spec.storage import CheckpointSpec, DataSpec
+from slowlink.spec.storage import Checkpoint, Data
 from slowlink.spec.workload import Workload, load_workload
 from slowlink.storage.capacity import checkpoints_that_fit, time_until_full_s
 from slowlink.storage.checkpoint import (
@@ -58,7 +58,7 @@ def test_size_is_params_times_bytes_and_zero_does_not_change_it() -> None:
     assert checkpoint_size(w).total_bytes == pytest.approx(14.0 * n)
     for zero in (0, 1, 3):
         assert checkpoint_size(_w(parallel={"zero": zero})).total_bytes == pytest.approx(14.0 * n)
-    weights_only = _w(checkpoint=CheckpointSpec(interval_steps=1, save_optimizer=False))
+    weights_only = _w(checkpoint=Checkpoint.of(interval_steps=1, save_optimizer=False))
     assert checkpoint_size(weights_only).total_bytes == pytest.approx(2.0 * n)
 
 
@@ -89,19 +89,19 @@ def test_per_client_limit_slows_the_write() -> None:
 
 
 def test_async_blocks_for_the_copy_and_drains_in_the_background() -> None:
-    spec = CheckpointSpec(interval_steps=10, mode="async", host_staging_gib=1)
+    spec = Checkpoint.of(interval_steps=10, mode="async", host_staging_gib=1)
     ck = checkpoint_cost(_w(checkpoint=spec), _cluster(), 7.0)
     assert ck.blocking_s < ck.write_s
     assert ck.drain_s == ck.write_s
     assert ck.host_fits is False  # a node stages ~26 GiB
     assert ck.drain_fits is True  # 1.8 s drain, 70 s interval
     assert ck.overhead_per_step_s(7.0) == pytest.approx(ck.blocking_s / 10)
-    sync = checkpoint_cost(_w(checkpoint=spec.model_copy(update={"mode": "sync"})), _cluster(), 7.0)
+    sync = checkpoint_cost(_w(checkpoint=replace(spec, mode="sync")), _cluster(), 7.0)
     assert sync.overhead_per_step_s(7.0) == pytest.approx(sync.write_s / 10)
 
 
 def test_a_drain_longer_than_the_interval_makes_the_next_checkpoint_wait() -> None:
-    spec = CheckpointSpec(interval_steps=1, mode="async")
+    spec = Checkpoint.of(interval_steps=1, mode="async")
     ck = checkpoint_cost(_w(checkpoint=spec), _cluster(write_gbyte_s=1), 1.0)
     assert ck.drain_fits is False
     assert ck.overhead_per_step_s(1.0) == pytest.approx(ck.blocking_s + ck.drain_s - 1.0)
@@ -131,15 +131,15 @@ def test_read_time_is_bandwidth_or_metadata_bound() -> None:
 
 def test_small_files_stall_on_metadata_where_shards_do_not() -> None:
     c = _cluster(metadata_ops_s=100)
-    data = DataSpec(bytes_per_sample="100KB", layout="files")
+    data = Data.of(bytes_per_sample="100KB", layout="files")
     files = data_feed(_w(data=data), c, 1.0)
-    shards = data_feed(_w(data=data.model_copy(update={"layout": "shards"})), c, 1.0)
+    shards = data_feed(_w(data=replace(data, layout="shards")), c, 1.0)
     assert files.binding == "metadata" and files.stall_s == pytest.approx(512 / 100 - 1.0)
     assert shards.stall_s == 0.0
 
 
 def test_stall_follows_the_slowest_supply_and_not_the_rule_of_thumb() -> None:
-    w = _w(data=DataSpec(bytes_per_sample="32MB"))
+    w = _w(data=Data.of(bytes_per_sample="32MB"))
     slow = data_feed(w, _cluster(read_gbyte_s=2), 7.0)
     assert slow.binding == "storage" and slow.stall_s == pytest.approx(512 * 32e6 / 2e9 - 7.0)
     assert data_feed(w, _cluster(), 7.0).stall_s == 0.0
@@ -147,7 +147,7 @@ def test_stall_follows_the_slowest_supply_and_not_the_rule_of_thumb() -> None:
 
 
 def test_storage_is_named_above_the_step_models_wait_share() -> None:
-    feed = data_feed(_w(data=DataSpec(bytes_per_sample="32MB")), _cluster(read_gbyte_s=2), 1.0)
+    feed = data_feed(_w(data=Data.of(bytes_per_sample="32MB")), _cluster(read_gbyte_s=2), 1.0)
     for share, named in ((0.99 * WAIT_SHARE, False), (1.01 * WAIT_SHARE, True)):
         stall = share / (1.0 - share)  # ``share`` of the step as it runs, the stall included
         stalled = replace(feed, supply_s={"storage": 1.0 + stall})
@@ -156,7 +156,7 @@ def test_storage_is_named_above_the_step_models_wait_share() -> None:
 
 
 def test_converged_storage_uses_the_compute_nics() -> None:
-    w = _w(data=DataSpec(bytes_per_sample="1GB"))
+    w = _w(data=Data.of(bytes_per_sample="1GB"))
     sep = data_feed(w, _cluster(read_gbyte_s=1e4), 1.0)
     conv = data_feed(w, _cluster(read_gbyte_s=1e4, shared_with_compute=True), 1.0)
     assert sep.supply_s["client NICs"] == pytest.approx(conv.supply_s["client NICs"])  # both 1 x 400G here

@@ -10,7 +10,7 @@ YAML key names are a contract: added, never renamed (docs/storage.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -37,6 +37,13 @@ class RetentionSpec(BaseModel):
     tier: str | None = Field(None, description="Tier the checkpoints are written to; default: the first tier.")
 
 
+# The choices of the data and checkpoint fields, shared with the resolved dataclasses below.
+DataLayout = Literal["files", "shards"]
+CheckpointMode = Literal["sync", "async"]
+WeightsDtype = Literal["training", "fp32", "bf16", "fp16", "fp8"]
+CheckpointLayout = Literal["sharded", "gathered"]
+
+
 class DataSpec(BaseModel):
     """The workload's training data: how big a sample is, how it is laid out and read."""
 
@@ -48,7 +55,7 @@ class DataSpec(BaseModel):
     bytes_per_token: float | None = Field(
         None, gt=0, description="Bytes per stored token; null: 2 if the vocabulary fits uint16, else 4 (Megatron-LM's "
         "indexed dataset picks the smallest dtype).")
-    layout: Literal["files", "shards"] = Field(
+    layout: DataLayout = Field(
         "shards", description="files: one file per sample (one open per sample); shards: samples packed in large "
         "files (tar, webdataset, Megatron .bin) read sequentially.")
     samples_per_file: int = Field(1, ge=1, description="files layout: samples in each file.")
@@ -82,13 +89,13 @@ class CheckpointSpec(BaseModel):
     model_config = SPEC_CONFIG
     interval_steps: int | None = Field(None, ge=1, description="Steps between checkpoints.")
     interval_minutes: float | None = Field(None, gt=0, description="Minutes between checkpoints (or interval_steps).")
-    mode: Literal["sync", "async"] = Field(
+    mode: CheckpointMode = Field(
         "sync", description="sync: training waits for the whole write; async: it waits for the copy to host "
         "memory, then a background drain writes it (torch.distributed.checkpoint.async_save).")
     save_optimizer: bool = Field(True, description="Save the optimizer state (fp32 master, Adam m and v).")
-    weights_dtype: Literal["training", "fp32", "bf16", "fp16", "fp8"] = Field(
+    weights_dtype: WeightsDtype = Field(
         "training", description="Precision the weights are saved in; training: as the step keeps them.")
-    layout: Literal["sharded", "gathered"] = Field(
+    layout: CheckpointLayout = Field(
         "sharded", description="sharded: every rank writes its own shard; gathered: one rank writes it all.")
     host_staging_gib: float | None = Field(
         None, gt=0, description="async: pinned host memory per node for staging, GiB; null: not checked.")
@@ -103,6 +110,52 @@ class CheckpointSpec(BaseModel):
                              " give exactly one of them")
         return self
 
+
+
+@dataclass(frozen=True)
+class Data:
+    """The training data, resolved: sizes in bytes, times in seconds (every field as :class:`DataSpec` documents
+    it)."""
+
+    samples: int | None
+    bytes_per_sample: float | None  # None: the model's seq_len x bytes_per_token
+    bytes_per_token: float | None
+    layout: DataLayout
+    samples_per_file: int
+    shard_bytes: float
+    format: str
+    reader_workers_per_gpu: int
+    decode_s_per_sample: float | None
+    metadata_ops_per_file: float
+
+    @classmethod
+    def of(cls, spec: DataSpec | None = None, **given: Any) -> Data:
+        """``spec`` resolved, or a section written in code (``given``) validated as a file's ``data:``."""
+        d = spec if spec is not None else DataSpec(**given)
+        return cls(d.samples, None if d.bytes_per_sample is None else units.parse_size(d.bytes_per_sample),
+                   d.bytes_per_token, d.layout, d.samples_per_file, units.parse_size(d.shard_size), d.format,
+                   d.reader_workers_per_gpu,
+                   None if d.decode_ms_per_sample is None else d.decode_ms_per_sample * units.MS,
+                   d.metadata_ops_per_file)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The checkpoints, resolved (every field as :class:`CheckpointSpec` documents it)."""
+
+    interval_steps: int | None
+    interval_minutes: float | None
+    mode: CheckpointMode
+    save_optimizer: bool
+    weights_dtype: WeightsDtype
+    layout: CheckpointLayout
+    host_staging_gib: float | None
+    host_link: str | None
+
+    @classmethod
+    def of(cls, spec: CheckpointSpec | None = None, **given: Any) -> Checkpoint:
+        """``spec`` resolved, or a section written in code (``given``) validated as a file's ``checkpoint:``."""
+        return cls(**(spec if spec is not None else CheckpointSpec(**given)).model_dump())
 
 class StorageSpec(BaseModel):
     model_config = SPEC_CONFIG

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
-from slowlink.spec.storage import CheckpointSpec, DataSpec
+from slowlink.spec.storage import Checkpoint, CheckpointSpec, Data, DataSpec
 from slowlink.units import parse_count
 
 if TYPE_CHECKING:
@@ -334,8 +334,8 @@ class Workload:
     training: Training
     parallel: Parallel
     overlap: Overlap
-    data: DataSpec | None = None  # the storage model's sections (slowlink.spec.storage)
-    checkpoint: CheckpointSpec | None = None
+    data: Data | None = None  # the storage model's sections (slowlink.spec.storage)
+    checkpoint: Checkpoint | None = None
 
     @property
     def micro_batch_tokens(self) -> float:
@@ -440,8 +440,9 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),
-                    Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()), spec.data,
-                    spec.checkpoint)
+                    Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()),
+                    None if spec.data is None else Data.of(spec.data),
+                    None if spec.checkpoint is None else Checkpoint.of(spec.checkpoint))
 
 
 def load_workload(path: Path | str) -> Workload:

@@ -37,7 +37,7 @@ import numpy as np
 from slowlink import units
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.storage import CheckpointSpec
+from slowlink.spec.storage import Checkpoint
 from slowlink.spec.workload import Workload
 from slowlink.storage.paths import client_bytes_s, details_of, storage_bytes_s, storage_of
 from slowlink.workload.flops import params
@@ -151,7 +151,7 @@ def per_node(values: np.ndarray, gpus_per_node: int) -> np.ndarray:
     return out
 
 
-def host_link_bytes_s(cluster: Cluster, spec: CheckpointSpec | None) -> float:
+def host_link_bytes_s(cluster: Cluster, spec: Checkpoint | None) -> float:
     """Device-to-host bandwidth of one GPU: the checkpoint's ``host_link`` or the GPU's (its catalog entry)."""
     from slowlink.catalog import load_catalog
 
@@ -207,7 +207,7 @@ class CheckpointCost:
                 "host_fits": self.host_fits, "drain_fits": self.drain_fits, "write_binding": self.binding}
 
 
-def interval_s(spec: CheckpointSpec | None, step_time_s: float) -> float | None:
+def interval_s(spec: Checkpoint | None, step_time_s: float) -> float | None:
     """Seconds between checkpoints: ``interval_steps x step time`` or ``interval_minutes x 60``."""
     if spec is None:
         return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from slowlink import units
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.storage import DataSpec
+from slowlink.spec.storage import Data
 from slowlink.spec.workload import Workload
 from slowlink.storage.paths import client_bytes_s, details_of, storage_bytes_s, storage_of
 
@@ -67,19 +67,19 @@ def reader_cpu_samples_s(readers: int, workers_per_reader: int, decode_s_per_sam
     return float("inf") if decode_s_per_sample <= 0 else readers * workers_per_reader / decode_s_per_sample
 
 
-def bytes_per_sample(w: Workload, data: DataSpec) -> float:
+def bytes_per_sample(w: Workload, data: Data) -> float:
     """Bytes read per sample: as given, else ``seq_len x bytes_per_token`` (a language model's sequence)."""
     if data.bytes_per_sample is not None:
-        return units.parse_size(data.bytes_per_sample)
+        return data.bytes_per_sample
     per_token = data.bytes_per_token or default_bytes_per_token(w.model.vocab)
     return w.model.seq_len * per_token
 
 
-def files_per_step(data: DataSpec, samples: float, step_bytes: float) -> float:
+def files_per_step(data: Data, samples: float, step_bytes: float) -> float:
     """Files opened per step: one per ``samples_per_file`` samples, or one per shard of ``shard_size`` bytes."""
     if data.layout == "files":
         return samples / data.samples_per_file
-    return step_bytes / units.parse_size(data.shard_size)
+    return step_bytes / data.shard_bytes
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class DataFeed:
 
 def data_feed(w: Workload, cluster: Cluster, step_time_s: float) -> DataFeed:
     """Demand and per-supply delivery times of one step of ``w`` on ``cluster`` (module docstring)."""
-    data = w.data or DataSpec()
+    data = w.data or Data.of()
     samples = float(w.training.global_batch)
     per_sample = bytes_per_sample(w, data)
     step_bytes = samples * per_sample
@@ -128,9 +128,9 @@ def data_feed(w: Workload, cluster: Cluster, step_time_s: float) -> DataFeed:
         supply["storage"] = step_bytes / storage_bytes_s(cluster, "read", details_of(st).data_tier)
         supply["client NICs"] = step_bytes / (cluster.nodes * client_bytes_s(cluster, "read"))
         supply["metadata"] = files * data.metadata_ops_per_file / st.metadata_ops_s
-    if data.decode_ms_per_sample is not None:
+    if data.decode_s_per_sample is not None:
         readers = w.parallel.dp  # each data-parallel rank loads its own micro-batches
-        rate = reader_cpu_samples_s(readers, data.reader_workers_per_gpu, data.decode_ms_per_sample * units.MS)
+        rate = reader_cpu_samples_s(readers, data.reader_workers_per_gpu, data.decode_s_per_sample)
         supply["reader CPU"] = samples / rate if rate != float("inf") else 0.0
     return DataFeed(data.layout, per_sample, step_bytes, files, demand, demand / cluster.gpus,
                     RULE_OF_THUMB_BYTES_S_PER_GPU * cluster.gpus, supply, step_time_s)
