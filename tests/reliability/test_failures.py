@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from slowlink.reliability.failures import default_model, failure_model
-from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.reliability import Reliability
 from slowlink.units import parse_count
 
 
@@ -40,7 +40,7 @@ def test_detection_weights_each_kind_by_its_share() -> None:
 
 
 def test_overrides_rescale_the_mix_and_replace_recovery_times() -> None:
-    spec = ReliabilitySpec(failures_per_1000_node_days=6.5, planned_per_1000_node_days=0,
+    spec = Reliability.of(failures_per_1000_node_days=6.5, planned_per_1000_node_days=0,
                            restart_overhead_s=60, hang_timeout_s=120, crash_detect_s=5, transport_detect_s=9)
     m = failure_model(spec)
     assert m.per_1000_node_days() == pytest.approx(6.5)
@@ -52,7 +52,7 @@ def test_overrides_rescale_the_mix_and_replace_recovery_times() -> None:
 
 def test_reschedule_adds_to_the_restart_model() -> None:
     base = default_model()
-    m = failure_model(ReliabilitySpec(reschedule_s=45))
+    m = failure_model(Reliability.of(reschedule_s=45))
     assert m.restart_s(16384) == pytest.approx(base.restart_s(16384) + 45)
 
 

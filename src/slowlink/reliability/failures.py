@@ -22,7 +22,7 @@ from typing import Any
 from slowlink import units
 from slowlink.fileio import parse_text
 from slowlink.reliability.restart import RestartModel, restart_model, transport_timeout_s
-from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.reliability import Reliability
 
 NODE_DAYS_PER_UNIT = 1000.0  # rates in the spec are per 1000 node-days (Kokolis et al. 2024's unit)
 HOURS_PER_DAY = units.DAY / units.HOUR
@@ -120,7 +120,7 @@ def default_model() -> FailureModel:
                         float(rec["hang_timeout_s"]["value"]), restart_model(rec["restart"]), d["source"])
 
 
-def failure_model(spec: ReliabilitySpec | None, gpus_per_node: int = 8) -> FailureModel:
+def failure_model(spec: Reliability | None, gpus_per_node: int = 8) -> FailureModel:
     """The default mix with a cluster's ``reliability:`` overrides applied.
 
     ``failures_per_1000_node_days`` rescales every component by one factor, so the total matches it on nodes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.reliability import Reliability
 from slowlink.spec.workload import Workload
 from slowlink.storage.checkpoint import CheckpointCost
 
@@ -65,7 +65,7 @@ def checkpoint_times(w: Workload, cluster: Cluster, ck: CheckpointCost | None) -
     """Checkpoint and restore seconds: the reliability overrides when both are set, else the storage model's
     checkpoint cost ``ck`` (the storage plan's, None without the cluster's ``storage:`` section; the overrides
     fill in what they give)."""
-    rel: ReliabilitySpec | None = cluster.reliability
+    rel: Reliability | None = cluster.reliability
     if rel is not None and rel.checkpoint_s is not None and rel.restore_s is not None:
         mode = w.checkpoint.mode if w.checkpoint else "sync"
         return CheckpointTimes(rel.checkpoint_s, 0.0, rel.restore_s, "sync" if mode == "sync" else "async",

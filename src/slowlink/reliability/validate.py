@@ -22,7 +22,7 @@ from typing import Any
 from slowlink.fileio import parse_text
 from slowlink.reliability.ettr import EttrInputs, best_interval_s, daly_interval_s, segment_times
 from slowlink.reliability.failures import FailureModel, failure_model, rate_per_1000_node_days
-from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.reliability import Reliability
 from slowlink.units import HOUR, MINUTE
 
 
@@ -60,7 +60,7 @@ def case_model(c: dict[str, Any]) -> tuple[FailureModel, str]:
         return failure_model(None, c["gpus_per_node"]), "the default mix"
     nodes = fleet["nodes"] if "nodes" in fleet else fleet["gpus"] / c["gpus_per_node"]
     rate = rate_per_1000_node_days(fleet["failures"], fleet["days"], nodes)
-    return (failure_model(ReliabilitySpec(failures_per_1000_node_days=rate), c["gpus_per_node"]),
+    return (failure_model(Reliability.of(failures_per_1000_node_days=rate), c["gpus_per_node"]),
             f"its fleet's {rate:.3g} / 1000 node-days")
 
 

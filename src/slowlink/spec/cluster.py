@@ -19,11 +19,12 @@ from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, re
 from slowlink.spec.degraded import (
     Degraded,
     DegradedPartSpec,
+    Variability,
     VariabilitySpec,
     check_degraded,
     resolve_degraded,
 )
-from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.reliability import Reliability, ReliabilitySpec
 from slowlink.spec.storage import StorageDetails, StorageSpec, storage_details
 
 
@@ -221,8 +222,8 @@ class Cluster:
     calibration: Path | None
     degraded: Degraded = field(default_factory=Degraded)  # ``degraded_parts`` keyed for the models
     degraded_parts: tuple[DegradedPartSpec, ...] = ()  # each degraded part as written (priced one at a time)
-    variability: VariabilitySpec | None = None  # per-rank compute / network variation (the straggler model)
-    reliability: ReliabilitySpec | None = None  # failure rates and recovery overrides (None: the defaults)
+    variability: Variability | None = None  # per-rank compute / network variation (the straggler model)
+    reliability: Reliability | None = None  # failure rates and recovery overrides (None: the defaults)
     catalog: Catalog = field(default_factory=Catalog, compare=False, repr=False)  # what its names resolved against
 
     @property
@@ -334,8 +335,8 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         calibration=calibration,
         degraded=resolve_degraded(spec.degraded, spec.gpus_per_node),
         degraded_parts=tuple(spec.degraded),
-        variability=spec.variability,
-        reliability=spec.reliability,
+        variability=None if spec.variability is None else Variability.of(spec.variability),
+        reliability=None if spec.reliability is None else Reliability.of(spec.reliability),
         catalog=catalog,
     )
 

@@ -75,6 +75,20 @@ class VariabilitySpec(BaseModel):
 
 
 @dataclass(frozen=True)
+class Variability:
+    """A cluster's ``variability:`` section, resolved (every field as :class:`VariabilitySpec` documents it)."""
+
+    compute_cv: float
+    network_cv: float
+    distribution: Literal["normal", "lognormal"]
+    seed: int
+
+    @classmethod
+    def of(cls, spec: VariabilitySpec) -> Variability:
+        return cls(**spec.model_dump())
+
+
+@dataclass(frozen=True)
 class Degraded:
     """The degraded parts in SI units, keyed for the models (empty: a uniform cluster)."""
 

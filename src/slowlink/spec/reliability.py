@@ -5,6 +5,9 @@ contract: added, never renamed (docs/goodput.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from pydantic import BaseModel, Field, field_validator
 
 from slowlink.fileio import SPEC_CONFIG
@@ -53,3 +56,26 @@ class ReliabilitySpec(BaseModel):
             raise ValueError(f"the checkpoint interval is the job's, set once, in the workload: checkpoint: "
                              f"{{interval_minutes: {v / 60:g}}} (or interval_steps), not in the cluster file")
         return v
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """A cluster's ``reliability:`` section, resolved (every field as :class:`ReliabilitySpec` documents it; None:
+    the failure model's default); :meth:`of` gives the schema's defaults."""
+
+    failures_per_1000_node_days: float | None
+    planned_per_1000_node_days: float | None
+    restart_overhead_s: float | None
+    reschedule_s: float | None
+    crash_detect_s: float | None
+    transport_detect_s: float | None
+    hang_timeout_s: float | None
+    checkpoint_s: float | None
+    restore_s: float | None
+    seed: int
+
+    @classmethod
+    def of(cls, spec: ReliabilitySpec | None = None, **given: Any) -> Reliability:
+        """``spec`` resolved, or a section written in code (``given``) validated as a file's ``reliability:``."""
+        d = (spec if spec is not None else ReliabilitySpec(**given)).model_dump(exclude={"checkpoint_interval_s"})
+        return cls(**d)
