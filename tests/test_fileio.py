@@ -1,12 +1,17 @@
 """Reading spec files: every failure is a SpecError naming the file and what is wrong."""
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import expanded_nodes, format_validation_error, read_mapping
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_reads_yaml_and_json(tmp_path: Path) -> None:
@@ -155,3 +160,36 @@ def test_check_output(tmp_path: Path) -> None:
         check_output(tmp_path / "h.txt", "--heatmap", (".png",))
     with pytest.raises(SpecError, match=r"folder '.*nodir' does not exist"):
         check_output(tmp_path / "nodir" / "h.png", "--heatmap", (".png",))
+
+
+def test_an_alias_bomb_is_refused_before_it_is_built(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+    """Ten levels of anchors, each repeating the last nine times: 9**10 values from eleven lines."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join([*lines, "name: bomb"]) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError, match=r"aliases \(\*name\) expand it to more than 1,000,000 values"):
+        read_mapping(bomb)
+    assert time.perf_counter() - t0 < 5.0  # refused from the node graph, never expanded
+    cli_fails(["plan", str(bomb), str(EXAMPLES / "llama3-8b.yaml")], "expand it to more than 1,000,000 values")
+
+
+def test_shared_anchors_below_the_bound_still_load(tmp_path: Path) -> None:
+    p = tmp_path / "ok.yaml"
+    p.write_text("base: &b {tp: 2, pp: 1}\none: *b\ntwo: *b\n")
+    data = read_mapping(p)
+    assert data["one"] == data["two"] == {"tp": 2, "pp": 1}
+    assert expanded_nodes(yaml.compose("a: &x [1, 2]\nb: *x\n")) == 1 + 2 * (1 + 3)  # mapping, keys, lists, items
+    assert expanded_nodes(yaml.compose("loop: &l [1, *l]\n")) == 1 + 1 + (1 + 1 + 1)  # a node inside itself: once
+    p.write_text("loop: &l [1, *l]\n")
+    with pytest.raises(SpecError, match="nested too deeply"):  # a list that contains itself has no end
+        read_mapping(p)
+
+
+def test_a_document_nested_past_python_s_stack_is_refused(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: " + "[" * 995 + "]" * 995 + "\n")
+    with pytest.raises(SpecError, match="nested too deeply"):
+        read_mapping(deep)
+    cli_fails(["plan", str(deep), str(EXAMPLES / "llama3-8b.yaml")], "nested too deeply")

@@ -59,6 +59,44 @@ class _Dup(Exception):
         self.key, self.line, self.first_line = key, line, first_line
 
 
+class _TooLarge(Exception):
+    def __init__(self, nodes: int) -> None:
+        super().__init__(nodes)
+        self.nodes = nodes
+
+
+# The most values a document may expand to once its aliases are followed: a spec file or a data file of this
+# project holds at most a few thousand; an "alias bomb" (nested anchors, each alias repeating the last: 12 lines
+# of 9 x 9 x ...) expands to billions and would take minutes to build and walk.
+MAX_YAML_NODES = 1_000_000
+TOO_DEEP = ("nested too deeply to read (lists or mappings inside each other hundreds of levels deep): a spec nests "
+            "a few levels")
+
+
+def expanded_nodes(node: yaml.Node, limit: int = MAX_YAML_NODES) -> int:
+    """How many nodes ``node`` stands for once every alias is expanded, counted up to just past ``limit``; each
+    distinct node is counted once per place it is used (an anchor's node object is shared by its aliases, so a
+    memo on it keeps the count linear in the file's size; a node that contains itself counts once)."""
+    def children(n: yaml.Node) -> list[yaml.Node]:
+        if isinstance(n, yaml.SequenceNode):
+            return list(n.value)
+        if isinstance(n, yaml.MappingNode):
+            return [x for pair in n.value for x in pair]
+        return []
+
+    sizes: dict[int, int] = {}  # by node identity: an alias is the very node its anchor names
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:  # post-order without recursion: a document may nest as deep as the parser allows
+        n, expanded = stack.pop()
+        if expanded:
+            sizes[id(n)] = min(limit + 1, 1 + sum(sizes[id(c)] for c in children(n)))
+        elif id(n) not in sizes:
+            sizes[id(n)] = 1  # a node that contains itself (a recursive anchor) counts once
+            stack.append((n, True))
+            stack.extend((c, False) for c in children(n) if id(c) not in sizes)
+    return sizes[id(node)]
+
+
 # libyaml's parser when PyYAML was built with it (5-10x faster on the catalog and spec files; same documents).
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -81,6 +119,21 @@ class _UniqueKeyLoader(_SafeLoader):  # type: ignore[valid-type,misc]
                 seen[key] = line
         mapping: dict[Hashable, Any] = super().construct_mapping(node, deep=deep)
         return mapping
+
+
+class _BoundedLoader(_UniqueKeyLoader):
+    """The loader for a document with anchors (``&name``), the only way YAML can repeat a part of itself: its
+    expansion is counted on the node graph before anything is built."""
+
+    def get_single_data(self) -> Any:
+        """The document, refused before it is built when its aliases expand it past :data:`MAX_YAML_NODES`."""
+        node = self.get_single_node()
+        if node is None:
+            return None
+        nodes = expanded_nodes(node)
+        if nodes > MAX_YAML_NODES:
+            raise _TooLarge(nodes)
+        return self.construct_document(node)
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -128,17 +181,26 @@ def parse_text(text: str, source: str, as_json: bool, finite: bool = True) -> An
     numbers are :class:`SpecError`."""
     try:
         # a SafeLoader subclass: only plain YAML types are built, as with yaml.safe_load
-        data = json.loads(text, object_pairs_hook=_unique_pairs) if as_json else yaml.load(text, _UniqueKeyLoader)
+        loader = _BoundedLoader if "&" in text else _UniqueKeyLoader  # no anchor, no alias: nothing can expand
+        data = json.loads(text, object_pairs_hook=_unique_pairs) if as_json else yaml.load(text, loader)
     except _Dup as dup:
         where = f" at line {dup.line} (first at line {dup.first_line})" if dup.line else ""
         raise SpecError(f"{source}: key {dup.key!r} is written twice{where}: keep one") from None
+    except RecursionError:
+        raise SpecError(f"{source}: {TOO_DEEP}") from None
+    except _TooLarge:
+        raise SpecError(f"{source}: its YAML aliases (*name) expand it to more than {MAX_YAML_NODES:,} values: "
+                        "must stay below that (a spec holds a few hundred); refused before building it") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(f"{source}: not valid YAML/JSON{where}: {problem}") from None
-    for field, value in non_finite(data) if finite else ():
-        raise SpecError(f"{source}: {field} ({value}): must be a finite number")
+    try:
+        for field, value in non_finite(data) if finite else ():
+            raise SpecError(f"{source}: {field} ({value}): must be a finite number")
+    except RecursionError:
+        raise SpecError(f"{source}: {TOO_DEEP}") from None
     return data
 
 
