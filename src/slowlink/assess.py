@@ -14,7 +14,6 @@ the same files give the same step, ETTR and cost wherever they are asked.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -137,21 +136,23 @@ class Assessment:
         return None if self.hardware is None else TokenCost(self.hardware, self.tokens_per_s, self.step_time_s,
                                                             self.ettr)
 
+    @functools.cached_property
+    def _run(self) -> tuple[int, float] | None:
+        """(steps, tokens) of the budget (:func:`~slowlink.reliability.goodput.budget_steps`), None without one."""
+        from slowlink.reliability.goodput import budget_steps
+
+        b = self.budget
+        return budget_steps(self.workload, b.tokens, b.steps) if b.given else None
+
     @property
     def steps(self) -> int | None:
         """Steps of the run's budget: as given, or ceil(tokens / tokens per step); None without a budget."""
-        b = self.budget
-        if b.steps is not None or b.tokens is None:
-            return b.steps
-        return math.ceil(b.tokens / (self.workload.tokens_per_step))
+        return None if self._run is None else self._run[0]
 
     @property
     def tokens(self) -> float | None:
         """Tokens of the run's budget (its steps x tokens per step when given as steps; None without one)."""
-        b = self.budget
-        if b.steps is not None:
-            return float(b.steps * self.workload.tokens_per_step)
-        return b.tokens
+        return None if self._run is None else self._run[1]
 
     @property
     def run_days(self) -> float | None:
@@ -196,9 +197,14 @@ class Assessment:
             "usd_per_hour": tc.cost.usd_per_hour, "usd_per_gpu_hour": tc.cost.usd_per_gpu_hour,
             "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "ettr": self.ettr,
             "usd_per_million_tokens": tc.usd_per_million_tokens, "ettr_basis": self.ettr_basis}
-        if self.run_days is not None:
-            out |= {"tokens": self.tokens, "days": self.run_days, "run_usd": self.run_usd}
-        return out
+        return out | self.run_json()
+
+    def run_json(self) -> dict[str, object]:
+        """The budget's ``tokens``, ``days`` and ``run_usd`` (``plan --json``'s ``cost`` and ``cost --json``);
+        nothing without a budget or a price."""
+        if self.run_days is None or self.run_usd is None:
+            return {}
+        return {"tokens": self.tokens, "days": self.run_days, "run_usd": self.run_usd}
 
 
 def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, prices: PriceBook | None = None,

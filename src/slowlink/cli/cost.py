@@ -85,13 +85,12 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     tc = a.token_cost
     if tc is None:
         raise next(u for u in a.unpriced if u.part == "cost").error()
-    run = {} if a.run_days is None else {"tokens": a.tokens, "days": a.run_days, "run_usd": a.run_usd}
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost
 
         write_cost(html, c, tc.cost, RunCost(a.workload, tc, a.bottleneck, a.tokens, a.run_days, a.run_usd))
     if as_json:
-        print_json(tc.to_json() | run | {"bottleneck": a.bottleneck, "ettr_basis": a.ettr_basis,
+        print_json(tc.to_json() | a.run_json() | {"bottleneck": a.bottleneck, "ettr_basis": a.ettr_basis,
                                          "data_stall_s": a.data_stall_s,
                                          "unpriced": [u.to_json() for u in a.unpriced]})
         return
