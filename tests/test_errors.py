@@ -90,9 +90,9 @@ def test_the_failure_model_names_its_rules(tmp_path: Path) -> None:
     assert no_budget.value.rule == "budget_given"
     c = load_cluster(bare)
     with pytest.raises(SpecError) as no_storage:
-        failures(w, c, step, plan_storage(w, c, step))
+        failures(w, c, plan_storage(w, c, step))
     assert no_storage.value.rule == "storage_given"
     never = replace(w, checkpoint=Checkpoint.of(interval_minutes=1e7))  # 19 years between checkpoints
     with pytest.raises(InfeasiblePlan) as exc:
-        failures(never, REF, step, plan_storage(never, REF, step))
+        failures(never, REF, plan_storage(never, REF, step))
     assert exc.value.rule == "segment_completes"

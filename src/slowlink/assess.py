@@ -93,7 +93,7 @@ class Assessment:
     @property
     def step_time_s(self) -> float:
         """Seconds per step with the data stall: what failures and cost price."""
-        return self.step.step_time_s + self.data_stall_s
+        return self.storage.run_step_s
 
     @property
     def tokens_per_s(self) -> float:
@@ -231,7 +231,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     storage = plan_storage(w, cluster, step)
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
     unpriced: list[Unpriced] = []
-    fail = _failures(w, cluster, step, storage, unpriced)
+    fail = _failures(w, cluster, storage, unpriced)
     if fail is not None:  # one checkpoint interval for the whole chain: the one the failure model uses
         storage = storage.at_interval(fail.interval_s)
     if hardware is None:
@@ -256,14 +256,13 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
                       tuple(order))
 
 
-def _failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan,
-              unpriced: list[Unpriced]) -> Failures | None:
+def _failures(w: Workload, cluster: Cluster, storage: StoragePlan, unpriced: list[Unpriced]) -> Failures | None:
     """The failure model at this step, or None (and why) where the checkpoint cannot be priced (no storage and no
     overrides) or the run would never finish between failures (a checkpoint interval far past the MTTF)."""
     from slowlink.reliability.goodput import failures
 
     try:
-        return failures(w, cluster, step, storage)
+        return failures(w, cluster, storage)
     except SlowlinkError as exc:
         if exc.rule not in FAILURES_UNPRICED:
             raise

@@ -197,13 +197,13 @@ class Failures:
     ettr: float                 # their closed form
 
 
-def failures(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePlan) -> Failures:
-    """The failure model of ``w`` on ``cluster`` at the step model's step time plus the storage plan's data stall,
-    its checkpoint as the storage plan priced it; raises :class:`~slowlink.errors.SpecError` when the checkpoint
+def failures(w: Workload, cluster: Cluster, storage: StoragePlan) -> Failures:
+    """The failure model of ``w`` on ``cluster`` at the storage plan's running step (the step model's and the data
+    stall), its checkpoint as the storage plan priced it; raises :class:`~slowlink.errors.SpecError` when the checkpoint
     cannot be priced (no storage and no overrides)."""
     gpus, gpn = w.parallel.world_size, cluster.gpus_per_node
     fm = failure_model(cluster.reliability, gpn)
-    step_s = step.step_time_s + (storage.data_stall_s or 0.0)
+    step_s = storage.run_step_s  # the step model's step and the data stall
     ck = checkpoint_times(w, cluster, storage.checkpoint)
     rec = RecoveryCost(fm.detect_s(gpus, gpn), fm.restart_s(gpus), ck.restore_s, ck.commit_lag_s)
     mttf_s = fm.mttf_h(gpus, gpn) * units.HOUR
@@ -221,7 +221,7 @@ def goodput(w: Workload, cluster: Cluster, step: StepResult, storage: StoragePla
     """The reliability model of ``w`` on ``cluster`` over a budget of ``tokens`` or ``steps`` (module docstring),
     from the failure model ``at`` the step (:func:`failures`, made here when not given)."""
     n_steps, n_tokens = budget_steps(w, tokens, steps)
-    f = at if at is not None else failures(w, cluster, step, storage)
+    f = at if at is not None else failures(w, cluster, storage)
     fm, gpus, gpn, ck, rec = f.model, f.gpus, f.gpus_per_node, f.checkpoint, f.recovery
     p, best = f.inputs, inputs(fm, gpus, gpn, f.daly_s, ck, rec)
     parts = {"data_stall": storage.data_stall_s or 0.0, "bubble": step.bubble_s,
