@@ -77,16 +77,15 @@ def memo_cost(cluster: Cluster) -> CommCost:
 
 def _layout_rule(space: Space, cluster: Cluster, lay: Layout) -> str:
     """The first cheap divisibility rule ``lay`` breaks on ``cluster`` ("" if none)."""
-    tp, pp, cp = lay.tp, lay.pp, lay.cp
-    if cluster.gpus % (tp * pp * cp):
+    if cluster.gpus % lay.model_parallel:
         return "parallel_divides"
-    if (cluster.gpus // (tp * pp * cp)) % lay.ep:
+    if (cluster.gpus // lay.model_parallel) % lay.ep:
         return "ep_divides_dp"
-    if cluster.scale_up.domain_gpus % tp:
+    if cluster.scale_up.domain_gpus % lay.tp:
         return "tp_in_scale_up"
-    if lay.vp > 1 and pp == 1:
+    if lay.vp > 1 and lay.pp == 1:
         return "interleave_needs_pp"
-    if cp > 1 and space.workload.model.seq_len % (2 * cp):
+    if lay.cp > 1 and space.workload.model.seq_len % (2 * lay.cp):
         return "cp_divides_seq"
     return ""
 

@@ -111,7 +111,7 @@ class Layout:
         """GPUs of one model replica: ``tp x pp x cp`` (dp is the GPUs over it)."""
         return self.tp * self.pp * self.cp
 
-    def parallel(self, dp: int) -> dict[str, int]:
+    def parallel(self, dp: int) -> dict[str, Any]:
         """The workload's ``parallel:`` keys this layout sets, with ``dp``."""
         return {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep, "vp": self.vp, "zero": self.zero,
                 "dp": dp}
@@ -150,8 +150,7 @@ class Space:
     def workload_of(self, lay: Layout, dp: int) -> Workload:
         """The workload with the parallel layout ``lay`` (dp: the GPUs / (tp pp cp))."""
         w = self.workload
-        return replace(w, parallel=replace(w.parallel, tp=lay.tp, pp=lay.pp, cp=lay.cp, ep=lay.ep, vp=lay.vp,
-                                           zero=lay.zero, dp=dp),
+        return replace(w, parallel=replace(w.parallel, **lay.parallel(dp)),
                        training=replace(w.training, **lay.training()))
 
     def workload_mapping(self, lay: Layout, dp: int) -> dict[str, Any]:
