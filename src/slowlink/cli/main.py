@@ -14,10 +14,16 @@ import importlib
 import os
 from typing import Any
 
-import typer
-from typer.core import TyperGroup
+# Allocations between two young-generation collections while a command runs (CPython's default: 700). Set
+# here, before typer, rich and the command's libraries load, not in run(): their imports alone are ~20 young
+# collections at the default (see run() for why and where this comes from).
+GC_THRESHOLD0 = 10_000
+gc.set_threshold(GC_THRESHOLD0)
 
-from slowlink import __version__
+import typer  # noqa: E402  (after the collector's threshold: see above)
+from typer.core import TyperGroup  # noqa: E402
+
+from slowlink import __version__  # noqa: E402
 
 _VALIDATE = "validate"
 _SETS = "slowlink.sets"  # where LazyGroup keeps the --set arguments between parsing and invoking
@@ -155,6 +161,7 @@ class LazyGroup(TyperGroup):
         except SlowlinkError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        gc.freeze()  # what the command's imports built stays to the end: no collection walks it again (run)
         try:
             return super().invoke(ctx)
         finally:
@@ -197,12 +204,15 @@ def _root(
     pass
 
 
-# Allocations between two young-generation collections while a command runs (CPython's default: 700).
-GC_THRESHOLD0 = 10_000
 # OpenBLAS's idle busy-wait, as log2 of CPU cycles (its default 28: ~0.1 s at ~2.5 GHz; 4 is the least it takes):
 # numpy's OpenBLAS starts one worker thread per core at import, each spinning that long before it sleeps
 # (OpenMathLib/OpenBLAS driver/others/blas_server.c; read from OPENBLAS_THREAD_TIMEOUT in openblas_env.c).
 OPENBLAS_THREAD_TIMEOUT = "4"
+# pydantic looks for plugins (pydantic.dev's Logfire and the like) among every installed distribution's entry
+# points when it builds its first schema; "__all__" skips that (docs.pydantic.dev, "Pydantic Plugins": the
+# PYDANTIC_DISABLE_PLUGINS variable). slowlink validates its own files, no plugin observes them: the scan and
+# importlib.metadata were ~14 ms of a plan. A user who sets the variable keeps their choice.
+PYDANTIC_PLUGINS = "__all__"
 
 
 def run() -> None:
@@ -222,7 +232,7 @@ def run() -> None:
     loads took ~140 ms of CPU and ~30 ms of wall time from a ``plan`` on 2 busy cores. The number of BLAS
     threads is left as it is; commands' child processes inherit the setting."""
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", OPENBLAS_THREAD_TIMEOUT)
-    gc.set_threshold(GC_THRESHOLD0)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", PYDANTIC_PLUGINS)
     try:
         app()
     finally:
