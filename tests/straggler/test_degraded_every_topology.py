@@ -14,7 +14,7 @@ import pytest
 
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.degraded import DegradedPartSpec, resolve_degraded
+from slowlink.spec.degraded import DegradedPart, resolve_degraded
 from slowlink.straggler.degraded import healthy
 from slowlink.topology.build import build
 from slowlink.workload.comm import analytical_cost
@@ -38,7 +38,7 @@ def test_half_rate_nic_in_both_models(topology: str, topology_cluster: Callable[
     gpn = base.gpus_per_node
     group = [[r * gpn for r in range(base.nodes)]]  # local GPU 0 of every rank block: one rank per node
     node, nic = topo.node_of(group[0][1]), topo.affine_nics(group[0][1])[0]
-    part = DegradedPartSpec(node=node, nic=nic, rate=0.5)
+    part = DegradedPart(node=node, nic=nic, rate=0.5)
     slow = replace(base, degraded=resolve_degraded([part], gpn))
     factors, healthy_s = [], []
     for cost_of in (analytical_cost, flow_cost):

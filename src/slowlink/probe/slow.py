@@ -32,7 +32,7 @@ from slowlink.errors import EmulationError, field_error
 from slowlink.probe.find import Suspect, delayed_nodes, probe_pairs, rtt_pairs, slow_links
 from slowlink.sim.collectives import simulate_collective
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.degraded import DegradedPartSpec, resolve_degraded
+from slowlink.spec.degraded import DegradedPart, resolve_degraded
 from slowlink.straggler.degraded import healthy
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def _time_s(cluster: Cluster, fidelity: str, op: str, size_bytes: float) -> floa
     return predict(cluster, op, size_bytes).time_s
 
 
-def parts_from_suspects(suspects: tuple[Suspect, ...] | list[Suspect]) -> list[DegradedPartSpec]:
+def parts_from_suspects(suspects: tuple[Suspect, ...] | list[Suspect]) -> list[DegradedPart]:
     """What the probes found, as degraded parts: link ``n<k>`` at its measured share of the rate (NIC 0),
     node ``n<k>`` with its measured one-way delay."""
     out = []
@@ -148,14 +148,14 @@ def parts_from_suspects(suspects: tuple[Suspect, ...] | list[Suspect]) -> list[D
             continue
         node = int(s.id[1:].split("r")[0])
         if s.unit == "share":
-            out.append(DegradedPartSpec(node=node, nic=0, rate=min(1.0, max(1e-3, s.slowdown))))
+            out.append(DegradedPart(node=node, nic=0, rate=min(1.0, max(1e-3, s.slowdown))))
         elif s.unit == "delay_s":
-            out.append(DegradedPartSpec(node=node, delay_ms=s.slowdown * 1e3))
+            out.append(DegradedPart(node=node, delay_ms=s.slowdown * 1e3))
     return out
 
 
 def predicted(cluster: Cluster, plan: Plan, op: str, size_bytes: float,
-              found: list[DegradedPartSpec] | None = None) -> dict[str, tuple[float, float]]:
+              found: list[DegradedPart] | None = None) -> dict[str, tuple[float, float]]:
     """(healthy, degraded) time of ``op`` on the cluster as emulated, by both models; degraded by the file's
     parts, or by ``found`` (what the probes named) when given."""
     scaled = emulated_cluster(healthy(cluster), plan)

@@ -18,6 +18,7 @@ from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.spec.degraded import (
     Degraded,
+    DegradedPart,
     DegradedPartSpec,
     Variability,
     VariabilitySpec,
@@ -159,6 +160,20 @@ class ClusterSpec(BaseModel):
 
 
 @dataclass(frozen=True)
+class Placement:
+    """How ranks map to nodes (fields as :class:`PlacementSpec` documents them)."""
+
+    mode: Literal["block", "fragmented", "custom"] = "block"
+    seed: int = 0
+    node_order: tuple[int, ...] | None = None
+
+    @classmethod
+    def of(cls, spec: PlacementSpec) -> Placement:
+        order = spec.node_order
+        return cls(spec.mode, spec.seed, None if order is None else tuple(order))
+
+
+@dataclass(frozen=True)
 class ScaleUp:
     link: ScaleUpLink
     domain_gpus: int
@@ -218,10 +233,10 @@ class Cluster:
     storage_nics: NicGroup | None
     fabric: Fabric
     storage: Storage | None
-    placement: PlacementSpec
+    placement: Placement
     calibration: Path | None
     degraded: Degraded = field(default_factory=Degraded)  # ``degraded_parts`` keyed for the models
-    degraded_parts: tuple[DegradedPartSpec, ...] = ()  # each degraded part as written (priced one at a time)
+    degraded_parts: tuple[DegradedPart, ...] = ()  # each degraded part as written (priced one at a time)
     variability: Variability | None = None  # per-rank compute / network variation (the straggler model)
     reliability: Reliability | None = None  # failure rates and recovery overrides (None: the defaults)
     catalog: Catalog = field(default_factory=Catalog, compare=False, repr=False)  # what its names resolved against
@@ -316,6 +331,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         storage = Storage(s.system, s.shared_with_compute, s.read_gbyte_s * units.GB,
                           s.write_gbyte_s * units.GB, s.metadata_ops_s, s.targets, storage_details(s))
     nics = spec.nics
+    parts = tuple(DegradedPart.of(p) for p in spec.degraded)
     calibration = base / spec.calibration if spec.calibration else None
     if calibration is not None and not calibration.is_file():
         raise SpecError(f"{source}: calibration ({spec.calibration!r}) does not exist next to the cluster "
@@ -331,10 +347,10 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
                       if nics.storage else None),
         fabric=fabric,
         storage=storage,
-        placement=spec.placement,
+        placement=Placement.of(spec.placement),
         calibration=calibration,
-        degraded=resolve_degraded(spec.degraded, spec.gpus_per_node),
-        degraded_parts=tuple(spec.degraded),
+        degraded=resolve_degraded(parts, spec.gpus_per_node),
+        degraded_parts=parts,
         variability=None if spec.variability is None else Variability.of(spec.variability),
         reliability=None if spec.reliability is None else Reliability.of(spec.reliability),
         catalog=catalog,

@@ -17,6 +17,7 @@ renamed (docs/straggler.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -75,6 +76,24 @@ class VariabilitySpec(BaseModel):
 
 
 @dataclass(frozen=True)
+class DegradedPart:
+    """One degraded part, resolved from its :class:`DegradedPartSpec` (fields as documented there; a probe that
+    names a slow part makes one directly)."""
+
+    node: int | None = None
+    nic: int | None = None
+    gpu: int | None = None
+    link: str | None = None
+    rate: float | None = None
+    clock: float | None = None
+    delay_ms: float | None = None
+
+    @classmethod
+    def of(cls, spec: DegradedPartSpec) -> DegradedPart:
+        return cls(**spec.model_dump())
+
+
+@dataclass(frozen=True)
 class Variability:
     """A cluster's ``variability:`` section, resolved (every field as :class:`VariabilitySpec` documents it)."""
 
@@ -102,7 +121,7 @@ class Degraded:
         return bool(self.nic_rate or self.link_rate or self.gpu_clock or self.node_delay_s)
 
 
-def part_name(p: DegradedPartSpec) -> str:
+def part_name(p: DegradedPart) -> str:
     """A part in words, e.g. ``node 3 NIC 0 at 50%``."""
     if p.link is not None:
         return f"link {p.link} at {p.rate:.0%}"
@@ -130,7 +149,7 @@ def check_degraded(parts: list[DegradedPartSpec], nodes: int, gpus_per_node: int
             raise ValueError(field_error(f"degraded.{i}.gpu", p.gpu, f"must be < gpus_per_node ({gpus_per_node})"))
 
 
-def resolve_degraded(parts: list[DegradedPartSpec], gpus_per_node: int) -> Degraded:
+def resolve_degraded(parts: Sequence[DegradedPart], gpus_per_node: int) -> Degraded:
     """The parts keyed for the models; a part named twice keeps its worst value (lowest rate, most delay)."""
     d = Degraded(names=tuple(part_name(p) for p in parts))
     for p in parts:
