@@ -300,8 +300,8 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         gpu = catalog.gpu(spec.gpu)
         link = catalog.link(spec.scale_up.link)
         transport = pick_transport(catalog, spec.fabric, spec.nics.compute.speed_gbit_s)
-    except SpecError as exc:  # a catalog lookup: say which cluster file asked for it
-        raise exc.reworded(str(exc) if str(exc).startswith(source) else f"{source}: {exc}") from None
+    except SpecError as exc:  # a catalog file or lookup: say which cluster file asked for it
+        raise exc.reworded(f"{source}: {exc}") from None
     scale_up = ScaleUp(
         link=link,
         domain_gpus=spec.scale_up.domain_gpus,
