@@ -124,7 +124,9 @@ class Assessment:
         """How the throughput is priced: after failures (the ETTR, MTTF and interval), or before them and why."""
         f = self.failures
         if f is None:
-            return f"before failures ({self.why('failures')})"
+            from slowlink.cost.model import BEFORE_FAILURES
+
+            return f"{BEFORE_FAILURES} ({self.why('failures')})"
         return (f"x ETTR {f.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
                 f"{f.interval_s:.0f} s)")
 
@@ -133,8 +135,10 @@ class Assessment:
         """Cost per token at :attr:`tokens_per_s` x :attr:`ettr` (None where the hardware is not priced)."""
         from slowlink.cost.model import TokenCost
 
-        return None if self.hardware is None else TokenCost(self.hardware, self.tokens_per_s, self.step_time_s,
-                                                            self.ettr)
+        if self.hardware is None:
+            return None
+        return TokenCost(self.hardware, self.tokens_per_s, self.step_time_s,
+                         None if self.failures is None else self.ettr)
 
     @functools.cached_property
     def _run(self) -> tuple[int, float] | None:

@@ -44,7 +44,7 @@ def test_cost_per_token_and_the_ettr_seam() -> None:
     with pytest.raises(ValueError, match="ettr"):
         usd_per_million_tokens(1.0, 1.0, ettr=0.0)
     c = cluster_cost(load_cluster(EXAMPLES / "cost-superpod-1su.yaml"), PRICES)
-    tc = TokenCost(c, tokens_per_s=1e6, step_time_s=1.0, ettr=0.5)
+    tc = TokenCost(c, tokens_per_s=1e6, step_time_s=1.0, priced_ettr=0.5)
     assert tc.usd_per_million_tokens == pytest.approx(c.usd_per_hour / 3600.0 * 2.0)
 
 

@@ -7,8 +7,9 @@
   $/M tokens   = $/hour / (tokens/s x 3,600 x ETTR) x 1e6
 
 ETTR (effective training time ratio: the share of wall time that makes progress, after failures, restarts
-and checkpoints) is 1 here, "before failures": :func:`usd_per_million_tokens` is the one seam where the
-goodput model multiplies it in. Sources of every price: ``cost/data/prices.yaml``.
+and checkpoints) comes from the failure model; where it could not be priced the cost is "before failures"
+(:data:`BEFORE_FAILURES`, ETTR 1). :func:`usd_per_million_tokens` is the one seam where it multiplies in.
+Sources of every price: ``cost/data/prices.yaml``.
 """
 
 from __future__ import annotations
@@ -114,6 +115,11 @@ def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
                        switch_usd)
 
 
+# The basis of a cost per token whose failures could not be priced (no storage to price the checkpoint, ...):
+# the throughput is taken at ETTR 1. Every command and report says it with these words.
+BEFORE_FAILURES = "before failures"
+
+
 def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float, ettr: float = 1.0) -> float:
     """Cost of a million trained tokens: ``$/hour / (tokens/s x 3600 x ETTR) x 1e6``.
 
@@ -126,19 +132,30 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float, ettr: float
 
 @dataclass(frozen=True)
 class TokenCost:
-    """A cluster's cost per token for one workload, at the step model's throughput x ``ettr`` (1: before failures)."""
+    """A cluster's cost per token for one workload, at the step model's throughput x the failure model's
+    ``priced_ettr`` (None where failures could not be priced: :data:`BEFORE_FAILURES`, ETTR 1)."""
 
     cost: ClusterCost
     tokens_per_s: float
     step_time_s: float
-    ettr: float = 1.0
+    priced_ettr: float | None = None
+
+    @property
+    def ettr(self) -> float:
+        """The ETTR the cost is priced at: the failure model's, or 1 before failures."""
+        return 1.0 if self.priced_ettr is None else self.priced_ettr
+
+    @property
+    def basis(self) -> str:
+        """``before failures`` or ``x ETTR 0.97``: what the throughput was multiplied by."""
+        return BEFORE_FAILURES if self.priced_ettr is None else f"x ETTR {self.priced_ettr:g}"
 
     @property
     def usd_per_million_tokens(self) -> float:
         return usd_per_million_tokens(self.cost.usd_per_hour, self.tokens_per_s, self.ettr)
 
     def to_json(self) -> dict[str, object]:
+        basis = f"{BEFORE_FAILURES} (ETTR 1)" if self.priced_ettr is None else self.basis
         return {**self.cost.to_json(), "tokens_per_s": self.tokens_per_s, "step_time_s": self.step_time_s,
                 "ettr": self.ettr, "usd_per_million_tokens": self.usd_per_million_tokens,
-                "basis": "step-model throughput, before failures (ETTR 1)" if self.ettr == 1.0 else
-                f"step-model throughput x ETTR {self.ettr:g}"}
+                "basis": f"step-model throughput{',' if self.priced_ettr is None else ''} {basis}"}

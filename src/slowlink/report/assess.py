@@ -36,7 +36,7 @@ def chain_lines(a: Assessment) -> list[str]:
     tc = a.token_cost
     if tc is not None:
         run = "" if a.run_usd is None else f"; the budget {a.run_usd:,.0f} USD"
-        basis = a.ettr_basis if a.failures is not None else "before failures"  # the failures line says why
+        basis = a.ettr_basis if a.failures is not None else tc.basis  # the failures line says why
         lines.append(f"cost: {tc.usd_per_million_tokens:.4f} USD per million tokens at {a.tokens_per_s:,.0f} "
                      f"tokens/s {basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
     return lines + [u.sentence() for u in a.unpriced]

@@ -88,6 +88,5 @@ def cost_lines(cost: ClusterCost) -> list[str]:
 
 def token_lines(tc: TokenCost) -> list[str]:
     """Cost per token, labelled with its basis."""
-    basis = "before failures" if tc.ettr == 1.0 else f"x ETTR {tc.ettr:g}"
     return [f"throughput {tc.tokens_per_s:,.0f} tokens/s (step {tc.step_time_s:.3f} s, step model)",
-            f"{tc.usd_per_million_tokens:.4f} USD per million tokens ({basis})"]
+            f"{tc.usd_per_million_tokens:.4f} USD per million tokens ({tc.basis})"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slowlink.cost.model import BEFORE_FAILURES
 from slowlink.report.cost import bom_rows, bom_title, capex_rows, cost_lines, token_lines
 from slowlink.report.page import figure_block, figure_svg, html_page, html_table, inputs_block, new_figure, write_page
 
@@ -98,7 +99,8 @@ def headline_rows(cost: ClusterCost, run: RunCost | None) -> list[tuple[str, str
     if run is not None:
         tc = run.token
         rows += [("tokens/s (step model)", f"{tc.tokens_per_s:,.0f}"), ("step time", f"{tc.step_time_s:.3f} s"),
-                 ("ETTR (failures, checkpoints)", "1 (before failures)" if tc.ettr == 1.0 else f"{tc.ettr:.4f}"),
+                 ("ETTR (failures, checkpoints)",
+                  f"1 ({BEFORE_FAILURES})" if tc.priced_ettr is None else f"{tc.ettr:.4f}"),
                  ("USD per million tokens", f"{tc.usd_per_million_tokens:.4f}")]
         if run.tokens is not None and run.days is not None and run.run_usd is not None:
             rows += [(f"{run.tokens:.3g} tokens", f"{run.days:.1f} days, {run.run_usd:,.0f} USD")]

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from slowlink.cost.model import BEFORE_FAILURES
+
 if TYPE_CHECKING:
     from slowlink.search.evaluate import Point
     from slowlink.search.run import SearchResult
@@ -43,14 +45,15 @@ def basis(r: SearchResult) -> str:
     if priced == {True}:
         return "step-model throughput with its data stall x ETTR (failure model)"
     if priced == {False}:
-        return "step-model throughput with its data stall, before failures (ETTR 1): the space has no storage: section"
+        return (f"step-model throughput with its data stall, {BEFORE_FAILURES} (ETTR 1): the space has no "
+                "storage: section")
     return "step-model throughput with its data stall; x ETTR where a design's failures could be priced, else 1"
 
 
 def front_table(r: SearchResult) -> Table:
     """The Pareto front of run cost vs time-to-train, each point with its bottleneck (why it wins)."""
     table = Table(title=f"{r.space.name}: Pareto front, run cost vs time to train {r.space.tokens:.3g} tokens "
-                        f"({'after failures' if all(p.failures_priced for p in r.front) else 'before failures'})")
+                        f"({'after failures' if all(p.failures_priced for p in r.front) else BEFORE_FAILURES})")
     for col in ("design", "tp/pp/vp/mb/zero", "days", "run MUSD", "USD/M tok", "capex MUSD", "net share",
                 "bottleneck"):
         table.add_column(col, justify="left" if col in ("design", "bottleneck") else "right")
@@ -148,7 +151,7 @@ def draw_front(ax: Any, r: SearchResult) -> None:
         plain = FuncFormatter(lambda v, _: f"{v:g}")  # 4, 10, 20 rather than 4x10^0
         ax.xaxis.set_major_formatter(plain)
         ax.xaxis.set_minor_formatter(plain)
-    ax.set_xlabel(f"days to train {r.space.tokens:.3g} tokens (before failures)")
+    ax.set_xlabel(f"days to train {r.space.tokens:.3g} tokens ({BEFORE_FAILURES})")
     ax.set_ylabel("run cost (M USD)")
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
