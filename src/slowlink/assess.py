@@ -203,6 +203,22 @@ class Assessment:
             "usd_per_million_tokens": tc.usd_per_million_tokens, "ettr_basis": self.ettr_basis}
         return out | self.run_json()
 
+    def priced_token_cost(self) -> TokenCost:
+        """:attr:`token_cost` for a command that cannot answer without it: the cost's refusal where the hardware
+        is not priced (no price for a part, a fabric the switches cannot build)."""
+        tc = self.token_cost
+        if tc is None:
+            raise next(u for u in self.unpriced if u.part == "cost").error()
+        return tc
+
+    def priced_json(self) -> dict[str, object]:
+        """``slowlink cost --json``: the hardware's cost and the cost per token (:meth:`TokenCost.to_json`), the
+        budget's days and USD, the bottleneck, the ETTR's basis, the data stall and what was not priced; raises
+        the cost's refusal where the hardware is not priced."""
+        return self.priced_token_cost().to_json() | self.run_json() | {
+            "bottleneck": self.bottleneck, "ettr_basis": self.ettr_basis, "data_stall_s": self.data_stall_s,
+            "unpriced": [u.to_json() for u in self.unpriced]}
+
     def run_json(self) -> dict[str, object]:
         """The budget's ``tokens``, ``days`` and ``run_usd`` (``plan --json``'s ``cost`` and ``cost --json``);
         nothing without a budget or a price."""

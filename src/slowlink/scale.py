@@ -37,6 +37,15 @@ class ScalePoint:
         """The step model's answer at this size."""
         return self.assessment.step
 
+    def to_json(self) -> dict[str, object]:
+        """One point of ``slowlink scale --json``: the size, its per-GPU throughput and efficiency, the step,
+        its data stall and ETTR, and what could not be priced."""
+        a = self.assessment
+        return {"nodes": self.nodes, "gpus": self.gpus, "global_batch": self.global_batch,
+                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "scaling_efficiency": self.efficiency,
+                **a.step.to_json(), "data_stall_s": a.data_stall_s, "ettr": a.ettr,
+                "unpriced": [u.to_json() for u in a.unpriced]}
+
 
 def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch",
           fidelity: str = "analytical",

@@ -82,17 +82,13 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     check_html_path(html)
     c, w = load_cluster(cluster), load_workload(workload)
     a = assess(w, c, budget=budget, prices=load_prices(prices), full=False)
-    tc = a.token_cost
-    if tc is None:
-        raise next(u for u in a.unpriced if u.part == "cost").error()
+    tc = a.priced_token_cost()
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost
 
         write_cost(html, c, tc.cost, RunCost(a.workload, tc, a.bottleneck, a.tokens, a.run_days, a.run_usd))
     if as_json:
-        print_json(tc.to_json() | a.run_json() | {"bottleneck": a.bottleneck, "ettr_basis": a.ettr_basis,
-                                         "data_stall_s": a.data_stall_s,
-                                         "unpriced": [u.to_json() for u in a.unpriced]})
+        print_json(a.priced_json())
         return
     out.print(capex_table(tc.cost))
     lines = cost_lines(tc.cost) + token_lines(tc) + [f"bottleneck: {a.bottleneck}"]

@@ -173,11 +173,7 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json({"mode": mode, "fidelity": fidelity, "points": [
-            {"nodes": p.nodes, "gpus": p.gpus, "global_batch": p.global_batch,
-             "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "scaling_efficiency": p.efficiency,
-             **p.result.to_json(), "data_stall_s": p.assessment.data_stall_s, "ettr": p.assessment.ettr,
-             "unpriced": [u.to_json() for u in p.assessment.unpriced]} for p in pts]})
+        print_json({"mode": mode, "fidelity": fidelity, "points": [p.to_json() for p in pts]})
         return
     out.print(scale_table(pts, mode))
     out.print(scale_reason(pts), soft_wrap=True)
