@@ -46,11 +46,12 @@ def test_summary_is_over_scored_cases_kind_by_kind() -> None:
     cs = cases()
     s = summary(cs)
     scored = [c for c in cs if c.scored]
-    assert set(s["by_kind"]) == {"mttf", "lost_work", "ettr", "interval"}
-    assert sum(k["scored_cases"] for k in s["by_kind"].values()) == s["scored_cases"] == len(scored)
-    assert s["mean_abs_error"] == pytest.approx(sum(abs(c.error) for c in scored) / len(scored))
-    assert s["max_abs_error"] == max(k["max_abs_error"] for k in s["by_kind"].values())
+    assert s is not None and set(s.by_kind) == {"mttf", "lost_work", "ettr", "interval"}
+    assert sum(k.scored_cases for k in s.by_kind.values()) == s.scored_cases == len(scored)
+    assert s.mean_abs_error == pytest.approx(sum(abs(c.error) for c in scored) / len(scored))
+    assert s.max_abs_error == max(k.max_abs_error for k in s.by_kind.values())
+    assert set(s.to_json()) == {"mean_abs_error", "max_abs_error", "scored_cases", "by_kind"}  # the --json keys
     # An unscored case never moves the summary, however wrong it is.
     worse = [replace(c, predicted=100 * c.published) if not c.scored else c for c in cs]
     assert summary(worse) == s
-    assert summary([c for c in cs if not c.scored]) == {}
+    assert summary([c for c in cs if not c.scored]) is None

@@ -48,7 +48,8 @@ def validate_goodput(as_json: bool = _JSON) -> None:
 
     cs = cases()
     if as_json:
-        print_json({"cases": [c.to_json() for c in cs], **summary(cs)})
+        s = summary(cs)
+        print_json({"cases": [c.to_json() for c in cs]} | ({} if s is None else s.to_json()))
         return
     out.print(validation_table(cs))
     out.print(error_summary(cs))

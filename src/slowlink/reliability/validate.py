@@ -121,16 +121,31 @@ def cases() -> list[ReliabilityCase]:
             + [ettr_case(c) for c in data["ettr"]] + [interval_case(c) for c in data.get("interval", [])])
 
 
-def _errors(cs: list[ReliabilityCase]) -> dict[str, float]:
-    errs = [abs(c.error) for c in cs]
-    return {"mean_abs_error": sum(errs) / len(errs), "max_abs_error": max(errs), "scored_cases": len(errs)}
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Mean and max absolute relative error over scored cases; ``by_kind`` the same kind by kind (empty inside)."""
+
+    mean_abs_error: float
+    max_abs_error: float
+    scored_cases: int
+    by_kind: dict[str, ErrorSummary]
+
+    @classmethod
+    def of(cls, scored: list[ReliabilityCase], by_kind: bool = True) -> ErrorSummary:
+        errs = [abs(c.error) for c in scored]
+        kinds = dict.fromkeys(c.kind for c in scored) if by_kind else {}
+        return cls(sum(errs) / len(errs), max(errs), len(errs),
+                   {k: cls.of([c for c in scored if c.kind == k], by_kind=False) for k in kinds})
+
+    def to_json(self) -> dict[str, object]:
+        """The keys of ``slowlink validate goodput --json`` (a contract)."""
+        js: dict[str, object] = {"mean_abs_error": self.mean_abs_error, "max_abs_error": self.max_abs_error,
+                                 "scored_cases": self.scored_cases}
+        return js | ({"by_kind": {k: v.to_json() for k, v in self.by_kind.items()}} if self.by_kind else {})
 
 
-def summary(cs: list[ReliabilityCase]) -> dict[str, Any]:
-    """Mean and max absolute error over the scored cases, overall and kind by kind (the keys are the contract of
-    ``slowlink validate goodput --json``); empty when no case is scored."""
+def summary(cs: list[ReliabilityCase]) -> ErrorSummary | None:
+    """Mean and max absolute error over the scored cases, overall and kind by kind; None when no case is scored
+    (an unscored case never moves it)."""
     scored = [c for c in cs if c.scored]
-    if not scored:
-        return {}
-    kinds = dict.fromkeys(c.kind for c in scored)
-    return {**_errors(scored), "by_kind": {k: _errors([c for c in scored if c.kind == k]) for k in kinds}}
+    return ErrorSummary.of(scored) if scored else None

@@ -94,11 +94,11 @@ def error_summary(cases: list[ReliabilityCase]) -> str:
     from slowlink.reliability.validate import summary
 
     s = summary(cases)
-    if not s:
+    if s is None:
         return "reliability error: no scored case"
-    kinds = "; ".join(f"{k}: mean {v['mean_abs_error']:.1%}, max {v['max_abs_error']:.1%} over {v['scored_cases']}"
-                      for k, v in s["by_kind"].items())
-    return (f"reliability error: mean {s['mean_abs_error']:.1%}, max {s['max_abs_error']:.1%} over {s['scored_cases']} "
+    kinds = "; ".join(f"{k}: mean {v.mean_abs_error:.1%}, max {v.max_abs_error:.1%} over {v.scored_cases}"
+                      for k, v in s.by_kind.items())
+    return (f"reliability error: mean {s.mean_abs_error:.1%}, max {s.max_abs_error:.1%} over {s.scored_cases} "
             f"scored cases ({kinds})")
 
 

@@ -25,9 +25,8 @@ def slowdown(t: TrafficResult) -> float:
 
 def to_json(r: ScenarioResult) -> dict[str, Any]:
     """Traffic times, the time breakdown, hottest links and per-link utilisation (every loaded link)."""
-    from slowlink.sim.scenario import hottest
+    from slowlink.sim.scenario import hottest, link_loads
 
-    util = r.sim.busy_utilisation()
     return {
         "name": r.name,
         "makespan_s": r.sim.makespan_s,
@@ -35,11 +34,8 @@ def to_json(r: ScenarioResult) -> dict[str, Any]:
                      "finish_s": t.finish_s, "duration_s": t.duration_s, "alone_s": t.alone_s,
                      "slowdown": slowdown(t), "contention_s": t.duration_s - t.alone_s, "bytes": t.bytes}
                     for t in r.traffic],
-        "hottest_links": hottest(r),
-        "links": {r.link_names[i]: {"mean_utilisation": float(util[i]),
-                                    "peak_utilisation": float(r.sim.peak_utilisation[i]),
-                                    "bytes": float(r.sim.link_bytes[i])}
-                  for i in np.flatnonzero(r.sim.link_bytes > 0)},
+        "hottest_links": [h.to_json() for h in hottest(r)],
+        "links": {x.link: {k: v for k, v in x.to_json().items() if k != "link"} for x in link_loads(r)},
     }
 
 
@@ -62,8 +58,7 @@ def hottest_table(r: ScenarioResult) -> Table:
     for col in ("link", "mean util", "peak util", "GB"):
         hot.add_column(col, justify="left" if col == "link" else "right")
     for h in hottest(r):
-        hot.add_row(h["link"], f"{h['mean_utilisation']:.0%}", f"{h['peak_utilisation']:.0%}",
-                    f"{h['bytes'] / units.GB:.2f}")
+        hot.add_row(h.link, f"{h.mean_utilisation:.0%}", f"{h.peak_utilisation:.0%}", f"{h.bytes / units.GB:.2f}")
     return hot
 
 

@@ -212,10 +212,30 @@ def load_scenario(path: Path | str) -> tuple[ScenarioSpec, Cluster]:
     return spec, cluster
 
 
-def hottest(result: ScenarioResult, k: int = 10) -> list[dict[str, Any]]:
-    """The ``k`` links with the highest mean utilisation over the run, with their peak."""
-    util = result.sim.busy_utilisation()
+@dataclass(frozen=True)
+class LinkLoad:
+    """One link over a scenario: its mean utilisation while traffic ran, its peak, and the bytes it carried."""
+
+    link: str
+    mean_utilisation: float
+    peak_utilisation: float
+    bytes: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"link": self.link, "mean_utilisation": self.mean_utilisation,
+                "peak_utilisation": self.peak_utilisation, "bytes": self.bytes}
+
+
+def link_loads(result: ScenarioResult) -> list[LinkLoad]:
+    """Every link that carried bytes, in the topology graph's order."""
+    util, sim = result.sim.busy_utilisation(), result.sim
+    return [LinkLoad(result.link_names[i], float(util[i]), float(sim.peak_utilisation[i]), float(sim.link_bytes[i]))
+            for i in np.flatnonzero(sim.link_bytes > 0)]
+
+
+def hottest(result: ScenarioResult, k: int = 10) -> list[LinkLoad]:
+    """The ``k`` links with the highest mean utilisation over the run (those that carried bytes)."""
+    util, sim = result.sim.busy_utilisation(), result.sim
     order = np.argsort(-util, kind="stable")[:k]
-    return [{"link": result.link_names[i], "mean_utilisation": float(util[i]),
-             "peak_utilisation": float(result.sim.peak_utilisation[i]),
-             "bytes": float(result.sim.link_bytes[i])} for i in order if result.sim.link_bytes[i] > 0]
+    return [LinkLoad(result.link_names[i], float(util[i]), float(sim.peak_utilisation[i]), float(sim.link_bytes[i]))
+            for i in order if sim.link_bytes[i] > 0]
