@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from slowlink.cli.main import app
 from slowlink.errors import SpecError
-from slowlink.observe.inventory import ib_ports, load_node, mismatches, nics, os_release
+from slowlink.observe.inventory import Nic, NodeRecord, SysfsIbPort, ib_ports, load_node, mismatches, nics, os_release
 
 runner = CliRunner()
 
@@ -31,10 +31,9 @@ def test_nics_from_sysfs(tmp_path: Path) -> None:
     (net / "eth0" / "device" / "drv").mkdir()
     (net / "eth0" / "device" / "driver").symlink_to(net / "eth0" / "device" / "drv")
     got = nics(net)
-    assert [n["name"] for n in got] == ["eth0", "veth1"]  # loopback left out
-    assert got[0] == {"name": "eth0", "state": "up", "speed_mbit_s": 100000, "mtu": 9000, "driver": "drv",
-                      "numa_node": 1}
-    assert got[1]["speed_mbit_s"] is None and got[1]["numa_node"] is None  # a virtual device
+    assert [n.name for n in got] == ["eth0", "veth1"]  # loopback left out
+    assert got[0] == Nic(name="eth0", state="up", speed_mbit_s=100000, mtu=9000, driver="drv", numa_node=1)
+    assert got[1].speed_mbit_s is None and got[1].numa_node is None  # a virtual device
     assert nics(tmp_path / "absent") == []
 
 
@@ -43,7 +42,7 @@ def test_ib_ports_from_sysfs(tmp_path: Path) -> None:
     _write(ib, "mlx5_0/fw_ver", "28.39.1002")
     _write(ib, "mlx5_0/ports/1/state", "4: ACTIVE")
     _write(ib, "mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)")
-    assert ib_ports(ib) == [{"name": "mlx5_0:1", "state": "ACTIVE", "rate_gbit_s": 400.0, "firmware": "28.39.1002"}]
+    assert ib_ports(ib) == [SysfsIbPort(name="mlx5_0:1", state="ACTIVE", rate_gbit_s=400.0, firmware="28.39.1002")]
 
 
 def test_os_release(tmp_path: Path) -> None:
@@ -57,12 +56,17 @@ def _node(host: str, **kw: object) -> dict[str, object]:
             "nic_speeds_mbit_s": ["ib0:400000"], **kw}
 
 
+def _rec(host: str, **kw: object) -> NodeRecord:
+    return NodeRecord.from_json(_node(host, **kw), host)
+
+
 def test_injected_version_mismatch_is_named() -> None:
-    recs = [_node("a"), _node("b"), _node("c", nccl="2.18.1", nic_speeds_mbit_s=["ib0:200000"])]
+    recs = [_rec("a"), _rec("b"), _rec("c", nccl="2.18.1", nic_speeds_mbit_s=["ib0:200000"])]
     diff = mismatches(recs)
     assert set(diff) == {"nccl", "nic_speeds_mbit_s"}
     assert diff["nccl"] == {"a": "2.21.5", "b": "2.21.5", "c": "2.18.1"}
-    assert mismatches([_node("a"), _node("b")]) == {}
+    assert diff["nic_speeds_mbit_s"]["c"] == ("ib0:200000",)
+    assert mismatches([_rec("a"), _rec("b")]) == {}
 
 
 def test_cli_across_node_files(tmp_path: Path) -> None:
@@ -83,6 +87,10 @@ def test_bad_node_files(tmp_path: Path) -> None:
     bad.write_text("[1, 2]")
     with pytest.raises(SpecError, match=r"host \('list'\) must be a string"):
         load_node(bad)
+    typed = tmp_path / "typed.json"
+    typed.write_text(json.dumps(_node("a", gpus="eight")))
+    res = runner.invoke(app, ["inventory", "--nodes", str(typed)])
+    assert res.exit_code == 2 and "gpus ('eight')" in res.output and "Traceback" not in res.output
     garbled = tmp_path / "garbled.json"
     garbled.write_text("{host")
     res = runner.invoke(app, ["inventory", "--nodes", str(garbled)])

@@ -37,7 +37,7 @@ def test_half_rate_link_named_and_mismatch_reported(tmp_path: Path, monkeypatch:
         shutil.rmtree(etc, ignore_errors=True)
         net.down(run_id)
     assert set(diff) == {"os", "nic_shaped_mbit_s"}
-    assert diff["os"]["n2"] == "Debian GNU/Linux 11 (bullseye)" and diff["nic_shaped_mbit_s"]["n1"] == ["eth0:50"]
+    assert diff["os"]["n2"] == "Debian GNU/Linux 11 (bullseye)" and diff["nic_shaped_mbit_s"]["n1"] == ("eth0:50",)
     errors = [f for f in findings if f.severity == "error"]
     link = [f for f in errors if f.layer == "link"]
     assert len(link) == 2 and all("link n1 " in f.what for f in link)  # the shaper and the measured streams

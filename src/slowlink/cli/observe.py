@@ -159,7 +159,8 @@ def inventory(
         records = [load_node(p) for p in nodes] if nodes else [collect()]
     diff = mismatches(records) if len(records) > 1 else {}
     if as_json:
-        print_json(records[0] if len(records) == 1 else {"nodes": records, "mismatches": diff})
+        js = [r.to_json() for r in records]
+        print_json(js[0] if len(js) == 1 else {"nodes": js, "mismatches": diff})
     else:
         out.print(inventory_table(records, ["host", "nic_summary", *COMPARED], set(diff), "inventory"))
         if len(records) > 1:

@@ -13,6 +13,7 @@ fw_ver) of the Linux kernel.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import platform
@@ -20,12 +21,110 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Keys compared across nodes (identity keys such as host and addresses are not).
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+# Keys compared across nodes (identity keys such as host and addresses are not): fields of NodeRecord.
 COMPARED = ("os", "kernel", "python", "torch", "nccl", "gloo", "gpu_driver", "gpus", "gpu_model",
             "nic_speeds_mbit_s", "nic_shaped_mbit_s", "ib_rates_gbit_s", "ib_firmware", "nic_numa_nodes")
+
+
+@dataclass(frozen=True)
+class Nic:
+    """An interface as sysfs shows it (speed None when the driver has none; NUMA node None when virtual)."""
+
+    name: str
+    state: str | None = None
+    speed_mbit_s: int | None = None
+    mtu: int | None = None
+    driver: str | None = None
+    numa_node: int | None = None
+
+
+@dataclass(frozen=True)
+class SysfsIbPort:
+    """An InfiniBand port (``device:port``), its state, rate in Gbit/s and its device's firmware."""
+
+    name: str
+    state: str | None = None
+    rate_gbit_s: float | None = None
+    firmware: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeGpu:
+    """A GPU as ``nvidia-smi --query-gpu`` lists it."""
+
+    index: int
+    name: str
+    driver: str | None = None
+    bus_id: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """What one node has: the values compared across nodes (:data:`COMPARED`), and the lists they come from
+    (empty in a record that carries only the compared values). ``to_json`` is ``slowlink inventory --json``."""
+
+    host: str
+    os: str | None = None
+    kernel: str | None = None
+    python: str | None = None
+    torch: str | None = None
+    gloo: bool | None = None
+    nccl: str | None = None
+    nics: tuple[Nic, ...] = ()
+    ib_ports: tuple[SysfsIbPort, ...] = ()
+    gpu_list: tuple[NodeGpu, ...] = ()
+    nic_summary: tuple[str, ...] | None = None
+    gpu_driver: tuple[str, ...] | None = None
+    gpus: int = 0
+    gpu_model: tuple[str, ...] | None = None
+    nic_speeds_mbit_s: tuple[str, ...] | None = None
+    nic_shaped_mbit_s: tuple[str, ...] | None = None
+    nic_numa_nodes: tuple[str, ...] | None = None
+    ib_rates_gbit_s: tuple[str, ...] | None = None
+    ib_firmware: tuple[str, ...] | None = None
+
+    def value(self, key: str) -> object:
+        """The value of a compared key (or ``host``, ``nic_summary``) as the JSON record has it."""
+        return self.to_json()[key]
+
+    def renamed(self, host: str) -> NodeRecord:
+        return NodeRecord(**{**self.__dict__, "host": host})
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> NodeRecord:
+        """A record read back (a node file, another rank's or node's answer): types checked, unknown keys kept
+        out; a message naming the key, the value and the rule otherwise."""
+        from pydantic import ValidationError
+
+        from slowlink.errors import SpecError
+        from slowlink.fileio import format_validation_error
+
+        if not isinstance(data, dict) or not isinstance(data.get("host"), str):
+            got = data.get("host") if isinstance(data, dict) else type(data).__name__
+            raise SpecError(f"{source}: host ({got!r}) must be a string: write the file with "
+                            "`slowlink inventory --json`")
+        try:
+            return _record_adapter().validate_python(data)
+        except ValidationError as exc:
+            raise SpecError(format_validation_error(exc, source, "inventory")) from None
+
+
+@functools.cache
+def _record_adapter() -> TypeAdapter[NodeRecord]:
+    """pydantic's validator of a NodeRecord (built on first use: collecting a record needs no pydantic)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(NodeRecord)
 
 
 def _read(path: Path) -> str | None:
@@ -42,7 +141,7 @@ def os_release(etc: Path = Path("/etc")) -> str | None:
     return m.group(1) if m else None
 
 
-def nics(root: Path = Path("/sys/class/net")) -> list[dict[str, Any]]:
+def nics(root: Path = Path("/sys/class/net")) -> list[Nic]:
     """Every interface but loopback: name, operstate, speed (Mbit/s, None when the driver has none), MTU,
     driver, NUMA node (None for virtual devices or a single-node machine, sysfs -1)."""
     out = []
@@ -52,23 +151,23 @@ def nics(root: Path = Path("/sys/class/net")) -> list[dict[str, Any]]:
         speed = _read(dev / "speed")
         numa = _read(dev / "device" / "numa_node")
         driver = (dev / "device" / "driver")
-        out.append({"name": dev.name, "state": _read(dev / "operstate"),
-                    "speed_mbit_s": int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None,
-                    "mtu": int(_read(dev / "mtu") or 0) or None,
-                    "driver": driver.resolve().name if driver.exists() else None,
-                    "numa_node": int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None})
+        out.append(Nic(dev.name, _read(dev / "operstate"),
+                       int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None,
+                       int(_read(dev / "mtu") or 0) or None,
+                       driver.resolve().name if driver.exists() else None,
+                       int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None))
     return out
 
 
-def ib_ports(root: Path = Path("/sys/class/infiniband")) -> list[dict[str, Any]]:
+def ib_ports(root: Path = Path("/sys/class/infiniband")) -> list[SysfsIbPort]:
     """Every IB port: device, port, state, rate in Gbit/s, firmware."""
     out = []
     for dev in sorted(root.iterdir()) if root.is_dir() else []:
         for port in sorted((dev / "ports").iterdir()) if (dev / "ports").is_dir() else []:
             rate = re.match(r"([0-9.]+)", _read(port / "rate") or "")
             state = _read(port / "state") or ""
-            out.append({"name": f"{dev.name}:{port.name}", "state": state.split(":")[-1].strip() or None,
-                        "rate_gbit_s": float(rate.group(1)) if rate else None, "firmware": _read(dev / "fw_ver")})
+            out.append(SysfsIbPort(f"{dev.name}:{port.name}", state.split(":")[-1].strip() or None,
+                              float(rate.group(1)) if rate else None, _read(dev / "fw_ver")))
     return out
 
 
@@ -96,22 +195,23 @@ def shaped_rates_mbit_s(devices: list[str]) -> dict[str, float]:
     return out
 
 
-def torch_info() -> dict[str, Any]:
-    """torch's version and whether its gloo and NCCL backends exist (torch imported only when installed)."""
+def torch_info() -> tuple[str | None, bool | None, str | None]:
+    """torch's version, whether its gloo backend exists, and its NCCL version (None without CUDA or NCCL); torch
+    imported only when installed."""
     try:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
-        return {"torch": None, "gloo": None, "nccl": None}
+        return None, None, None
     import torch
     import torch.distributed as dist
 
     nccl = None
     if dist.is_nccl_available() and torch.cuda.is_available():
         nccl = ".".join(map(str, torch.cuda.nccl.version()))  # type: ignore[no-untyped-call]
-    return {"torch": version, "gloo": bool(dist.is_gloo_available()), "nccl": nccl}
+    return version, bool(dist.is_gloo_available()), nccl
 
 
-def gpus() -> list[dict[str, Any]]:
+def gpus() -> list[NodeGpu]:
     """GPUs from ``nvidia-smi --query-gpu`` (empty without nvidia-smi or when it fails)."""
     if shutil.which("nvidia-smi") is None:
         return []
@@ -121,55 +221,53 @@ def gpus() -> list[dict[str, Any]]:
                          capture_output=True, text=True, check=False, timeout=20)
     if res.returncode != 0:
         return []
-    return [{"index": g.index, "name": g.name, "driver": g.driver_version, "bus_id": g.bus_id}
+    return [NodeGpu(g.index, g.name, g.driver_version, g.bus_id)
             for g in parse_nvidia_smi_csv(res.stdout, "nvidia-smi")]
 
 
-def collect() -> dict[str, Any]:
-    """This node's record: the raw lists and the flat keys of :data:`COMPARED`."""
+def collect() -> NodeRecord:
+    """This node's record: the lists read from sysfs and nvidia-smi, and the values of :data:`COMPARED`."""
     net, ib, gpu = nics(), ib_ports(), gpus()
-    shaped = shaped_rates_mbit_s([n["name"] for n in net])
-    rec: dict[str, Any] = {"host": socket.gethostname(), "os": os_release(), "kernel": platform.release(),
-                           "python": platform.python_version(), **torch_info(), "nics": net, "ib_ports": ib,
-                           "gpu_list": gpu}
-    rec["nic_summary"] = [" ".join(str(x) for x in (n["name"], n["state"], n["driver"], f"mtu {n['mtu']}") if x)
-                          for n in net] or None
-    rec["gpu_driver"] = sorted({g["driver"] for g in gpu if g["driver"]}) or None
-    rec["gpus"] = len(gpu)
-    rec["gpu_model"] = sorted({g["name"] for g in gpu}) or None
-    rec["nic_speeds_mbit_s"] = [f"{n['name']}:{n['speed_mbit_s']}" for n in net if n["speed_mbit_s"]] or None
-    rec["nic_shaped_mbit_s"] = [f"{d}:{r:g}" for d, r in sorted(shaped.items())] or None
-    rec["nic_numa_nodes"] = [f"{n['name']}:{n['numa_node']}" for n in net if n["numa_node"] is not None] or None
-    rec["ib_rates_gbit_s"] = [f"{p['name']}:{p['rate_gbit_s']:g}" for p in ib if p["rate_gbit_s"]] or None
-    rec["ib_firmware"] = sorted({p["firmware"] for p in ib if p["firmware"]}) or None
-    return rec
+    shaped = shaped_rates_mbit_s([n.name for n in net])
+    torch, gloo, nccl = torch_info()
+    return NodeRecord(
+        host=socket.gethostname(), os=os_release(), kernel=platform.release(), python=platform.python_version(),
+        torch=torch, gloo=gloo, nccl=nccl, nics=tuple(net), ib_ports=tuple(ib), gpu_list=tuple(gpu),
+        nic_summary=tuple(" ".join(str(x) for x in (n.name, n.state, n.driver, f"mtu {n.mtu}") if x)
+                          for n in net) or None,
+        gpu_driver=tuple(sorted({g.driver for g in gpu if g.driver})) or None,
+        gpus=len(gpu),
+        gpu_model=tuple(sorted({g.name for g in gpu})) or None,
+        nic_speeds_mbit_s=tuple(f"{n.name}:{n.speed_mbit_s}" for n in net if n.speed_mbit_s) or None,
+        nic_shaped_mbit_s=tuple(f"{d}:{r:g}" for d, r in sorted(shaped.items())) or None,
+        nic_numa_nodes=tuple(f"{n.name}:{n.numa_node}" for n in net if n.numa_node is not None) or None,
+        ib_rates_gbit_s=tuple(f"{p.name}:{p.rate_gbit_s:g}" for p in ib if p.rate_gbit_s) or None,
+        ib_firmware=tuple(sorted({p.firmware for p in ib if p.firmware})) or None)
 
 
-def mismatches(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def mismatches(records: list[NodeRecord]) -> dict[str, dict[str, object]]:
     """key -> {host: value} for every key of :data:`COMPARED` whose value is not the same on every node."""
     out = {}
     for key in COMPARED:
-        values = {r.get("host", f"node{i}"): r.get(key) for i, r in enumerate(records)}
+        values = {r.host: r.value(key) for r in records}
         if len({json.dumps(v, sort_keys=True) for v in values.values()}) > 1:
             out[key] = values
     return out
 
 
-def gather_rank(_arg: Any, ctx: Any) -> list[dict[str, Any]]:
+def gather_rank(_arg: Any, ctx: Any) -> list[NodeRecord]:
     """One rank of ``slowlink inventory --gather`` (``bench.launch.run``'s target, under torchrun or Slurm): every
     rank's record, all-gathered over the job's process group; a host with several ranks is named ``host:rN``."""
     import torch.distributed as dist
 
     recs: list[Any] = [None] * ctx.world
-    dist.all_gather_object(recs, collect())
-    hosts = [r["host"] for r in recs]
-    for k, r in enumerate(recs):
-        if hosts.count(r["host"]) > 1:
-            r["host"] = f"{r['host']}:r{k}"
-    return recs
+    dist.all_gather_object(recs, collect().to_json())
+    got = [NodeRecord.from_json(r, f"rank {k}") for k, r in enumerate(recs)]
+    hosts = [r.host for r in got]
+    return [r.renamed(f"{r.host}:r{k}") if hosts.count(r.host) > 1 else r for k, r in enumerate(got)]
 
 
-def load_node(path: Path) -> dict[str, Any]:
+def load_node(path: Path) -> NodeRecord:
     """A node's record written by ``slowlink inventory --json`` (a JSON object with ``host``)."""
     from slowlink.errors import SpecError
     from slowlink.fileio import read_text
@@ -179,14 +277,11 @@ def load_node(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise SpecError(f"inventory ({str(path)!r}): not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("host"), str):
-        raise SpecError(f"{path}: host ({data.get('host') if isinstance(data, dict) else type(data).__name__!r}) "
-                        "must be a string: write the file with `slowlink inventory --json`")
-    return data
+    return NodeRecord.from_json(data, str(path))
 
 
 def main() -> None:
-    print(json.dumps(collect()))
+    print(json.dumps(collect().to_json()))
 
 
 if __name__ == "__main__":

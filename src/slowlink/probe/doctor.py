@@ -23,7 +23,7 @@ from slowlink import units
 from slowlink.emulate.plan import Plan
 from slowlink.errors import EmulationError
 from slowlink.observe.checks import Finding
-from slowlink.observe.inventory import tbf_rate_mbit_s
+from slowlink.observe.inventory import NodeRecord, tbf_rate_mbit_s
 
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
@@ -134,7 +134,7 @@ def probe(run_id: str, cluster_path: Path | None, tolerance: float,
     return [*found, *check_collective(plan, cluster_path, tolerance)]
 
 
-def inventory(run_id: str, on_step: OnStep | None = None) -> list[dict[str, Any]]:
+def inventory(run_id: str, on_step: OnStep | None = None) -> list[NodeRecord]:
     """``python -m slowlink.observe.inventory`` in every node of the emulation, host named ``n<k>``;
     ``on_step`` is told as the wait for each node's answer begins."""
     from slowlink.emulate.net import check_root, current, package_env
@@ -151,9 +151,7 @@ def inventory(run_id: str, on_step: OnStep | None = None) -> list[dict[str, Any]
         stdout, stderr = p.communicate(timeout=180)
         if p.returncode != 0:
             raise EmulationError(f"inventory in node {k} failed: {stderr.strip()[-300:]}")
-        rec = json.loads(stdout)
-        rec["host"] = f"n{k}"
-        out.append(rec)
+        out.append(NodeRecord.from_json(json.loads(stdout), f"inventory of node {k}").renamed(f"n{k}"))
     return out
 
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from slowlink.observe.checks import Finding
     from slowlink.observe.counters import Counters
     from slowlink.observe.hardware import GpuState, IbPort
+    from slowlink.observe.inventory import NodeRecord
     from slowlink.observe.nccl_log import NcclLog
     from slowlink.observe.topo import GpuNics
 
@@ -75,15 +76,15 @@ def doctor_summary(findings: list[Finding]) -> str:
     return f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['ok']} check(s) passed"
 
 
-def inventory_table(records: list[dict[str, Any]], keys: list[str], mismatched: set[str], title: str) -> Table:
+def inventory_table(records: list[NodeRecord], keys: list[str], mismatched: set[str], title: str) -> Table:
     """One column per node, one row per key; a key whose value differs across nodes is marked."""
     t = Table(title=title)
     t.add_column("key")
     for r in records:
-        t.add_column(str(r.get("host", "?")))
+        t.add_column(r.host)
     for k in keys:
         label = f"[bold red]{escape(k)} (differs)[/]" if k in mismatched else escape(k)
-        t.add_row(label, *[escape(_cell(r.get(k))) for r in records])
+        t.add_row(label, *[escape(_cell(r.value(k))) for r in records])
     return t
 
 
