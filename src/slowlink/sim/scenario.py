@@ -13,20 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from slowlink import units
 from slowlink.collectives.ops import check_algorithm_applies
 from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
 from slowlink.sim.checkpoint import checkpoint_flows
 from slowlink.sim.collectives import SIMULATED, choose_algorithm
 from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.sim.flows import phases
 from slowlink.spec.cluster import Cluster, load_cluster
+from slowlink.spec.scenario import Scenario, Traffic, read_scenario
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
 
@@ -35,46 +33,6 @@ from slowlink.topology.fabric import Topology
 # NCCL release notes; third-generation NVSwitch, A100, has no in-switch reduction).
 NEEDS_SHARP = ("nvls", "nvls_tree")
 MAX_COPIES = 32
-
-
-class TrafficSpec(BaseModel):
-    model_config = SPEC_CONFIG
-    name: str = Field(description="Name shown in the report.")
-    kind: Literal["collective", "checkpoint"] = Field(description="A collective, or a checkpoint burst.")
-    op: Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"] | None = Field(
-        None, description="collective: the operation.")
-    size: str | float | None = Field(None, description="collective: size (nccl-tests), e.g. 1GiB.")
-    ranks: list[int] | None = Field(None, description="collective: the communicator's ranks (default all).")
-    first_rank: int | None = Field(None, ge=0, description="collective: first rank of a contiguous range.")
-    count: int | None = Field(None, ge=2, description="collective: ranks in the contiguous range.")
-    algorithm: Literal["ring", "tree", "nvls", "nvls_tree", "pat", "hierarchical"] | None = Field(
-        None, description="collective: force an algorithm (default: the analytical model's pick).")
-    bytes_per_node: str | float | None = Field(None, description="checkpoint: bytes each node writes, e.g. 4GB.")
-    start_us: float = Field(0.0, ge=0, description="When the traffic starts, microseconds.")
-
-    @field_validator("size", "bytes_per_node")
-    @classmethod
-    def _size(cls, value: str | float | None) -> str | float | None:
-        if value is not None and units.parse_size(value) <= 0:
-            raise ValueError("must be > 0 bytes")
-        return value
-
-
-class ScenarioSpec(BaseModel):
-    model_config = SPEC_CONFIG
-    name: str | None = Field(None, description="Name shown in the report.")
-    cluster: str = Field(description="Cluster file, relative to the scenario file.")
-    traffic: list[TrafficSpec] = Field(min_length=1, description="Traffics that share the fabric.")
-
-    @model_validator(mode="after")
-    def _names_unique(self) -> ScenarioSpec:
-        seen: dict[str, int] = {}
-        for i, t in enumerate(self.traffic):
-            if t.name in seen:
-                raise ValueError(f"traffic.{i}.name ({t.name!r}) is also the name of traffic.{seen[t.name]}: "
-                                 "each traffic needs its own name (the report keys its rows by name)")
-            seen[t.name] = i
-        return self
 
 
 @dataclass(frozen=True)
@@ -100,11 +58,12 @@ class ScenarioResult:
     link_names: list[str]
 
 
-def _ranks(t: TrafficSpec, cluster: Cluster, where: str) -> list[int]:
+def _ranks(t: Traffic, cluster: Cluster, where: str) -> list[int]:
     if t.ranks is not None:
         bad = [r for r in t.ranks if not 0 <= r < cluster.gpus]
         if bad or len(set(t.ranks)) != len(t.ranks) or len(t.ranks) < 2:
-            raise SpecError(f"{where}.ranks ({t.ranks!r}) must be >= 2 distinct ranks in 0..{cluster.gpus - 1}")
+            raise SpecError(f"{where}.ranks ({list(t.ranks)!r}) must be >= 2 distinct ranks in "
+                            f"0..{cluster.gpus - 1}")
         return list(t.ranks)
     if t.first_rank is not None or t.count is not None:
         first, count = t.first_rank or 0, t.count or cluster.gpus - (t.first_rank or 0)
@@ -132,31 +91,29 @@ def _chain(phs: list[Any], start: float, tag: str, base: int) -> list[Flow]:
     return out
 
 
-def _flows(t: TrafficSpec, cluster: Cluster, topo: Topology, where: str, base: int) -> tuple[list[Flow], str]:
-    start = t.start_us * units.US
+def _flows(t: Traffic, cluster: Cluster, topo: Topology, where: str, base: int) -> tuple[list[Flow], str]:
+    check_traffic(t, cluster, where)
+    start = t.start_s
     if t.kind == "checkpoint":
-        if t.bytes_per_node is None:
-            raise SpecError(f"{where}.bytes_per_node (None) is required for kind checkpoint")
+        assert t.bytes_per_node is not None  # check_traffic
         return [Flow(f.path, f.size_bytes, start, t.name) for f in
-                checkpoint_flows(topo, cluster.nodes, units.parse_size(t.bytes_per_node))], "checkpoint"
-    if t.op is None or t.size is None:
-        raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size!r}) are required for kind collective "
-                        f"(op: one of {', '.join(SIMULATED)})")
+                checkpoint_flows(topo, cluster.nodes, t.bytes_per_node)], "checkpoint"
+    assert t.op is not None and t.size_bytes is not None  # check_traffic
     ranks = _ranks(t, cluster, where)
-    size = units.parse_size(t.size)
+    size = t.size_bytes
     groups = [[ranks[0], ranks[-1]]] if t.op == "send_recv" else [ranks]
     algo = t.algorithm or choose_algorithm(cluster, topo, t.op, size, groups).algorithm
     return _chain(phases(topo, t.op, algo, groups, size), start, t.name, base), algo
 
 
-def check_traffic(t: TrafficSpec, cluster: Cluster, where: str) -> None:
+def check_traffic(t: Traffic, cluster: Cluster, where: str) -> None:
     """What a traffic needs of its kind and of the cluster, checked before any flow is built."""
     if t.kind == "checkpoint":
         if t.bytes_per_node is None:
             raise SpecError(f"{where}.bytes_per_node (None) is required for kind checkpoint")
         return
-    if t.op is None or t.size is None:
-        raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size!r}) are required for kind collective "
+    if t.op is None or t.size_bytes is None:
+        raise SpecError(f"{where}: op ({t.op!r}) and size ({t.size_bytes!r}) are required for kind collective "
                         f"(op: one of {', '.join(SIMULATED)})")
     _ranks(t, cluster, where)
     check_algorithm_applies(t.op, t.algorithm, f"{where}.algorithm")
@@ -166,7 +123,7 @@ def check_traffic(t: TrafficSpec, cluster: Cluster, where: str) -> None:
                         "leave it out for the model's pick")
 
 
-def check_scenario(spec: ScenarioSpec, cluster: Cluster, source: str = "scenario") -> None:
+def check_scenario(spec: Scenario, cluster: Cluster, source: str = "scenario") -> None:
     """Every traffic of ``spec`` against ``cluster``; the first problem is a :class:`SpecError` naming
     ``source``."""
     for i, t in enumerate(spec.traffic):
@@ -176,9 +133,9 @@ def check_scenario(spec: ScenarioSpec, cluster: Cluster, source: str = "scenario
             raise SpecError(f"{source}: {exc}") from None
 
 
-def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
+def run_scenario(spec: Scenario, cluster: Cluster) -> ScenarioResult:
     """Every traffic together, then each alone; per traffic its time, alone time and bytes."""
-    check_scenario(spec, cluster, spec.name or "scenario")
+    check_scenario(spec, cluster, spec.name)
     topo = build(cluster)
     all_flows: list[Flow] = []
     spans: list[tuple[int, int, str]] = []
@@ -194,20 +151,14 @@ def run_scenario(spec: ScenarioSpec, cluster: Cluster) -> ScenarioResult:
     for t, (a, b, algo), al in zip(spec.traffic, spans, alone, strict=True):
         out.append(TrafficResult(t.name, t.kind, algo, float(res.start_s[a:b].min()),
                                  float(res.finish_s[a:b].max()), al, float(sum(f.size_bytes for f in all_flows[a:b]))))
-    return ScenarioResult(spec.name or "scenario", out, res, topo.names)
+    return ScenarioResult(spec.name, out, res, topo.names)
 
 
-def load_scenario(path: Path | str) -> tuple[ScenarioSpec, Cluster]:
-    """Read and validate a scenario file and its cluster; every failure names the field."""
-    p = Path(path)
-    data = read_mapping(p, "scenario")
-    source = source_name(p, "scenario")
-    check_kind(data, "scenario", source)
-    try:
-        spec = ScenarioSpec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "scenario")) from None
-    cluster = load_cluster(p.parent / spec.cluster)
+def load_scenario(path: Path | str) -> tuple[Scenario, Cluster]:
+    """Read and validate a scenario file and its cluster, and check its traffics against the cluster; every
+    failure names the field."""
+    spec, source = read_scenario(path)
+    cluster = load_cluster(Path(path).parent / spec.cluster)
     check_scenario(spec, cluster, source)
     return spec, cluster
 

@@ -33,13 +33,15 @@ def checkpoint_slowdown(cluster: Cluster, checkpoint_bytes_per_node: float, allr
                         algorithm: str = "ring") -> ConvergedSlowdown:
     """The all_reduce of ``allreduce_bytes`` over every GPU, alone and during a checkpoint burst of
     ``checkpoint_bytes_per_node`` from every node, on ``cluster``'s fabric (flow simulator)."""
-    from slowlink.sim.scenario import ScenarioSpec, run_scenario
+    from slowlink.sim.scenario import run_scenario
+    from slowlink.spec.scenario import scenario_from_mapping
 
-    spec = ScenarioSpec.model_validate({
+    spec = scenario_from_mapping({
         "name": "checkpoint-during-allreduce", "cluster": cluster.name,
         "traffic": [{"name": "allreduce", "kind": "collective", "op": "all_reduce", "size": allreduce_bytes,
                      "algorithm": algorithm},
-                    {"name": "checkpoint", "kind": "checkpoint", "bytes_per_node": checkpoint_bytes_per_node}]})
+                    {"name": "checkpoint", "kind": "checkpoint", "bytes_per_node": checkpoint_bytes_per_node}]},
+        "checkpoint-during-allreduce")
     res = run_scenario(spec, cluster)
     ar, ck = res.traffic
     return ConvergedSlowdown(ar.alone_s, ar.duration_s, ck.duration_s)
