@@ -14,8 +14,9 @@ import numpy as np
 
 from slowlink import units
 from slowlink.share.jobs import Job, JobClass, synthetic_jobs
+from slowlink.share.scenario import Shape
 from slowlink.share.sim import simulate_policy
-from slowlink.share.spec import PolicySpec, Shape
+from slowlink.spec.share import Policy
 
 GOAL_S = 60.0  # issue 20: 10^5 jobs on 1,000 GPUs in under a minute
 SHAPE = Shape(125, 8, "h100-sxm", 79.6 * units.GiB)
@@ -30,7 +31,7 @@ def stream(n: int) -> list[Job]:
     return synthetic_jobs(n, gpu_s / (0.85 * SHAPE.gpus), CLASSES, np.random.default_rng(0))
 
 
-def timed(policy: PolicySpec, jobs: list[Job], repeat: int) -> tuple[float, str]:
+def timed(policy: Policy, jobs: list[Job], repeat: int) -> tuple[float, str]:
     times, line = [], ""
     for _ in range(repeat):
         t = time.perf_counter()
@@ -48,10 +49,10 @@ def main() -> int:
     args = ap.parse_args()
     big, small = stream(args.jobs), stream(args.jobs // 10)
     ok = True
-    for policy, jobs, goal in ((PolicySpec(scheduler="gang"), big, GOAL_S),
-                               (PolicySpec(scheduler="per-gpu"), big, GOAL_S),
-                               (PolicySpec(scheduler="gang", slicing="mig"), small, None),
-                               (PolicySpec(scheduler="gang", slicing="timeslice"), small, None)):
+    for policy, jobs, goal in ((Policy(scheduler="gang"), big, GOAL_S),
+                               (Policy(scheduler="per-gpu"), big, GOAL_S),
+                               (Policy(scheduler="gang", slicing="mig"), small, None),
+                               (Policy(scheduler="gang", slicing="timeslice"), small, None)):
         s, line = timed(policy, jobs, args.repeat)
         verdict = "" if goal is None else (" ok" if s < goal else f" MISSED (goal {goal:.0f} s)")
         ok &= goal is None or s < goal

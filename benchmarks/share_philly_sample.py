@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from slowlink import units
+from slowlink.share.scenario import check_share, load_share
 from slowlink.share.sim import simulate_share
-from slowlink.share.spec import check_share, load_share
 from slowlink.share.trace import TracedRun, philly_jobs_runs
 
 DATA = Path(__file__).parents[1] / "tests" / "data" / "share"
@@ -49,7 +50,7 @@ def replay_lines(nodes: list[int]) -> list[str]:
     spec, jobs, _ = load_share(SCENARIO)
     lines = []
     for n in nodes:
-        s = spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"nodes": n})})
+        s = replace(spec, nodes=n)
         shape = check_share(s, jobs, str(SCENARIO))
         for p in simulate_share(s, jobs, shape).policies:
             lines.append(f"replay on {n} x 8 = {n * 8} GPUs, {p.name}: utilisation {p.utilisation:.1%}, queue "

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from slowlink.cli.main import app
+from slowlink.share.scenario import load_share
 from slowlink.share.sim import simulate_share
-from slowlink.share.spec import load_share
 
 pytest.importorskip("matplotlib")
 EX = Path(__file__).resolve().parents[2] / "examples"

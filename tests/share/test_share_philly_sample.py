@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from slowlink.errors import SpecError
+from slowlink.share.scenario import check_share, load_share
 from slowlink.share.sim import simulate_share
-from slowlink.share.spec import check_share, load_share
 from slowlink.share.trace import TracedRun, philly_jobs_runs, read_philly_jobs, read_trace
 
 DATA = Path(__file__).parents[1] / "data" / "share"
@@ -105,7 +106,7 @@ def test_the_replay_on_phillys_8_gpu_servers_never_queues_and_is_deterministic()
     assert shape.gpus == 231 * 8
     a, b = simulate_share(spec, jobs, shape), simulate_share(spec, jobs, shape)
     assert a.to_json() == b.to_json()
-    reseeded = spec.model_copy(update={"seed": 7})  # a trace replay draws nothing: the seed changes nothing
+    reseeded = replace(spec, seed=7)  # a trace replay draws nothing: the seed changes nothing
     assert simulate_share(reseeded, jobs, shape).to_json() == a.to_json()
     gang = a.policies[0]
     assert gang.finished == 3034 and gang.mean_queue_s == 0.0
@@ -117,7 +118,7 @@ def test_the_replay_on_phillys_8_gpu_servers_never_queues_and_is_deterministic()
 
 def test_fewer_servers_make_the_sample_queue() -> None:
     spec, jobs, _ = load_share(SCENARIO)
-    small = spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"nodes": 64})})
+    small = replace(spec, nodes=64)
     res = simulate_share(small, jobs, check_share(small, jobs, "test"))
     assert all(p.finished == 3034 and p.mean_queue_s > 0 for p in res.policies)
 

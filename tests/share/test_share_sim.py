@@ -10,8 +10,9 @@ import pytest
 
 from slowlink import units
 from slowlink.share.jobs import Job, JobClass, synthetic_jobs
+from slowlink.share.scenario import Shape, load_share
 from slowlink.share.sim import simulate_policy, simulate_share
-from slowlink.share.spec import PolicySpec, Shape, load_share
+from slowlink.spec.share import Policy
 
 EX = Path(__file__).parents[2] / "examples"
 NODE = Shape(1, 8, "h100-sxm", 79.6 * units.GiB)
@@ -24,7 +25,7 @@ def _busy_node_then_two_trainers(arrival_b: float = 5.0) -> list[Job]:
 
 
 def test_per_gpu_allocation_deadlocks_two_distributed_jobs() -> None:
-    res = simulate_policy(NODE, PolicySpec(scheduler="per-gpu"), _busy_node_then_two_trainers())
+    res = simulate_policy(NODE, Policy(scheduler="per-gpu"), _busy_node_then_two_trainers())
     assert len(res.deadlocks) == 1
     d = res.deadlocks[0]
     assert d.time_s == pytest.approx(80.0)  # the last 1-GPU job frees the last GPU
@@ -36,7 +37,7 @@ def test_per_gpu_allocation_deadlocks_two_distributed_jobs() -> None:
 
 
 def test_gang_scheduling_runs_them_one_after_the_other() -> None:
-    res = simulate_policy(NODE, PolicySpec(scheduler="gang"), _busy_node_then_two_trainers())
+    res = simulate_policy(NODE, Policy(scheduler="gang"), _busy_node_then_two_trainers())
     assert res.deadlocks == ()
     assert res.finished == 10
     # a starts when 6 GPUs are free (t=60), b when a ends (660); makespan 1260 s
@@ -48,7 +49,7 @@ def test_gang_scheduling_runs_them_one_after_the_other() -> None:
 
 def test_per_gpu_without_contention_does_not_deadlock() -> None:
     """A job submitted earlier has all its pods ahead: b waits for a, no deadlock."""
-    res = simulate_policy(NODE, PolicySpec(scheduler="per-gpu"), _busy_node_then_two_trainers(arrival_b=6.0))
+    res = simulate_policy(NODE, Policy(scheduler="per-gpu"), _busy_node_then_two_trainers(arrival_b=6.0))
     assert res.deadlocks == ()
     assert res.finished == 10
 
@@ -64,7 +65,7 @@ def _stream(n: int = 300, seed: int = 3) -> list[Job]:
 def test_invariants_hold_under_every_policy(scheduler: str, slicing: str) -> None:
     shape = Shape(3, 8, "h100-sxm", 79.6 * units.GiB)
     jobs = _stream()
-    res = simulate_policy(shape, PolicySpec(scheduler=scheduler, slicing=slicing), jobs, 4, 0.76)  # type: ignore[arg-type]
+    res = simulate_policy(shape, Policy(scheduler=scheduler, slicing=slicing), jobs, 4, 0.76)  # type: ignore[arg-type]
     assert res.deadlocks == () or scheduler == "per-gpu"
     if not res.deadlocks:
         assert res.finished == len(jobs)
@@ -96,7 +97,7 @@ def test_timeslicing_slows_training_and_mig_does_not() -> None:
 def test_a_distributed_time_sliced_job_runs_at_its_slowest_gpu() -> None:
     shape = Shape(1, 2, "h100-sxm", 79.6 * units.GiB)
     jobs = [Job("inf", 0.0, 1, 1000.0, "inference", 1.0), Job("train", 0.0, 2, 100.0)]
-    res = simulate_policy(shape, PolicySpec(scheduler="gang", slicing="timeslice"), jobs, 4, 0.5)
+    res = simulate_policy(shape, Policy(scheduler="gang", slicing="timeslice"), jobs, 4, 0.5)
     train = next(k for k in res.by_kind if k.kind == "training")
     # on GPU 0 it shares with a job that wants the whole GPU: half of it, at efficiency 0.5 -> rate 0.25
     assert train.run_slowdown == pytest.approx(4.0)
@@ -104,14 +105,14 @@ def test_a_distributed_time_sliced_job_runs_at_its_slowest_gpu() -> None:
 
 def test_a_slice_smaller_than_the_compute_a_job_uses_stretches_it() -> None:
     jobs = [Job("inf", 0.0, 1, 100.0, "inference", 0.5, 5 * units.GiB, "1g.10gb")]
-    res = simulate_policy(NODE, PolicySpec(scheduler="gang", slicing="mig"), jobs)
+    res = simulate_policy(NODE, Policy(scheduler="gang", slicing="mig"), jobs)
     assert res.by_kind[0].run_slowdown == pytest.approx(0.5 / (1 / 7))
 
 
 def test_reserved_shares_pack_a_gpu_and_run_at_full_speed() -> None:
     shape = Shape(1, 2, "h100-sxm", 79.6 * units.GiB)
     jobs = [Job(f"s{i}", 0.0, 1, 100.0, "inference", 0.5) for i in range(5)]
-    res = simulate_policy(shape, PolicySpec(scheduler="gang", slicing="timeslice"), jobs, 8, 0.76, reserve=True)
+    res = simulate_policy(shape, Policy(scheduler="gang", slicing="timeslice"), jobs, 8, 0.76, reserve=True)
     # two halves per GPU: four run at once at full speed, the fifth waits for one of them
     assert res.by_kind[0].run_slowdown == pytest.approx(1.0)
     assert res.makespan_s == pytest.approx(200.0)
@@ -134,7 +135,7 @@ def test_two_jobs_on_one_nodes_nics_stretch_their_communication() -> None:
 
 def test_a_single_node_job_uses_no_nic() -> None:
     jobs = [Job("a", 0.0, 4, 100.0, comm_fraction=0.5), Job("b", 0.0, 4, 100.0, comm_fraction=0.5)]
-    res = simulate_policy(NODE, PolicySpec(scheduler="gang"), jobs)
+    res = simulate_policy(NODE, Policy(scheduler="gang"), jobs)
     assert res.by_kind[0].run_slowdown == pytest.approx(1.0)
 
 

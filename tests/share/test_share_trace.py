@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from slowlink.errors import SpecError
+from slowlink.share.scenario import load_share
 from slowlink.share.sim import simulate_share
-from slowlink.share.spec import load_share
 from slowlink.share.trace import read_openb, read_philly, read_trace
 
 DATA = Path(__file__).parents[1] / "data" / "share"

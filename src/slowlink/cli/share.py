@@ -29,8 +29,8 @@ def share_cmd(
     """Simulate a shared GPU cluster under each policy: utilisation, fragmentation, queueing, deadlocks."""
     from slowlink.report.html import check_html_path
     from slowlink.report.share import share_tables, write_timeline
+    from slowlink.share.scenario import load_share
     from slowlink.share.sim import simulate_share
-    from slowlink.share.spec import load_share
 
     if plot is not None:
         check_plot(plot)

@@ -29,7 +29,7 @@ from slowlink.report.share import (
 if TYPE_CHECKING:
     from slowlink.share.jobs import Job
     from slowlink.share.result import ShareResult
-    from slowlink.share.spec import ShareSpec
+    from slowlink.spec.share import Share
 
 SHARES = (("utilisation", "#4c72b0"), ("allocated", "#55a868"), ("fragmentation", "#dd8452"),
           ("held_idle", "#c44e52"))  # PolicyResult fields, shares of the cluster's GPUs
@@ -98,11 +98,10 @@ def summary_lines(result: ShareResult) -> list[str]:
     return lines + deadlock_lines(result)
 
 
-def scenario_inputs(spec: ShareSpec, jobs: Sequence[Job]) -> str:
+def scenario_inputs(spec: Share, jobs: Sequence[Job]) -> str:
     """The shared cluster, the jobs by kind and every policy's settings."""
-    c = spec.cluster
     kinds = Counter(j.kind for j in jobs)
-    rows = [("cluster", f"{c.nodes} x {c.gpus_per_node} {c.gpu} = {c.nodes * c.gpus_per_node} GPUs"),
+    rows = [("cluster", f"{spec.nodes} x {spec.gpus_per_node} {spec.gpu} = {spec.nodes * spec.gpus_per_node} GPUs"),
             ("jobs", f"{len(jobs)}: " + ", ".join(f"{n} {k}" for k, n in kinds.most_common())),
             ("GPUs asked", f"{sum(j.gpus for j in jobs):,} in all, largest job {max(j.gpus for j in jobs)}")]
     pols = [(p.label, p.scheduler, p.slicing, "yes" if p.backfill else "no", p.window,
@@ -111,7 +110,7 @@ def scenario_inputs(spec: ShareSpec, jobs: Sequence[Job]) -> str:
             + html_table(("policy", "scheduler", "slicing", "backfill", "window", "exclusive nodes"), pols))
 
 
-def share_page(result: ShareResult, spec: ShareSpec, jobs: Sequence[Job]) -> str:
+def share_page(result: ShareResult, spec: Share, jobs: Sequence[Job]) -> str:
     """Summary, the policies compared, the timeline, the tables and the scenario."""
     summary = "".join(f'<span class="sentence">{html.escape(x)}</span><br>' for x in summary_lines(result))
     fig = figure_block(policies_svg(result), "Each policy on the same jobs: how much of the cluster does work, "
@@ -128,5 +127,5 @@ def share_page(result: ShareResult, spec: ShareSpec, jobs: Sequence[Job]) -> str
     return html_page(f"slowlink share: {result.name}", body)
 
 
-def write_share(path: Path, result: ShareResult, spec: ShareSpec, jobs: Sequence[Job]) -> None:
+def write_share(path: Path, result: ShareResult, spec: Share, jobs: Sequence[Job]) -> None:
     write_page(path, share_page(result, spec, jobs))

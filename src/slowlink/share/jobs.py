@@ -7,12 +7,12 @@ the simulator never changes it. ``duration_s`` is the run time alone on whole GP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-Kind = Literal["training", "fine-tuning", "inference", "data-processing"]
-KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "data-processing")
+from slowlink.spec.share import KINDS, JobClass, Kind
+
+__all__ = ["KINDS", "Job", "JobClass", "Kind", "synthetic_jobs"]
 
 
 @dataclass(frozen=True)
@@ -39,20 +39,6 @@ class Job:
     def distributed(self) -> bool:
         """A job of several GPUs whose ranks all have to run at once (gang)."""
         return self.gpus > 1
-
-
-@dataclass(frozen=True)
-class JobClass:
-    """One class of a synthetic job stream: its share of arrivals and its shape."""
-
-    kind: Kind
-    share: float
-    gpus: tuple[int, ...]
-    mean_duration_s: float
-    compute_fraction: float = 1.0
-    memory_bytes: float = 0.0
-    mig_profile: str | None = None
-    comm_fraction: float = 0.0
 
 
 def synthetic_jobs(count: int, mean_interarrival_s: float, classes: tuple[JobClass, ...],

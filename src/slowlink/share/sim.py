@@ -29,7 +29,8 @@ import simpy
 from slowlink.share.alloc import Placement, SharedGpus, WholeNodes
 from slowlink.share.jobs import KINDS, Job
 from slowlink.share.result import Deadlock, Holding, KindStats, PolicyResult, ShareResult
-from slowlink.share.spec import PolicySpec, Shape, ShareSpec
+from slowlink.share.scenario import Shape, timeslice_settings
+from slowlink.spec.share import Policy, Share
 
 
 class _Run:
@@ -49,7 +50,7 @@ class _Run:
 class ShareSim:
     """One policy over one job list; :meth:`run` returns its :class:`PolicyResult`."""
 
-    def __init__(self, shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
+    def __init__(self, shape: Shape, policy: Policy, jobs: list[Job], replicas: int = 4,
                  efficiency: float = 1.0, reserve: bool = False, timeline: bool = False) -> None:
         self.shape, self.policy, self.efficiency, self.reserve = shape, policy, efficiency, reserve
         self.env = simpy.Environment()
@@ -297,15 +298,14 @@ class ShareSim:
         return tuple(out)
 
 
-def simulate_policy(shape: Shape, policy: PolicySpec, jobs: list[Job], replicas: int = 4,
+def simulate_policy(shape: Shape, policy: Policy, jobs: list[Job], replicas: int = 4,
                     efficiency: float = 1.0, reserve: bool = False, timeline: bool = False) -> PolicyResult:
     """One policy over ``jobs`` on a cluster of ``shape`` (``timeline``: keep the state over time)."""
     return ShareSim(shape, policy, jobs, replicas, efficiency, reserve, timeline).run()
 
 
-def simulate_share(spec: ShareSpec, jobs: list[Job], shape: Shape, timeline: bool = False) -> ShareResult:
+def simulate_share(spec: Share, jobs: list[Job], shape: Shape, timeline: bool = False) -> ShareResult:
     """Every policy of the scenario over the same jobs."""
-    ts = spec.timeslice
-    results = tuple(simulate_policy(shape, p, jobs, ts.replicas, ts.efficiency, ts.reserve, timeline)
-                    for p in spec.policies)
-    return ShareResult(spec.name or "share", shape.gpus, len(jobs), results)
+    replicas, efficiency, reserve = timeslice_settings(spec.timeslice)
+    results = tuple(simulate_policy(shape, p, jobs, replicas, efficiency, reserve, timeline) for p in spec.policies)
+    return ShareResult(spec.name, shape.gpus, len(jobs), results)
