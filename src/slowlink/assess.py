@@ -24,8 +24,8 @@ from slowlink.spec.workload import Workload
 
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
-    from slowlink.cost.prices import PriceBook
     from slowlink.reliability.goodput import Failures, Goodput
+    from slowlink.spec.prices import PriceBook
     from slowlink.storage.plan import StoragePlan
     from slowlink.straggler.degraded import PlanStragglers
     from slowlink.workload.accuracy import Accuracy

@@ -15,7 +15,7 @@ from slowlink.spec.workload import Workload, load_workload
 
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
     from slowlink.assess import Assessment, Budget
-    from slowlink.cost.prices import PriceBook
+    from slowlink.spec.prices import PriceBook
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")

@@ -14,9 +14,9 @@ from typing import Any
 
 from slowlink.cost.bom import bill_of_materials
 from slowlink.cost.model import ClusterCost, cluster_cost
-from slowlink.cost.prices import PriceBook
 from slowlink.errors import FabricMisfit, PriceMissing, SpecError
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.prices import PriceBook
 
 
 @dataclass(frozen=True)

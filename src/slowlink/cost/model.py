@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from slowlink import units
 from slowlink.cost.bom import Bom, bill_of_materials
-from slowlink.cost.prices import PriceBook
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.prices import PriceBook
 
 HOURS_PER_YEAR = units.YEAR / units.HOUR
 
