@@ -19,9 +19,10 @@ import yaml
 
 from slowlink import units
 from slowlink.collectives import Group, predict
-from slowlink.collectives.calibration import PROFILE_KIND, OpFit, Profile, alpha_beta_time_s
+from slowlink.collectives.calibration import alpha_beta_time_s
 from slowlink.collectives.ops import busbw_factor, ring_steps
 from slowlink.errors import SpecError
+from slowlink.spec.calibration import PROFILE_KIND, OpFitSpec, ProfileSpec
 from slowlink.spec.cluster import Cluster, load_cluster
 
 
@@ -49,8 +50,8 @@ def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], list[dict[
     return out
 
 
-def fit_record(rec: dict[str, Any], min_size_bytes: float = 0.0) -> list[OpFit]:
-    """One :class:`OpFit` per (op, ranks) of a collectives record, on rows >= ``min_size_bytes``."""
+def fit_record(rec: dict[str, Any], min_size_bytes: float = 0.0) -> list[OpFitSpec]:
+    """One :class:`OpFitSpec` per (op, ranks) of a collectives record, on rows >= ``min_size_bytes``."""
     if rec["kind"] != "collectives":
         raise SpecError(f"calibrate needs a collectives result, got kind {rec['kind']!r}")
     hosts = rec.get("env", {}).get("hostnames") or ["localhost"]
@@ -69,21 +70,21 @@ def fit_record(rec: dict[str, Any], min_size_bytes: float = 0.0) -> list[OpFit]:
         a, b = fit_alpha_beta([s * f for s in sizes], times)
         hop, bw = a / max(1, ring_steps(op, n)), 1.0 / b
         errs = [abs(alpha_beta_time_s(op, s, n, hop, bw) - t) / t for s, t in zip(sizes, times, strict=True)]
-        fits.append(OpFit(op=op, scope=scope, ranks=n, backend=str(backend), hop_latency_us=hop / units.US,
-                          busbw_gbyte_s=bw / units.GB, min_size_bytes=min(sizes), max_size_bytes=max(sizes),
-                          max_abs_error_pct=100 * max(errs)))
+        fits.append(OpFitSpec(op=op, scope=scope, ranks=n, backend=str(backend), hop_latency_us=hop / units.US,
+                              busbw_gbyte_s=bw / units.GB, min_size_bytes=min(sizes), max_size_bytes=max(sizes),
+                              max_abs_error_pct=100 * max(errs)))
     if not fits:
         raise SpecError("the result has no sum (or non-reducing) rows on >= 2 ranks to calibrate on")
     return fits
 
 
-def make_profile(rec: dict[str, Any], source: Path, cluster: Cluster, min_size_bytes: float = 0.0) -> Profile:
+def make_profile(rec: dict[str, Any], source: Path, cluster: Cluster, min_size_bytes: float = 0.0) -> ProfileSpec:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Profile(kind=PROFILE_KIND, cluster=cluster.name, source=str(source), created_utc=now,
-                   fits=fit_record(rec, min_size_bytes))
+    return ProfileSpec(kind=PROFILE_KIND, cluster=cluster.name, source=str(source), created_utc=now,
+                       fits=fit_record(rec, min_size_bytes))
 
 
-def write_profile(profile: Profile, path: Path) -> None:
+def write_profile(profile: ProfileSpec, path: Path) -> None:
     head = ("# slowlink calibration profile: measured latency per ring step and bus bandwidth per op.\n"
             "# Name it in a cluster file's `calibration:` key; `collective` and `plan` then use it.\n")
     path.write_text(head + yaml.safe_dump(profile.model_dump(), sort_keys=False))
@@ -98,7 +99,7 @@ def calibrated_cluster_text(cluster_text: str, profile_rel: str) -> str:
 
 
 def calibrate(result: Path, cluster_file: Path, profile_path: Path | None = None,
-              min_size_bytes: float = 0.0) -> tuple[Profile, Path, Path]:
+              min_size_bytes: float = 0.0) -> tuple[ProfileSpec, Path, Path]:
     """Fit, write the profile and ``<cluster>.calibrated.yaml`` next to the cluster file; return both paths."""
     from slowlink.bench.record import load_record
 

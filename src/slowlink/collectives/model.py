@@ -205,7 +205,7 @@ def _calibrated(path: Path, links: Links, op: str, size_bytes: float) -> Predict
     source = "" if fit.op == op else f" (from the {fit.op} fit)"
     reason = (f"calibrated {fit.backend} profile {path.name}{source}: "
               f"{'latency' if share > 0.5 else 'bandwidth'}-bound ({share:.0%} latency), "
-              f"{fit.hop_latency_us:.1f} us per step, busbw {fit.busbw_gbyte_s:.3f} GB/s")
+              f"{fit.hop_latency_s / units.US:.1f} us per step, busbw {fit.busbw_bytes_s / units.GB:.3f} GB/s")
     return Prediction(op=op, size_bytes=size_bytes, ranks=links.ranks, time_s=time_s, algbw_bytes_s=algbw,
                       busbw_bytes_s=algbw * busbw_factor(op, links.ranks), algorithm="calibrated",
                       protocol=fit.backend, bottleneck=where, reason=reason)
