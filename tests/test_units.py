@@ -37,8 +37,21 @@ def test_parse_rate_bits_and_bytes() -> None:
 def test_parse_ratio() -> None:
     assert units.parse_ratio("4:1") == 4.0
     assert units.parse_ratio(7) == 7.0
-    with pytest.raises(ValueError, match="must be >= 1"):
+    with pytest.raises(ValueError, match="must be a finite number >= 1"):
         units.parse_ratio("1:2")
+    for bad in ("inf", "1e999", "0:1"):
+        with pytest.raises(ValueError, match="finite number >= 1"):
+            units.parse_ratio(bad)
+    for no_uplink in ("1:0", "4:0.0"):  # was a ZeroDivisionError traceback (issue 39)
+        with pytest.raises(ValueError, match=r"has no uplink .*must be > 0"):
+            units.parse_ratio(no_uplink)
+
+
+def test_counts_take_a_sign_and_are_refused_at_zero_or_below() -> None:
+    assert units.parse_count("15T") == 15e12 and units.parse_count("+1.5e12") == 1.5e12
+    for bad in ("-5", "0", "-1T"):  # "-5" was "must be a number" (issue 39)
+        with pytest.raises(ValueError, match="must be > 0"):
+            units.parse_count(bad)
 
 
 def test_parse_sweep_like_nccl_tests() -> None:

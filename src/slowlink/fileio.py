@@ -12,6 +12,7 @@ import copy
 import json
 import math
 import os
+import re
 from collections.abc import Hashable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -121,6 +122,13 @@ class _UniqueKeyLoader(_SafeLoader):  # type: ignore[valid-type,misc]
         return mapping
 
 
+# YAML 1.2's core schema (10.3.2) reads 1e12 and 2.5e-3 as numbers; PyYAML follows YAML 1.1, whose floats need a
+# dot and a signed exponent (1.0e+12), so `tokens: 1e12` or `speed_gbit_s: 1e-3` would arrive as strings and be
+# refused as "not a number". The 1.2 spelling is added to the loader (strings that look like nothing else).
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
 class _BoundedLoader(_UniqueKeyLoader):
     """The loader for a document with anchors (``&name``), the only way YAML can repeat a part of itself: its
     expansion is counted on the node graph before anything is built."""
@@ -165,9 +173,10 @@ def read_text(path: Path | str, what: str = "file") -> str:
 
 
 def non_finite(data: Any, path: str = "") -> Iterator[tuple[str, float]]:
-    """Every (field path, value) in nested dicts/lists whose value is an infinite or NaN float."""
+    """Every (field path, value) in nested dicts/lists whose value is an infinite or NaN float (path "" for a
+    bare value)."""
     if isinstance(data, float) and not math.isfinite(data):
-        yield path or "(top level)", data
+        yield path, data
     elif isinstance(data, dict):
         for k, v in data.items():
             yield from non_finite(v, f"{path}.{k}" if path else str(k))
@@ -198,10 +207,19 @@ def parse_text(text: str, source: str, as_json: bool, finite: bool = True) -> An
         raise SpecError(f"{source}: not valid YAML/JSON{where}: {problem}") from None
     try:
         for field, value in non_finite(data) if finite else ():
-            raise SpecError(f"{source}: {field} ({value}): must be a finite number")
+            raise SpecError(f"{source}{': ' + field if field else ''} ({value}): must be a finite number")
     except RecursionError:
         raise SpecError(f"{source}: {TOO_DEEP}") from None
     return data
+
+
+def _yaml_kind(data: object) -> str:
+    """What a parsed YAML/JSON value is, in the file's words."""
+    if isinstance(data, list):
+        return "list"
+    if isinstance(data, str):
+        return "string"
+    return "number" if isinstance(data, int | float) and not isinstance(data, bool) else "true/false value"
 
 
 def read_mapping(path: Path | str, kind: str | None = None) -> dict[str, Any]:
@@ -212,8 +230,10 @@ def read_mapping(path: Path | str, kind: str | None = None) -> dict[str, Any]:
     """
     p = Path(path)
     data = parse_text(read_text(p), str(p), p.suffix == ".json")
+    if data is None:
+        raise SpecError(f"{p}: the file is empty: write the {kind or 'spec'}'s keys (key: value, one per line)")
     if not isinstance(data, dict):
-        raise SpecError(f"{p}: the top level must be a mapping of keys, got {type(data).__name__}")
+        raise SpecError(f"{p}: the top level must be a mapping of keys (key: value), not a {_yaml_kind(data)}")
     if kind is None:
         return data
     resolved = apply_overrides(data, kind, str(p))
@@ -342,8 +362,13 @@ def check_kind(data: dict[str, Any], expected: str, source: str) -> None:
 
 
 def short(value: object, limit: int = MAX_VALUE_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters, so that an error never repeats a whole section."""
+    """The value as the file wrote it, cut to ``limit`` characters, so that an error never repeats a whole section:
+    strings quoted, long floats short (``1e+09``, not ``1000000000.0``; ``8.0`` stays), None as ``null``."""
+    if value is None:
+        return "null"
     text = repr(value)
+    if isinstance(value, float) and len(text) > len(f"{value:g}") + 2:
+        text = f"{value:g}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

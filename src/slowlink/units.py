@@ -6,6 +6,7 @@ quoted by vendors in bits per second and converted here; GB (1e9) and GiB (2**30
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -94,14 +95,18 @@ def parse_ratio(text: str | float | int) -> float:
     else:
         m = re.fullmatch(_NUMBER + r"\s*:\s*" + _NUMBER, str(text).strip())
         if m:
-            value = float(m.group(1)) / float(m.group(2))
+            down, up = float(m.group(1)), float(m.group(2))
+            if up <= 0:
+                raise ValueError(f"ratio ({text!r}) has no uplink ({m.group(2)}): the uplink side must be > 0, "
+                                 "e.g. 4:1")
+            value = down / up
         else:
             try:
                 value = float(str(text))
             except ValueError:
                 raise ValueError(f"ratio ({text!r}) is not a ratio: write 4:1 or 4") from None
-    if value < 1.0:
-        raise ValueError(f"ratio ({text!r}) must be >= 1 (downlink:uplink)")
+    if not math.isfinite(value) or value < 1.0:
+        raise ValueError(f"ratio ({text!r}) must be a finite number >= 1 (downlink:uplink)")
     return value
 
 
@@ -160,7 +165,7 @@ def torch_dtype(torch: Any, name: str) -> Any:
 
 # Suffixes of a count of tokens or steps: thousand, million, billion (B or G), trillion.
 _COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)\s*$")
+_COUNT = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)\s*$")
 
 
 def parse_count(value: str | float | int) -> float:

@@ -134,13 +134,14 @@ def parse_budget(tokens: str | None, steps: int | None = None) -> Budget:
     given (the workload's ``training.tokens`` then applies)."""
     from slowlink.assess import Budget
     from slowlink.errors import SpecError
+    from slowlink.spec.bounds import STEPS, TOKENS
     from slowlink.units import parse_count
 
     if tokens is not None and steps is not None:
         raise SpecError(f"--tokens ({tokens!r}) and --steps ({steps}): give one of them")
-    if steps is not None and steps < 1:
-        raise SpecError(f"--steps ({steps}) must be >= 1")
     try:
-        return Budget(None if tokens is None else parse_count(tokens), steps)
+        if steps is not None:
+            STEPS.check(steps, "--steps")
+        return Budget(None if tokens is None else TOKENS.check(parse_count(tokens)), steps)
     except ValueError as exc:
-        raise SpecError(f"--tokens ({tokens!r}) {exc}") from None
+        raise SpecError(str(exc) if tokens is None else f"--tokens ({tokens!r}) {exc}") from None

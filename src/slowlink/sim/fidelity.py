@@ -60,6 +60,7 @@ class CollectiveQuery:
         ``-b/-e/-f``; every option checked, each error naming its flag, value and rule."""
         from slowlink.collectives.constants import ALGORITHMS, EXPLICIT_ALGORITHMS, PROTOCOLS
         from slowlink.collectives.ops import check_algorithm_applies, check_op, check_protocol_applies
+        from slowlink.spec.bounds import COLLECTIVE_BYTES
 
         given = [name for name, v in (("--size", size), ("--sweep", sweep)) if v is not None]
         if minbytes is not None or maxbytes is not None or stepfactor is not None:
@@ -77,6 +78,10 @@ class CollectiveQuery:
                 sizes = units.parse_sweep(f"{lo}:{hi}:{stepfactor if stepfactor is not None else 2:g}")
         except ValueError as exc:
             raise SpecError(f"{given[0]}: {exc}") from None
+        try:
+            COLLECTIVE_BYTES.check(max(sizes), given[0])
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
         q = cls(op=op, sizes=tuple(sizes), **rest)  # type: ignore[arg-type]
         check_op(q.op)
         if q.dtype not in units.DTYPE_BYTES:

@@ -16,6 +16,15 @@ from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.bounds import (
+    GpusPerNode,
+    LinkGbitS,
+    NicsPerNode,
+    Nodes,
+    ScaleUpGbyteS,
+    SwitchLatencyUs,
+    SwitchRadix,
+)
 from slowlink.spec.degraded import (
     Degraded,
     DegradedPart,
@@ -33,7 +42,7 @@ class ScaleUpSpec(BaseModel):
     model_config = SPEC_CONFIG
     link: str = Field(description="Catalog name of the scale-up link: nvlink3, nvlink4, nvlink5, pcie-gen5, xgmi.")
     domain_gpus: int = Field(8, ge=1, description="GPUs in one scale-up domain: 8 for HGX, 72 for NVL72.")
-    bandwidth_gbyte_s: float | None = Field(
+    bandwidth_gbyte_s: ScaleUpGbyteS | None = Field(
         None, gt=0, description="Override of the catalog's per-GPU, per-direction bandwidth, GB/s."
     )
     sharp: bool | None = Field(None, description="Override: the switch reduces in-network (NVLS).")
@@ -41,8 +50,8 @@ class ScaleUpSpec(BaseModel):
 
 class NicSpec(BaseModel):
     model_config = SPEC_CONFIG
-    per_node: int = Field(ge=0, description="NICs of this role in each node.")
-    speed_gbit_s: float = Field(gt=0, description="Line rate of each NIC, Gbit/s.")
+    per_node: NicsPerNode = Field(ge=0, description="NICs of this role in each node.")
+    speed_gbit_s: LinkGbitS = Field(gt=0, description="Line rate of each NIC, Gbit/s.")
 
 
 class NicsSpec(BaseModel):
@@ -73,8 +82,8 @@ class FabricSpec(BaseModel):
         "from the leaf up (the last one is the pod boundary, e.g. Llama 3's [1, 1, 7])."
     )
     pod_gpus: int | None = Field(None, ge=1, description="GPUs under one full-bisection pod.")
-    switch_radix: int = Field(64, ge=4, description="Ports per switch (e.g. 64 for Quantum-2 NDR).")
-    switch_latency_us: float = Field(0.6, ge=0, description="Per-switch forwarding latency, microseconds.")
+    switch_radix: SwitchRadix = Field(64, ge=4, description="Ports per switch (e.g. 64 for Quantum-2 NDR).")
+    switch_latency_us: SwitchLatencyUs = Field(0.6, ge=0, description="Per-switch forwarding latency, microseconds.")
     routing: Literal["ecmp", "dmodk", "adaptive"] | None = Field(
         None, description="How switches pick among equal-cost uplinks: ecmp (per-flow hash), dmodk "
         "(destination mod k, an InfiniBand subnet manager's static fat-tree routing) or adaptive (spraying). "
@@ -121,8 +130,8 @@ class ClusterSpec(BaseModel):
 
     model_config = SPEC_CONFIG
     name: str = Field(description="Name shown in reports.")
-    nodes: int = Field(ge=1, description="Nodes (servers) in the cluster.")
-    gpus_per_node: int = Field(ge=1, description="GPUs in each node.")
+    nodes: Nodes = Field(ge=1, description="Nodes (servers) in the cluster.")
+    gpus_per_node: GpusPerNode = Field(ge=1, description="GPUs in each node.")
     gpu: str = Field(description="Catalog name of the GPU.")
     scale_up: ScaleUpSpec = Field(description="The NVLink / NVSwitch (or PCIe, xGMI) domain.")
     nics: NicsSpec = Field(description="Compute and storage NICs per node.")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink import units
 from slowlink.fileio import SPEC_CONFIG
+from slowlink.spec.bounds import MetadataOpsS, StorageGbyteS
 
 DEFAULT_TIER = "default"  # the name of the one tier a storage section without `tiers:` has
 
@@ -24,8 +25,8 @@ class StorageTierSpec(BaseModel):
     model_config = SPEC_CONFIG
     name: str = Field(min_length=1, description="Name of the tier, e.g. hot (NVMe) or capacity (disk, object).")
     capacity_tb: float = Field(gt=0, description="Usable capacity of the tier, TB (1e12 bytes).")
-    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth of the tier's media, GB/s.")
-    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth of the tier's media, GB/s.")
+    read_gbyte_s: StorageGbyteS = Field(gt=0, description="Aggregate read bandwidth of the tier's media, GB/s.")
+    write_gbyte_s: StorageGbyteS = Field(gt=0, description="Aggregate write bandwidth of the tier's media, GB/s.")
 
 
 class RetentionSpec(BaseModel):
@@ -161,9 +162,9 @@ class StorageSpec(BaseModel):
     model_config = SPEC_CONFIG
     system: Literal["nfs", "parallel-fs", "nvme-of", "object"] = Field(description="Kind of storage.")
     shared_with_compute: bool = Field(False, description="Storage traffic rides the compute fabric.")
-    read_gbyte_s: float = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
-    write_gbyte_s: float = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
-    metadata_ops_s: float = Field(gt=0, description="Metadata operations (open, stat) per second.")
+    read_gbyte_s: StorageGbyteS = Field(gt=0, description="Aggregate read bandwidth, GB/s.")
+    write_gbyte_s: StorageGbyteS = Field(gt=0, description="Aggregate write bandwidth, GB/s.")
+    metadata_ops_s: MetadataOpsS = Field(gt=0, description="Metadata operations (open, stat) per second.")
     targets: int = Field(8, ge=1, description="Storage servers / targets that traffic spreads over.")
     # The storage model's keys (docs/storage.md).
     per_client_read_gbyte_s: float | None = Field(None, gt=0, description="Read limit of one client node, GB/s.")

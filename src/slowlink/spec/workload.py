@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.spec.bounds import TOKENS
 from slowlink.spec.storage import Checkpoint, CheckpointSpec, Data, DataSpec
 from slowlink.units import parse_count
 
@@ -99,7 +100,7 @@ class TrainingSpec(BaseModel):
     @field_validator("tokens")
     @classmethod
     def _tokens_count(cls, v: float | int | str | None) -> float | None:
-        return None if v is None else parse_count(v)
+        return None if v is None else TOKENS.check(parse_count(v))
 
 
 # parallel.dp written as `auto`: resolved against a cluster by workload.step.fit_dp before any planning.
