@@ -91,12 +91,15 @@ def test_what_cannot_be_priced_is_said_once_and_the_same_everywhere(tmp_path: Pa
     bare = tmp_path / "bare.yaml"  # no storage: the checkpoint and restore times are unknown
     bare.write_text(text[: text.index("\nstorage:")] + "\n")
     a = assess(load_workload(STORAGE), load_cluster(bare), budget=Budget(tokens=1e12))
-    assert [u.part for u in a.unpriced] == ["failures"] and a.goodput is None and a.ettr == 1.0
+    # the workload's data: and checkpoint: meet no storage: said once (issue 39), then what it leaves unpriced
+    assert [u.part for u in a.unpriced] == ["storage", "failures"] and a.goodput is None and a.ettr == 1.0
+    assert "the workload's data: and checkpoint: need the cluster's storage: section" in a.why("storage")
     why = a.why("failures")
     plan = _json("plan", str(bare), STORAGE, "--tokens", "1T")
     cost = _json("cost", str(bare), STORAGE, "--tokens", "1T")
     assert plan["goodput"] == {"unavailable": why}
-    assert plan["unpriced"] == [{"part": "failures", "why": why, "rule": "storage_given"}]
+    assert plan["unpriced"] == [{"part": "storage", "why": a.why("storage"), "rule": "storage_given"},
+                                {"part": "failures", "why": why, "rule": "storage_given"}]
     assert cost["unpriced"] == plan["unpriced"] and cost["ettr"] == plan["cost"]["ettr"] == 1.0
     assert cost["ettr_basis"] == plan["cost"]["ettr_basis"] == f"before failures ({why})"
     assert cost["days"] == plan["cost"]["days"] == pytest.approx(1e12 / cost["tokens_per_s"] / 86400, rel=1e-4)

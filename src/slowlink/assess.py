@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from slowlink.workload.comm import CommCost
     from slowlink.workload.step import StepResult
 
-PARTS = ("failures", "cost", "time_to_train")  # the parts an assessment may leave unpriced, in this order
+PARTS = ("storage", "failures", "cost", "time_to_train")  # the parts an assessment may leave unpriced, in order
 FAILURES_UNPRICED = ("storage_given", "segment_completes")  # refusals of the failure model that leave it unpriced
 
 
@@ -251,6 +251,8 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     storage = plan_storage(w, cluster, step)
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
     unpriced: list[Unpriced] = []
+    if cluster.storage is None and (w.data is not None or w.checkpoint is not None):
+        unpriced.append(_no_storage(w, cluster))
     fail = _failures(w, cluster, storage, unpriced)
     if fail is not None:  # one checkpoint interval for the whole chain: the one the failure model uses
         storage = storage.at_interval(fail.interval_s)
@@ -274,6 +276,15 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
     return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
                       tuple(order))
+
+
+def _no_storage(w: Workload, cluster: Cluster) -> Unpriced:
+    """The workload describes its data or checkpoints, but the cluster has no storage to read or write them."""
+    sections = " and ".join(f"{s}:" for s, v in (("data", w.data), ("checkpoint", w.checkpoint)) if v is not None)
+    return Unpriced("storage", f"cluster {cluster.name}: storage (None): the workload's {sections} need the "
+                    "cluster's storage: section (its read and write bandwidth, metadata rate): without it the data "
+                    "stall is taken as 0 (only a decode-bound reader is priced) and the checkpoint's write and restore "
+                    "are not priced", "storage_given")
 
 
 def _failures(w: Workload, cluster: Cluster, storage: StoragePlan, unpriced: list[Unpriced]) -> Failures | None:

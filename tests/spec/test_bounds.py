@@ -59,6 +59,19 @@ def test_command_line_counts_and_sizes_are_bounded(cli_fails: Callable[..., str]
     cli_fails(args, needle)
 
 
+@pytest.mark.parametrize(("cluster", "overrides", "needle"), [
+    (REF, ["cluster.fabric.oversubscription=[1,2]"], "the second ratio (2) changes nothing: give [1, 1]"),
+    (REF, ["cluster.fabric.topology=single-switch", "cluster.fabric.oversubscription=2"],
+     "a single switch has no uplinks"),
+    (str(EX / "fat3-llama3-style.yaml"), ["cluster.fabric.oversubscription=[1,2,7]"],
+     "2 and 7 would collapse into the larger: give it once, e.g. [1, 1, 7]"),
+])
+def test_a_ratio_needs_a_stage_to_apply_to(cli_fails: Callable[..., str], cluster: str, overrides: list[str],
+                                          needle: str) -> None:
+    """A ratio the fabric has no uplink stage for used to change nothing, silently (issue 39)."""
+    cli_fails(["plan", cluster, W, *[a for o in overrides for a in ("--set", o)]], needle)
+
+
 def test_yaml_1_2_exponents_are_numbers(tmp_path: Path) -> None:
     from slowlink.fileio import parse_text
 

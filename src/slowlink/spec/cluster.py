@@ -115,7 +115,33 @@ class FabricSpec(BaseModel):
             )
         if self.topology == "dragonfly" and self.dragonfly is None:
             raise ValueError("topology dragonfly needs a dragonfly: {groups: N} section")
+        _check_ratios_apply(self)
         return self
+
+
+def _check_ratios_apply(f: FabricSpec) -> None:
+    """Every oversubscription ratio above 1 must sit at an uplink stage the fabric has (topology/shape.py): a
+    single switch has none, a 2-tier fat tree one (the leaf's; its spines are the top), a 3-tier one the leaf's
+    and one at the pod boundary, where the ratios above the leaf collapse (their max). A ratio with no stage
+    would change nothing, silently."""
+    raw = f.oversubscription if isinstance(f.oversubscription, list) else [f.oversubscription]
+    ratios = [units.parse_ratio(r) for r in raw]
+    given = [f"{r:g}" if isinstance(r, float) else str(r) for r in raw]
+    shown = f"oversubscription ({'[' + ', '.join(given) + ']' if isinstance(f.oversubscription, list) else given[0]})"
+    if (f.topology == "single-switch" or f.tiers == 1) and max(ratios) > 1:
+        raise ValueError(f"{shown}: a single switch has no uplinks, so an oversubscription changes nothing: "
+                         "leave it out, or give tiers >= 2")
+    if f.topology == "dragonfly" and max(ratios) > 1:
+        raise ValueError(f"{shown}: the dragonfly model has no oversubscribed tier (its global links are sized by "
+                         "dragonfly.global_links_per_switch): leave it out")
+    if len(ratios) == 2 and f.tiers == 2 and ratios[1] > 1:
+        raise ValueError(f"{shown}: a 2-tier fat tree has one uplink stage, the leaf's; its spines are the top tier "
+                         f"and have no uplinks, so the second ratio ({given[1]}) changes nothing: give "
+                         f"[{given[0]}, 1], or tiers: 3 for a pod boundary")
+    if len(ratios) == 3 and ratios[1] > 1 and ratios[2] > 1 and ratios[1] != ratios[2]:
+        raise ValueError(f"{shown}: above the leaf a 3-tier fat tree has one oversubscribed stage here, the pod "
+                         f"boundary, where {given[1]} and {given[2]} would collapse into the larger: give it once, "
+                         f"e.g. [{given[0]}, 1, {given[2]}]")
 
 
 class PlacementSpec(BaseModel):
