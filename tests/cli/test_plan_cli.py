@@ -39,8 +39,9 @@ def test_plan_json_has_contract_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("changes", "message"), [
     ({"parallel": {"dp": 3}}, "tp (2) * pp (1) * dp (3) * cp (1) = 6 != gpus (64)"),
     ({"parallel": {"tp": 64, "dp": 1}}, "parallel.tp (64) must divide model.heads (32)"),
-    ({"parallel": {"tp": 1, "pp": 64, "dp": 1}}, "must be divisible by the other stages x vp (64 x 1)"),
-    ({"parallel": {"tp": 1, "pp": 2, "dp": 32, "vp": 3}}, "must be divisible by the other stages x vp (2 x 3)"),
+    ({"parallel": {"tp": 1, "pp": 64, "dp": 1}},
+     "model.layers (32) must split evenly over 64 stages: pp (64) is more stages than layers"),
+    ({"parallel": {"tp": 1, "pp": 2, "dp": 32, "vp": 3}}, "model.layers (32) must split evenly over 2 stages x vp (3)"),
     ({"training": {"global_batch": 100}}, "training.global_batch (100) must be divisible by micro_batch"),
     ({"training": {"global_batch": 80}, "parallel": {"tp": 2, "pp": 4, "dp": 8, "vp": 2}},
      "parallel.vp (2): the interleaved schedule needs the micro-batches per step, training.global_batch / "

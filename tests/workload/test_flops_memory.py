@@ -57,8 +57,19 @@ def test_zero_shards_optimizer_and_sp_shrinks_activations() -> None:
 def test_infeasible_plan_shows_breakdown() -> None:
     w = workload_from_mapping({"model": {"preset": "gpt3-175b"}, "training": {"global_batch": 8},
                                "parallel": {"tp": 1, "pp": 1, "zero": 0}})
-    with pytest.raises(InfeasiblePlan, match=r"exceeds the GPU's HBM \(80.0 GiB\): weights"):
+    with pytest.raises(InfeasiblePlan, match=r"exceeds the GPU's HBM \(80.0 GiB\) by [0-9,]+ MiB: weights"):
         check_fits(memory(w), 80 * 2**30)
+
+
+def test_a_near_miss_shows_the_digits_that_differ() -> None:
+    """'79.6 GiB exceeds 79.6 GiB' said nothing (issue 39): as many decimals as the two numbers need."""
+    w = workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 8},
+                               "parallel": {"tp": 1, "pp": 1, "zero": 0}})
+    need = memory(w).total_bytes
+    with pytest.raises(InfeasiblePlan, match=r"GiB\) exceeds the GPU's HBM \([0-9.]+ GiB\) by 1 MiB") as exc:
+        check_fits(memory(w), need - 2**20)
+    shown = str(exc.value).split("(")[1:3]
+    assert shown[0].split(" GiB")[0] != shown[1].split(" GiB")[0]
 
 
 def test_unknown_preset_names_nearest() -> None:

@@ -239,7 +239,11 @@ def check_fits(mem: Memory, hbm_bytes: float) -> None:
     """Raise :class:`InfeasiblePlan` with the breakdown when the plan exceeds the GPU's HBM."""
     if mem.total_bytes > hbm_bytes:
         where = "" if mem.stage == "only" else f" on the {mem.stage} pipeline stage"
+        need, have = mem.total_bytes / units.GiB, hbm_bytes / units.GiB
+        digits = 1  # as many decimals as it takes for the two numbers to differ (79.6 vs 79.6 said nothing)
+        while digits < 4 and f"{need:.{digits}f}" == f"{have:.{digits}f}":
+            digits += 1
         raise InfeasiblePlan(
-            f"memory per GPU{where} ({mem.total_bytes / units.GiB:.1f} GiB) exceeds the GPU's HBM "
-            f"({hbm_bytes / units.GiB:.1f} GiB): {mem.breakdown()}; try more tp/pp, zero, recompute or a smaller "
-            "micro_batch", rule="memory_fits")
+            f"memory per GPU{where} ({need:.{digits}f} GiB) exceeds the GPU's HBM ({have:.{digits}f} GiB) by "
+            f"{(mem.total_bytes - hbm_bytes) / units.MiB:,.0f} MiB: {mem.breakdown()}; try more tp/pp, zero, "
+            "recompute or a smaller micro_batch", rule="memory_fits")

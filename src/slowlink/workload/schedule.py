@@ -68,9 +68,13 @@ def stage_layers(w: Workload) -> tuple[int, int, int]:
     inner_stages = p.pp - (first is not None) - (last is not None)
     rest = n - (first or 0) - (last or 0)
     if inner_stages <= 0 or rest % (inner_stages * p.vp):
-        raise InfeasiblePlan(
-            f"parallel: model.layers ({n}) minus first/last stage layers ({first}, {last}) = {rest} "
-            f"must be divisible by the other stages x vp ({max(inner_stages, 0)} x {p.vp})", rule="pp_divides_layers")
+        fixed = [f"{k} ({v})" for k, v in (("parallel.first_stage_layers", first), ("parallel.last_stage_layers", last))
+                 if v is not None]
+        held = f"model.layers ({n}) minus {' and '.join(fixed)} = {rest} layers" if fixed else \
+            f"model.layers ({n})"
+        over = f"{max(inner_stages, 0)} stages" + (f" x vp ({p.vp})" if p.vp > 1 else "")
+        hint = f": pp ({p.pp}) is more stages than layers" if p.pp > n else ""
+        raise InfeasiblePlan(f"parallel: {held} must split evenly over {over}{hint}", rule="pp_divides_layers")
     mid = rest // inner_stages
     return (first if first is not None else mid, mid, last if last is not None else mid)
 
