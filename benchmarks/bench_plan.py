@@ -88,7 +88,7 @@ def main() -> int:
     pts = scale(w8, cluster, sizes, "per-gpu-batch")
     dts = time.perf_counter() - t0
     print(f"10-size scale (llama3-8b, 16..2048 nodes): {dts * 1e3:.1f} ms (goal < {SCALE_GOAL_S:.0f} s); "
-          f"efficiency at 2048 nodes {pts[-1].efficiency:.1%}")
+          f"efficiency at 2048 nodes {pts.points[-1].efficiency:.1%}")
     ok = dt_ref < PLAN_GOAL_S and dt < PLAN_GOAL_S and cold_huge < HUGE_GOAL_S and dts < SCALE_GOAL_S
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

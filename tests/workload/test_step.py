@@ -111,8 +111,8 @@ def test_scale_efficiency_falls_faster_on_25gbe() -> None:
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     ib = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu.yaml"), [1, 2, 8], "per-gpu-batch")
     eth = scale(w, load_cluster(ROOT / "examples" / "ref-64gpu-25gbe.yaml"), [1, 2, 8], "per-gpu-batch")
-    assert eth[-1].efficiency < ib[-1].efficiency - 0.2
-    assert eth[-1].result.comm_s["dp"] > eth[0].result.comm_s["dp"]
+    assert eth.points[-1].efficiency < ib.points[-1].efficiency - 0.2
+    assert eth.points[-1].result.comm_s["dp"] > eth.points[0].result.comm_s["dp"]
     from slowlink.report.plan import scale_reason
 
     assert "DP gradient reduction" in scale_reason(eth)

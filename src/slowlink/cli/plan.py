@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
-from slowlink.errors import InfeasiblePlan, SlowlinkError, SpecError
+from slowlink.errors import FabricMisfit, InfeasiblePlan, SlowlinkError, SpecError
 from slowlink.sim.fidelity import check_fidelity
 from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.spec.workload import Workload, load_workload
@@ -30,16 +30,16 @@ _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cos
 
 
 def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
-                  prices: PriceBook, budget: Budget) -> Assessment | InfeasiblePlan:
-    """The assessment of one cluster; with several clusters an infeasible one is its error (a column of its own,
-    not an abort); any other error, and an infeasible plan on one cluster, names both ``files`` (workload,
-    cluster) and the cluster."""
+                  prices: PriceBook, budget: Budget) -> Assessment | InfeasiblePlan | FabricMisfit:
+    """The assessment of one cluster; with several clusters one that cannot run the workload (an infeasible plan,
+    a fabric its switches cannot build) is its error (a column of its own, not an abort); any other error, and
+    either on one cluster, names both ``files`` (workload, cluster) and the cluster."""
     from slowlink.assess import assess
 
     try:
         return assess(w, c, budget=budget, prices=prices, fidelity=fidelity)
     except SlowlinkError as exc:
-        if several and isinstance(exc, InfeasiblePlan):
+        if several and isinstance(exc, InfeasiblePlan | FabricMisfit):
             return exc
         raise _named(exc, files, c) from None
 
@@ -93,7 +93,7 @@ def plan_cmd(
     done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, book, budget)
             for c, path in zip(loaded, clusters, strict=True)]
     keys = column_keys(loaded, clusters)
-    infeasible = {key: str(r) for key, r in zip(keys, done, strict=True) if isinstance(r, InfeasiblePlan)}
+    infeasible = {key: str(r) for key, r in zip(keys, done, strict=True) if not isinstance(r, Assessment)}
     if len(infeasible) == len(done):
         raise InfeasiblePlan(f"no cluster can run this workload ({wpath}):\n" + "\n".join(
             f"  {key}: {why}" for key, why in infeasible.items()), rule="fits_any_cluster")
@@ -153,7 +153,7 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     """Per-GPU throughput, scaling efficiency and comm/compute ratio at each node count."""
     from slowlink.progress import progress
     from slowlink.report import html as report_html
-    from slowlink.report.plan import scale_reason, scale_table
+    from slowlink.report.plan import refused_lines, scale_reason, scale_table
     from slowlink.scale import MODES, scale
 
     if mode not in MODES:
@@ -173,10 +173,12 @@ def scale_cmd(cluster: Path, workload: Path, nodes: str = _NODES, mode: str = _M
     if html is not None:
         report_html.write_scale(html, c, w, pts, mode, scale_reason(pts))
     if as_json:
-        print_json({"mode": mode, "fidelity": fidelity, "points": [p.to_json() for p in pts]})
+        print_json({"mode": mode, "fidelity": fidelity, "points": [p.to_json() for p in pts.points],
+                    "infeasible": [r.to_json() for r in pts.refused]})
         return
     out.print(scale_table(pts, mode))
-    out.print(scale_reason(pts), soft_wrap=True)
+    for line in [*refused_lines(pts), scale_reason(pts)]:
+        out.print(line, soft_wrap=True)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from slowlink.assess import Assessment
     from slowlink.bench.calibrate import PredictedPoint
     from slowlink.collectives import Prediction
-    from slowlink.scale import ScalePoint
+    from slowlink.scale import ScalePoint, Scaling
     from slowlink.spec.cluster import Cluster
     from slowlink.spec.workload import Workload
     from slowlink.workload.advice import Advice
@@ -184,11 +184,19 @@ def scale_svg(points: Sequence[ScalePoint], salt: str = "scale") -> str:
         return figure_svg(fig, salt)
 
 
-def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str, reason: str) -> str:
-    """The page of ``slowlink scale``: why efficiency falls, the curves, the table of sizes, the inputs."""
-    rows = [(p.nodes, p.gpus, p.global_batch, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.efficiency:.1%}",
-             f"{p.result.comm_compute_ratio:.2f}", f"{p.result.step_time_s:.3f}",
-             f"{p.result.exposed_comm_s:.3f}", f"{p.result.bubble_s:.3f}") for p in points]
+def scale_page(cluster: Cluster, w: Workload, s: Scaling, mode: str, reason: str) -> str:
+    """The page of ``slowlink scale``: why efficiency falls, the curves, the table of sizes (a refused size with
+    its reason), the inputs."""
+    from slowlink.report.plan import refused_lines
+
+    points = s.points
+    rows: list[tuple[object, ...]] = [
+        (p.nodes, p.gpus, p.global_batch, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.efficiency:.1%}",
+         f"{p.result.comm_compute_ratio:.2f}", f"{p.result.step_time_s:.3f}", f"{p.result.exposed_comm_s:.3f}",
+         f"{p.result.bubble_s:.3f}") for p in points]
+    rows = sorted(rows + [(x.nodes, x.gpus, "-", "infeasible", "-", "-", "-", "-", "-") for x in s.refused],
+                  key=lambda r: int(str(r[0])))
+    refused = "".join(f'<p class="meta">{html.escape(line)}</p>' for line in refused_lines(s))
     table = html_table(("nodes", "GPUs", "batch", "tok/s/GPU", "efficiency", "comm/compute", "step s",
                     "exposed comm s", "bubble s"), rows, "metrics")
     fig = figure_block(scale_svg(points), f"{w.name} on {cluster.name} resized ({mode}): per-GPU "
@@ -196,13 +204,12 @@ def scale_page(cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode
     breakdown = figure_block(breakdown_svg([f"{p.nodes} nodes" for p in points], [p.result for p in points],
                                             "scale-breakdown", share=True), "Step breakdown at each size.", "breakdown")
     body = (f'<h2>Bottleneck</h2><div class="bottleneck"><span class="sentence">{html.escape(reason)}</span>'
-            f"</div><h2>Scaling</h2>{fig}{table}{breakdown}{inputs_block([cluster], w)}")
+            f"</div><h2>Scaling</h2>{fig}{table}{refused}{breakdown}{inputs_block([cluster], w)}")
     return html_page(f"slowlink scale: {w.name} on {cluster.name}", body)
 
 
-def write_scale(path: Path, cluster: Cluster, w: Workload, points: Sequence[ScalePoint], mode: str,
-                reason: str) -> None:
-    write_page(path, scale_page(cluster, w, points, mode, reason))
+def write_scale(path: Path, cluster: Cluster, w: Workload, s: Scaling, mode: str, reason: str) -> None:
+    write_page(path, scale_page(cluster, w, s, mode, reason))
 
 
 # ---- collective ---------------------------------------------------------------------------------------

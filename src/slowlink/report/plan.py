@@ -9,7 +9,7 @@ from rich.table import Table
 from slowlink.workload.step import DIM_WORDS, StepResult
 
 if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: their modules load when they do
-    from slowlink.scale import ScalePoint
+    from slowlink.scale import Scaling
     from slowlink.workload.accuracy import Accuracy, RunGroup
     from slowlink.workload.advice import Advice
     from slowlink.workload.validate import Case
@@ -63,22 +63,33 @@ def bottleneck_lines(names: list[str], results: list[StepResult], advice: list[l
     return lines
 
 
-def scale_table(points: list[ScalePoint], mode: str) -> Table:
-    """Per-GPU throughput, efficiency, comm/compute and each dimension's exposed seconds per size."""
+def scale_table(s: Scaling, mode: str) -> Table:
+    """Per-GPU throughput, efficiency, comm/compute and each dimension's exposed seconds per size; a refused size
+    is a row of its own ("infeasible", the reason below the table: :func:`refused_lines`)."""
     table = Table(title=f"slowlink scale ({mode})")
     for col in ("nodes", "GPUs", "batch", "tok/s/GPU", "eff", "comm/comp", "DP exp s", "other s", "bubble s"):
         table.add_column(col, justify="right")
-    for p in points:
+    rows: list[tuple[int, list[str]]] = []
+    for p in s.points:
         r = p.result
         other = r.exposed_comm_s - r.comm_s["dp"]
-        table.add_row(str(p.nodes), str(p.gpus), str(p.global_batch), f"{p.tokens_per_s_per_gpu:,.0f}",
-                      f"{p.efficiency:.1%}", f"{r.comm_compute_ratio:.2f}", f"{r.comm_s['dp']:.3f}",
-                      f"{other:.3f}", f"{r.bubble_s:.3f}")
+        rows.append((p.nodes, [str(p.nodes), str(p.gpus), str(p.global_batch), f"{p.tokens_per_s_per_gpu:,.0f}",
+                               f"{p.efficiency:.1%}", f"{r.comm_compute_ratio:.2f}", f"{r.comm_s['dp']:.3f}",
+                               f"{other:.3f}", f"{r.bubble_s:.3f}"]))
+    rows += [(x.nodes, [str(x.nodes), str(x.gpus), "-", "infeasible", "-", "-", "-", "-", "-"]) for x in s.refused]
+    for _, cells in sorted(rows, key=lambda r: r[0]):
+        table.add_row(*cells)
     return table
 
 
-def scale_reason(points: list[ScalePoint]) -> str:
-    """Why efficiency falls: the wait that grew most from the smallest to the largest size, in words."""
+def refused_lines(s: Scaling) -> list[str]:
+    """One line per refused size: ``16 nodes: infeasible: WHY``."""
+    return [f"{x.label}: infeasible: {x.why}" for x in s.refused]
+
+
+def scale_reason(s: Scaling) -> str:
+    """Why efficiency falls: the wait that grew most from the smallest to the largest size that runs, in words."""
+    points = s.points
     first, last = points[0].result, points[-1].result
     growth = {d: last.comm_s[d] / last.step_time_s - first.comm_s[d] / first.step_time_s for d in last.comm_s}
     growth["pp_bubble"] = last.bubble_s / last.step_time_s - first.bubble_s / first.step_time_s
