@@ -63,6 +63,13 @@ def test_bad_options_write_nothing(tmp_path: Path, args: list[str], needle: str)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_missing_folder_is_refused(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["init", str(tmp_path / "nope")])
-    assert res.exit_code == 2 and "is not an existing folder" in res.output
+def test_a_missing_folder_is_created_and_a_file_refused(tmp_path: Path) -> None:
+    """init DIR needed DIR to exist (issue 39): it is created, with its parents, once every check has passed."""
+    res = runner.invoke(app, ["init", str(tmp_path / "new" / "lab")])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "new" / "lab").iterdir()) == ["cluster.yaml", "workload.yaml"]
+    (tmp_path / "afile").write_text("x")
+    res = runner.invoke(app, ["init", str(tmp_path / "afile")])
+    assert res.exit_code == 2 and "is a file" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["init", str(tmp_path / "never"), "--nodes", "0"])
+    assert res.exit_code == 2 and not (tmp_path / "never").exists()  # refused before anything is created

@@ -53,7 +53,9 @@ def test_jitter_json_points() -> None:
 def test_bad_inputs_exit_2(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     cli_fails(["degraded", str(CLUSTER), str(LLAMA), "--fidelity", "exact"], "--fidelity ('exact')", "must be one of")
     cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "8,x"], "--gpus ('8,x')", "comma-separated")
-    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--cv", "2"], "compute_cv (2.0) must be between 0 and 1")
+    cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--cv", "2"], "--cv (2.0) must be between 0 and 1")
+    # refused before any file is read or model run (it took 3-4 s: issue 39): a missing cluster is not reached
+    cli_fails(["jitter", "no-such-cluster.yaml", str(LLAMA), "--cv", "2"], "--cv (2.0) must be between 0 and 1")
     cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--distribution", "cauchy"], "distribution ('cauchy')")
     cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--trials", "1"], "--trials (1) must be >= 2")
     cli_fails(["jitter", str(CLUSTER), str(LLAMA), "--gpus", "0"], "--gpus ('0')", "must be one or more counts >= 1")

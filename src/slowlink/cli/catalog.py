@@ -31,7 +31,7 @@ def catalog_cmd(
 ) -> None:
     """List the hardware catalog (GPUs, scale-up links, transports) with the source of every entry."""
     from slowlink.catalog.store import catalog_entries, nearest
-    from slowlink.report.catalog import catalog_table
+    from slowlink.report.catalog import catalog_tables
 
     entries = catalog_entries(list(catalog))
     if section is not None:
@@ -47,7 +47,8 @@ def catalog_cmd(
         print_json(entries)
         return
     for sec, found in entries.items():
-        out.print(catalog_table(sec, found, sources))
+        for table in catalog_tables(sec, found, sources):
+            out.print(table)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

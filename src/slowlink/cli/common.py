@@ -79,7 +79,7 @@ def plain_text(cell: Any) -> str:
 
 _tty = sys.stdout.isatty()
 out = PlainWhenPiped(highlight=False, width=shutil.get_terminal_size((80, 24)).columns if _tty else PIPE_WIDTH)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())  # sentences unwrapped in a pipe
 
 P = ParamSpec("P")
 R = TypeVar("R")

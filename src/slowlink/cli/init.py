@@ -89,8 +89,8 @@ def init_cmd(
     from slowlink.spec.workload import workload_from_mapping
     from slowlink.workload.step import plan
 
-    if not folder.is_dir():
-        raise SpecError(f"FOLDER ({str(folder)!r}) is not an existing folder (create it first)")
+    if folder.exists() and not folder.is_dir():
+        raise SpecError(f"FOLDER ({str(folder)!r}) is a file: give a folder (it is created when missing)")
     targets = (folder / "cluster.yaml", folder / "workload.yaml")
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:
@@ -127,6 +127,10 @@ def init_cmd(
             break
         except SlowlinkError as exc:
             problem = exc  # the last layout tried, the one closest to fitting
+    try:  # every check passed: only now is anything created
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"FOLDER ({str(folder)!r}) cannot be created: {exc.strerror}") from None
     for target, text in zip(targets, (cluster_text, workload_text), strict=True):
         target.write_text(text, encoding="utf-8")
         out.print(f"wrote {target}")

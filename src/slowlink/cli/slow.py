@@ -66,14 +66,20 @@ def jitter_cmd(cluster: Path, workload: Path, gpus: str = _GPUS, cv: str | None 
     from slowlink.workload.step import check_plan
 
     counts = tuple(int(x) for x in _numbers(gpus, "--gpus", int))
+    given = _numbers(cv, "--cv", float) if cv else ()
+    for x in given:  # the arguments first: a refusal before any file is read or model run (issue 39)
+        if not 0 <= x <= 1:
+            raise SpecError(field_error("--cv", x, "must be between 0 and 1"))
+    if trials < 2:
+        raise SpecError(field_error("--trials", trials, "must be >= 2"))
+    if distribution is not None:
+        check_jitter(1, 0.0, 0.0, distribution)
     c, w = load_cluster(cluster), load_workload(workload)
     var = c.variability
-    cvs = _numbers(cv, "--cv", float) if cv else ((var.compute_cv,) if var and var.compute_cv else DEFAULT_CVS)
+    cvs = given or ((var.compute_cv,) if var and var.compute_cv else DEFAULT_CVS)
     dist = distribution or (var.distribution if var else "normal")
     for x in cvs:
         check_jitter(1, x, 0.0, dist)
-    if trials < 2:
-        raise SpecError(field_error("--trials", trials, "must be >= 2"))
     a = assess(w, c, full=False)
     result = a.step
     syncs = sync_points(a.workload, check_plan(a.workload, c))

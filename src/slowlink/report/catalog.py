@@ -17,18 +17,40 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def catalog_table(section: str, entries: dict[str, dict[str, Any]], sources: bool = True) -> Table:
-    """One row per entry, the file's keys (and units) as columns, in the order the entries write them."""
+def _width(entries: dict[str, dict[str, Any]], keys: list[str], by_entry: bool) -> int:
+    """Characters a table needs: one row per entry (``by_entry`` False) or one column per entry."""
+    cells = [[name, *(_cell(e.get(k)) for k in keys)] for name, e in entries.items()]
+    header = ["name", *keys]
+    columns = list(zip(header, *cells, strict=True)) if not by_entry else [("key", *keys), *cells]
+    return sum(max(len(c) for c in col) + 3 for col in columns)
+
+
+def catalog_tables(section: str, entries: dict[str, dict[str, Any]], sources: bool = True) -> list[Table]:
+    """A section's entries with the file's keys (and units), in the order the entries write them (one row per
+    entry, or one column per entry when that is narrower), then where each entry's figures are from in a table
+    of its own: the GPU section (a dozen keys and long sources) was 200 columns wide (issue 39)."""
     keys: list[str] = []
     for entry in entries.values():
         keys += [k for k in entry if k != "source" and k not in keys]
-    table = Table(title=f"catalog: {_TITLES.get(section, section)} ({len(entries)})")
-    table.add_column("name", no_wrap=True)
-    for k in keys:
-        table.add_column(k, justify="right")
-    if sources:
-        table.add_column("source")
+    title = f"catalog: {_TITLES.get(section, section)} ({len(entries)})"
+    table = Table(title=title)
+    if _width(entries, keys, by_entry=False) <= _width(entries, keys, by_entry=True):
+        table.add_column("name", no_wrap=True)
+        for k in keys:
+            table.add_column(k, justify="right")
+        for name, entry in entries.items():
+            table.add_row(name, *(_cell(entry.get(k)) for k in keys))
+    else:
+        table.add_column("key", no_wrap=True)
+        for name in entries:
+            table.add_column(name, justify="right")
+        for k in keys:
+            table.add_row(k, *(_cell(e.get(k)) for e in entries.values()))
+    if not sources:
+        return [table]
+    src = Table(title=f"{title}: sources")
+    src.add_column("name", no_wrap=True)
+    src.add_column("source", max_width=100)  # long sources wrap inside the cell
     for name, entry in entries.items():
-        row = [name, *(_cell(entry.get(k)) for k in keys)]
-        table.add_row(*row, *([entry.get("source", "")] if sources else []))
-    return table
+        src.add_row(name, str(entry.get("source", "")))
+    return [table, src]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def size_table(name: str, size: CheckpointSize) -> Table:
     """Bytes of each part of one checkpoint, per parameter and in total."""
-    table = Table(title=f"checkpoint of {name}: {size.params / 1e9:,.2f} B parameters")
+    table = Table(title=f"checkpoint of {name}: {size.params / 1e9:,.2f} billion parameters")
     for col in ("part", "bytes / param", "GB"):
         table.add_column(col, justify="right")
     for part, b in size.parts.items():

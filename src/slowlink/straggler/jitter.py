@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, stats
 
 from slowlink.errors import SpecError, field_error
 
@@ -69,6 +68,8 @@ def interval_cv(step_cv: float, intervals: int) -> float:
 
 def blom_max_normal(n: int) -> float:
     """Blom's approximation of the expected maximum of ``n`` standard normals."""
+    from scipy import stats  # ~1-2 s to import: loaded where an order statistic is computed, not to check inputs
+
     return float(stats.norm.ppf((n - 0.375) / (n + 0.25))) if n > 1 else 0.0
 
 
@@ -77,6 +78,8 @@ def expected_max_normal(n: int) -> float:
     """E[max of ``n`` independent standard normals], by integrating x n phi(x) Phi(x)^(n-1)."""
     if n <= 1:
         return 0.0
+    from scipy import integrate, stats
+
     def density(x: float) -> float:
         return x * n * math.exp(stats.norm.logpdf(x) + (n - 1) * stats.norm.logcdf(x))
     peak = blom_max_normal(n)
@@ -92,6 +95,8 @@ def expected_max_lognormal(n: int, mean: float, cv: float) -> float:
     sigma = math.sqrt(math.log1p(cv * cv))
     mu = math.log(mean) - sigma * sigma / 2
     # In z = (ln x - mu) / sigma the lognormal maximum is exp(mu + sigma z) over the normal order statistic.
+    from scipy import integrate, stats
+
     def density(z: float) -> float:
         return math.exp(mu + sigma * z) * n * math.exp(stats.norm.logpdf(z) + (n - 1) * stats.norm.logcdf(z))
     peak = blom_max_normal(n)
