@@ -1,0 +1,55 @@
+"""Rendering of what :mod:`slowlink.trace` reads from profiler traces: a table per rank, one per collective, and
+the article's sentence: the compute/communication ratio and the communication no computation hides."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from slowlink import units
+from slowlink.trace.result import TraceRank, TraceSummary
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.2f}"
+
+
+def ranks_table(s: TraceSummary) -> Table:
+    """One row per rank: steps, mean step, the window's kernel span and its split, overlap, exposed comm."""
+    where = f"{s.device_name or s.ranks[0].device}, {s.backend or 'unknown backend'}, world {s.world_size or '?'}"
+    t = Table(title=f"{len(s.ranks)} trace(s) ({escape(where)}), milliseconds over each rank's analysed steps")
+    for col in ("rank", "steps", "step mean", "window steps", "span", "compute", "communication", "memory", "idle",
+                "comm/comp overlap", "exposed comm", "comm/compute"):
+        t.add_column(col, justify="right")
+    for r in s.ranks:
+        t.add_row(str(r.rank), str(r.steps), _ms(r.step_mean_s), str(r.window_steps), _ms(r.kernel_s),
+                  _ms(r.compute_s), _ms(r.communication_s), _ms(r.memory_s), _ms(r.idle_s),
+                  f"{r.comm_comp_overlap:.1%}", _ms(r.exposed_comm_s),
+                  f"{r.comm_compute_ratio:.2f}" if r.compute_s > 0 else "-")
+    return t
+
+
+def collectives_table(s: TraceSummary) -> Table:
+    """One row per collective, size, dtype and group: calls, mean time, algbw and busbw (nccl-tests)."""
+    t = Table(title="collectives (time: mean per call, waiting for the group included; busbw: nccl-tests)")
+    for col in ("op", "size", "dtype", "group", "ranks", "calls", "time (ms)", "algbw (GB/s)", "busbw (GB/s)"):
+        t.add_column(col, justify="right")
+    for c in s.collectives:
+        t.add_row(c.op, units.format_size(c.size_bytes) if c.size_bytes is not None else "-", c.dtype or "-",
+                  escape(c.group or "-"), str(c.group_size or "-"), str(c.calls), _ms(c.time_s),
+                  f"{c.algbw_bytes_s / units.GB:.2f}" if c.algbw_bytes_s is not None else "-",
+                  f"{c.busbw_bytes_s / units.GB:.2f}" if c.busbw_bytes_s is not None else "-")
+    return t
+
+
+def sentence(r: TraceRank) -> str:
+    """The article's measure for one rank: compute against communication, and what of it is exposed."""
+    per = max(r.window_steps, 1)
+    if r.communication_s == 0:
+        return (f"rank {r.rank}: {_ms(r.compute_s / per)} ms of computation per step and no communication "
+                f"kernel: nothing to hide; idle {r.idle_s / r.kernel_s:.0%} of the span.")
+    ratio = f"{r.comm_compute_ratio:.2f}" if r.compute_s > 0 else "inf"
+    return (f"rank {r.rank}: per step {_ms(r.compute_s / per)} ms computing and {_ms(r.communication_s / per)} ms "
+            f"communicating (communication/computation {ratio}); {r.comm_comp_overlap:.0%} of the communication "
+            f"runs under computation, so {_ms(r.exposed_comm_s / per)} ms per step is exposed "
+            f"({r.exposed_comm_s / r.kernel_s:.0%} of the span).")
