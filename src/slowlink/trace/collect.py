@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from slowlink.errors import SpecError
-from slowlink.trace.stream import EVENTS_KEY, MAX_TRACE_BYTES, iter_trace
+from slowlink.trace.stream import EVENTS_KEY, iter_trace
 
 STEP = re.compile(r"ProfilerStep#(\d+)")
 DEVICE_CATS = re.compile(r"kernel|gpu_mem.+")     # HTA's KERNEL_CATEGORY_PATTERN (searched)
@@ -119,9 +119,9 @@ def gloo_call(op_name: str, args: dict[str, Any], ts: float, dur: float) -> Coll
 
 def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     if not isinstance(ev, dict) or ev.get("ph") != "X":
-        if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "thread_name":
-            if "gloo" in str((ev.get("args") or {}).get("name", "")):
-                ft.gloo_threads.add(ev.get("tid"))
+        if (isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "thread_name"
+                and "gloo" in str((ev.get("args") or {}).get("name", ""))):
+            ft.gloo_threads.add(ev.get("tid"))
         return
     ts, dur = _num(ev.get("ts")), _num(ev.get("dur"))
     if ts is None or dur is None:
@@ -129,7 +129,8 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     if not ft.ns_resolution and ts != int(ts):
         ft.ns_resolution = True
     cat, name = str(ev.get("cat", "")), str(ev.get("name", ""))
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    raw_args = ev.get("args")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     if DEVICE_CATS.search(cat) and _int(args.get("stream")) is not None and args["stream"] >= 0:
         idx = interned.setdefault(name, len(interned))
         if idx == len(ft.names):
@@ -163,7 +164,7 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
         durs.append(dur)
 
 
-def read_file(path: Path, max_bytes: int = MAX_TRACE_BYTES) -> FileTrace:
+def read_file(path: Path, max_bytes: int | None = None) -> FileTrace:
     """Fold one trace file (plain or gzip'd JSON) into a :class:`FileTrace`, streaming its events."""
     ft, interned = FileTrace(str(path)), {}  # type: FileTrace, dict[str, int]
     for key, value in iter_trace(path, max_bytes):

@@ -30,7 +30,6 @@ from slowlink.errors import SpecError
 from slowlink.trace import kinds
 from slowlink.trace.collect import CollectiveCall, FileTrace, read_file
 from slowlink.trace.result import CollectiveStat, TraceRank, TraceSummary
-from slowlink.trace.stream import MAX_TRACE_BYTES
 
 US = 1e-6  # Chrome trace times are microseconds
 _NOT_COMPUTE_CPU = ("c10d::", "record_param_comms", "nccl:", "gloo:")
@@ -158,30 +157,32 @@ def collective_stats(calls: Sequence[CollectiveCall], world: int | None) -> tupl
 
 def _job(files: list[FileTrace]) -> tuple[int | None, str | None]:
     """The job's world size and backend; a :class:`SpecError` when the files are not the ranks of one job."""
-    worlds, backends, seen = set(), set(), {}
+    def info(ft: FileTrace) -> dict[str, object]:
+        d = ft.meta.get("distributedInfo")
+        return d if isinstance(d, dict) else {}
+
+    worlds, backends = {info(ft).get("world_size") for ft in files}, {info(ft).get("backend") for ft in files}
+    if len(worlds) > 1 or len(backends) > 1:
+        got = ", ".join(f"{Path(ft.path).name}: world_size {info(ft).get('world_size')!r}, backend "
+                        f"{info(ft).get('backend')!r}" for ft in files)
+        raise SpecError(f"traces ({got}) are not of one job: every file must have the same distributedInfo "
+                        "world_size and backend")
+    seen: dict[int, str] = {}
     for ft in files:
-        info = ft.meta.get("distributedInfo") if isinstance(ft.meta.get("distributedInfo"), dict) else {}
-        worlds.add(info.get("world_size"))
-        backends.add(info.get("backend"))
         if ft.rank is not None:
             if ft.rank in seen:
                 raise SpecError(f"{ft.path}: (rank {ft.rank}, as {seen[ft.rank]}) two files of the same rank: "
                                 "read the files of one run")
             seen[ft.rank] = ft.path
-    if len(worlds) > 1 or len(backends) > 1:
-        got = ", ".join(f"{Path(ft.path).name}: world_size "
-                        f"{(ft.meta.get('distributedInfo') or {}).get('world_size')!r}, backend "
-                        f"{(ft.meta.get('distributedInfo') or {}).get('backend')!r}" for ft in files)
-        raise SpecError(f"traces ({got}) are not of one job: every file must have the same distributedInfo "
-                        "world_size and backend")
     kinds_of = {bool(len(ft.kernel_ts)) for ft in files}
     if len(kinds_of) > 1:
         raise SpecError("traces (some with device kernels, some without) are not of one job: read the GPU run's "
                         "files or the CPU run's, not both")
-    return worlds.pop(), backends.pop()
+    world, backend = worlds.pop(), backends.pop()
+    return world if isinstance(world, int) else None, str(backend) if backend else None
 
 
-def read_kineto(paths: Sequence[Path], max_bytes: int = MAX_TRACE_BYTES) -> TraceSummary:
+def read_kineto(paths: Sequence[Path], max_bytes: int | None = None) -> TraceSummary:
     """Every rank's :class:`TraceRank` and the job's collectives from trace files or directories of them."""
     files = [read_file(p, max_bytes) for p in trace_files(paths)]
     world, backend = _job(files)
@@ -193,6 +194,4 @@ def read_kineto(paths: Sequence[Path], max_bytes: int = MAX_TRACE_BYTES) -> Trac
     dev = files[0].meta.get("deviceProperties")
     name = dev[0].get("name") if isinstance(dev, list) and dev and isinstance(dev[0], dict) else None
     return TraceSummary(tuple(ft.path for ft in files), tuple(sorted(ranks, key=lambda r: r.rank)),
-                        collective_stats(calls, world if isinstance(world, int) else None),
-                        world if isinstance(world, int) else None, str(backend) if backend else None,
-                        str(name) if name else None)
+                        collective_stats(calls, world), world, backend, str(name) if name else None)

@@ -18,7 +18,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from slowlink.errors import SpecError
 
@@ -88,9 +88,9 @@ class _Buffer:
                     continue
                 raise SpecError(f"{self.source}: ({exc.msg} near byte ~{self.read_bytes}) the trace is not complete "
                                 "JSON (truncated while written?)") from None
-            if end == len(self.text) and not self.eof and isinstance(obj, (int, float)):
-                if self.more():  # a number cut at the chunk's end: decode it again with what follows
-                    continue
+            # a number cut at the chunk's end: decode it again with what follows
+            if end == len(self.text) and not self.eof and isinstance(obj, (int, float)) and self.more():
+                continue
             self.pos = end
             return obj
 
@@ -98,13 +98,17 @@ class _Buffer:
 def _open(path: Path) -> IO[bytes]:
     with path.open("rb") as probe:
         magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")
+    if magic == b"\x1f\x8b":
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
 
 
-def iter_trace(path: Path, max_bytes: int = MAX_TRACE_BYTES) -> Iterator[tuple[str, Any]]:
+def iter_trace(path: Path, max_bytes: int | None = None) -> Iterator[tuple[str, Any]]:
     """(key, value) for every top-level key of the trace, except that ``traceEvents`` yields
-    (``"traceEvents"``, event) once per event, in file order. A bad file is a :class:`SpecError`."""
+    (``"traceEvents"``, event) once per event, in file order; at most ``max_bytes`` of JSON (default
+    :data:`MAX_TRACE_BYTES`). A bad file is a :class:`SpecError`."""
     source = str(path)
+    max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
     try:
         fh = _open(path)
     except OSError as exc:
