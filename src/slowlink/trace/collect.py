@@ -136,6 +136,7 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
         if idx == len(ft.names):
             ft.names.append(name)
         corr = _int(args.get("correlation"))
+        ft.cpu_ops.clear()  # a GPU trace is read from its kernels: its CPU ops are not kept (memory)
         ft.kernel_name.append(idx)
         ft.kernel_ts.append(ts)
         ft.kernel_dur.append(dur)
@@ -158,7 +159,7 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
         ft.collectives.append(gloo_call(gloo.group(1), args, ts, dur))
         ft.gloo_threads.add(ev.get("tid"))
         return
-    if cat == "cpu_op":
+    if cat == "cpu_op" and not len(ft.kernel_ts):
         tss, durs = ft.cpu_ops.setdefault(ev.get("tid"), (array("d"), array("d")))
         tss.append(ts)
         durs.append(dur)
