@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from slowlink import units
+from slowlink.trace.calibrate import TraceCalibration
 from slowlink.trace.result import TraceRank, TraceSummary
 
 
@@ -53,3 +54,16 @@ def sentence(r: TraceRank) -> str:
             f"communicating (communication/computation {ratio}); {r.comm_comp_overlap:.0%} of the communication "
             f"runs under computation, so {_ms(r.exposed_comm_s / per)} ms per step is exposed "
             f"({r.exposed_comm_s / r.kernel_s:.0%} of the span).")
+
+
+def calibration_lines(cal: TraceCalibration) -> list[str]:
+    """What the trace measured against what the model said on the trace's cluster, and what stays modelled."""
+    lines = [f"trace ({len(cal.summary.ranks)} rank(s), on {cal.trace_cluster}): compute x{cal.compute_scale:.3g} "
+             "to return the traced step there; measured:"]
+    for t in cal.measured:
+        got = "-" if t.measured_s is None else _ms(t.measured_s)
+        model = "-" if t.model_s is None else _ms(t.model_s)
+        scale = "" if t.scale is None else f", x{t.scale:.3g}"
+        lines.append(f"  {t.term}: measured {got} ms, model {model} ms{scale} ({t.note})")
+    lines += [f"  modelled: {m}" for m in cal.to_json()["modelled"]]
+    return lines

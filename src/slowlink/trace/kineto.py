@@ -151,7 +151,7 @@ def collective_stats(calls: Sequence[CollectiveCall], world: int | None) -> tupl
         t = float(np.mean(times))
         algbw = size / t if size is not None and t > 0 else None
         busbw = algbw * busbw_factor(op, n) if algbw is not None and n else None
-        out.append(CollectiveStat(op, size, dtype, n, group, len(times), t, algbw, busbw))
+        out.append(CollectiveStat(op, size, dtype, n, group, len(times), t, min(times), algbw, busbw))
     return tuple(sorted(out, key=lambda s: (-s.calls * s.time_s, s.op)))
 
 

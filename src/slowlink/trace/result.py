@@ -61,6 +61,7 @@ class CollectiveStat:
     group: str | None
     calls: int
     time_s: float
+    min_time_s: float           # the fastest call: the one whose group was already there, nearest the transfer
     algbw_bytes_s: float | None
     busbw_bytes_s: float | None
 
