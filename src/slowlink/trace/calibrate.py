@@ -8,8 +8,9 @@ with both calibrations applied.
                      for the group's last rank, which is compute skew, not the network
   compute scale k  = the k for which the step model on the trace's cluster, its compute k times slower (GEMM
                      fraction / k, memory and elementwise bandwidth / k, AdamW time x k) and its collectives
-                     scaled as above, returns the trace's step (the slowest rank's mean ProfilerStep): found by
-                     bisection, so the round trip on the trace's own cluster returns the trace's step
+                     scaled as above, returns the trace's step (the slowest rank's median ProfilerStep: a step
+                     the machine stole from, a GC pause or the profiler's own flush, moves a mean, not a median):
+                     found by bisection, so the round trip on the trace's own cluster returns the trace's step
 
 What the calibrated compute stands for: everything in the measured step that is not a modelled collective's
 exposed time (kernels, launch gaps and host time alike); the trace's own compute/communication split is reported
@@ -166,12 +167,12 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
     def step_of(k: float) -> float:
         return plan(w, slower(trace_cluster, k), scaled(base_cost, comm, asked), check_memory=False).step_time_s
 
-    target = s.step_mean_s
+    target = s.step_median_s
     k = _bisect(step_of, target)
     at_k = plan(w, slower(trace_cluster, k), scaled(base_cost, comm), check_memory=False)
     slowest = max(s.ranks, key=lambda r: r.step_mean_s)
     per = max(slowest.window_steps, 1)
-    terms = [Term("step", target, at_k.step_time_s, None, "the slowest rank's mean ProfilerStep"),
+    terms = [Term("step", target, at_k.step_time_s, None, "the slowest rank's median ProfilerStep"),
              Term("compute", slowest.compute_s / per, at_k.compute_s, k,
                   "measured: the trace's computation per step (HTA's compute); model: the step model's compute, "
                   "scaled so that the step matches (idle and host time included)"),

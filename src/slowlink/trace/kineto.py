@@ -116,7 +116,8 @@ def _cpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRan
 def _rank(ft: FileTrace, device: str, steps: list[tuple[int, float, float]], window_steps: int, span: float,
           compute: float, comm: float, memory: float, idle: float, ovl: float) -> TraceRank:
     return TraceRank(rank=ft.rank if ft.rank is not None else -1, file=ft.path, device=device, steps=len(steps),
-                     step_mean_s=float(np.mean([d for _, _, d in steps])) * US, window_steps=window_steps,
+                     step_mean_s=float(np.mean([d for _, _, d in steps])) * US,
+                     step_median_s=float(np.median([d for _, _, d in steps])) * US, window_steps=window_steps,
                      kernel_s=span * US, compute_s=compute * US, communication_s=comm * US, memory_s=memory * US,
                      idle_s=max(0.0, idle) * US, comm_comp_overlap=min(1.0, max(0.0, ovl)))
 

@@ -22,6 +22,7 @@ class TraceRank:
     device: str                 # "cuda" (device kernels) or "cpu" (CPU ops only)
     steps: int                  # ProfilerStep#N annotations in the trace
     step_mean_s: float          # mean ProfilerStep#N span
+    step_median_s: float        # their median: what a calibration reads (a step stolen by the machine counts less)
     window_steps: int           # steps whose work the times below cover (HTA drops the last one)
     kernel_s: float
     compute_s: float
@@ -84,6 +85,11 @@ class TraceSummary:
     def step_mean_s(self) -> float:
         """The slowest rank's mean step (a synchronous job runs at its pace)."""
         return max(r.step_mean_s for r in self.ranks)
+
+    @property
+    def step_median_s(self) -> float:
+        """The slowest rank's median step."""
+        return max(r.step_median_s for r in self.ranks)
 
     def to_json(self) -> dict[str, Any]:
         return {"paths": list(self.paths), "world_size": self.world_size, "backend": self.backend,
