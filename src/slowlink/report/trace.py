@@ -15,6 +15,10 @@ def _ms(x: float) -> str:
     return f"{x * 1e3:.2f}"
 
 
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole > 0 else "-"
+
+
 def ranks_table(s: TraceSummary) -> Table:
     """One row per rank: steps, mean step, the window's kernel span and its split, overlap, exposed comm."""
     where = f"{s.device_name or s.ranks[0].device}, {s.backend or 'unknown backend'}, world {s.world_size or '?'}"
@@ -48,12 +52,12 @@ def sentence(r: TraceRank) -> str:
     per = max(r.window_steps, 1)
     if r.communication_s == 0:
         return (f"rank {r.rank}: {_ms(r.compute_s / per)} ms of computation per step and no communication "
-                f"kernel: nothing to hide; idle {r.idle_s / r.kernel_s:.0%} of the span.")
+                f"kernel: nothing to hide; idle {_share(r.idle_s, r.kernel_s)} of the span.")
     ratio = f"{r.comm_compute_ratio:.2f}" if r.compute_s > 0 else "inf"
     return (f"rank {r.rank}: per step {_ms(r.compute_s / per)} ms computing and {_ms(r.communication_s / per)} ms "
             f"communicating (communication/computation {ratio}); {r.comm_comp_overlap:.0%} of the communication "
             f"runs under computation, so {_ms(r.exposed_comm_s / per)} ms per step is exposed "
-            f"({r.exposed_comm_s / r.kernel_s:.0%} of the span).")
+            f"({_share(r.exposed_comm_s, r.kernel_s)} of the span).")
 
 
 def calibration_lines(cal: TraceCalibration) -> list[str]:
