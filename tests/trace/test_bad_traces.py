@@ -85,10 +85,14 @@ def test_the_same_rank_twice(tmp_path: Path) -> None:
     _fails([str(GLOO0), str(tmp_path / "again.json.gz")], "rank 0", "two files of the same rank")
 
 
-def test_too_big(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_too_big(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(stream, "MAX_TRACE_BYTES", 100_000)
     monkeypatch.setattr(stream, "CHUNK_BYTES", 65_536)
+    # gzip'd: counted as it is decompressed (22 KB on disk, 340 KB of JSON)
     _fails([str(GLOO1)], "gloo-ddp-rank-1.json.gz", "GiB of JSON", "a trace must be at most")
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress(GLOO1.read_bytes()))
+    _fails([str(plain)], "plain.json", "GiB of JSON", "a trace must be at most")  # refused before it is read
 
 
 def test_missing_and_empty(tmp_path: Path) -> None:

@@ -48,8 +48,7 @@ class _Buffer:
             raise SpecError(f"{self.source}: ({exc}) cannot be read: a trace must be JSON or gzip'd JSON") from None
         self.read_bytes += len(raw)
         if self.read_bytes > self.max_bytes:
-            raise SpecError(f"{self.source}: ({self.read_bytes / 2**30:.1f}+ GiB of JSON) a trace must be at most "
-                            f"{self.max_bytes / 2**30:g} GiB: profile fewer steps (torch.profiler.schedule's active)")
+            raise _too_big(self.source, self.read_bytes, self.max_bytes)
         if not raw:
             self.eof = True
             return False
@@ -95,6 +94,11 @@ class _Buffer:
             return obj
 
 
+def _too_big(source: str, size: int, max_bytes: int) -> SpecError:
+    return SpecError(f"{source}: ({size / 2**30:.3g}+ GiB of JSON) a trace must be at most {max_bytes / 2**30:.3g} "
+                     "GiB: profile fewer steps (torch.profiler.schedule's active)")
+
+
 def _open(path: Path) -> IO[bytes]:
     with path.open("rb") as probe:
         magic = probe.read(2)
@@ -111,8 +115,12 @@ def iter_trace(path: Path, max_bytes: int | None = None) -> Iterator[tuple[str, 
     max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
     try:
         fh = _open(path)
+        size = path.stat().st_size
     except OSError as exc:
         raise SpecError(f"{source}: ({exc.strerror}) cannot be opened") from None
+    if size > max_bytes:  # a plain file says so at once; a gzip'd one is counted as it is decompressed
+        fh.close()
+        raise _too_big(source, size, max_bytes)
     with fh:
         buf = _Buffer(fh, source, max_bytes)
         buf.expect("{")
