@@ -42,6 +42,12 @@ def test_two_ranks_of_one_job_read_together() -> None:
     assert s.ranks[0].step_mean_s == pytest.approx((607312 + 622928) / 2 * 1e-6)
 
 
+def test_streams_busy_time() -> None:
+    (r,) = read_kineto([DATA / "hta-nccl-a100-rank-0.json.gz"]).ranks
+    assert len(r.streams) >= 2  # compute on the default stream, NCCL on its own
+    assert max(r.streams.values()) <= r.kernel_s - r.idle_s + 1e-9 <= sum(r.streams.values()) + 1e-9
+
+
 def test_collectives_carry_sizes_and_nccl_tests_busbw() -> None:
     s = read_kineto([DATA / "hta-nccl-a100-rank-0.json.gz"])
     ar = [c for c in s.collectives if c.op == "all_reduce"]

@@ -69,6 +69,7 @@ class FileTrace:
     kernel_ts: array = field(default_factory=lambda: array("d"))      # type: ignore[type-arg]
     kernel_dur: array = field(default_factory=lambda: array("d"))     # type: ignore[type-arg]
     kernel_corr: array = field(default_factory=lambda: array("q"))    # type: ignore[type-arg]
+    kernel_stream: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
     launch_corr: array = field(default_factory=lambda: array("q"))    # type: ignore[type-arg]
     launch_ts: array = field(default_factory=lambda: array("d"))      # type: ignore[type-arg]
     cpu_ops: dict[Any, tuple[array, array]] = field(default_factory=dict)  # type: ignore[type-arg]  # tid: ts, dur
@@ -141,6 +142,7 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
         ft.kernel_ts.append(ts)
         ft.kernel_dur.append(dur)
         ft.kernel_corr.append(-1 if corr is None else corr)
+        ft.kernel_stream.append(args["stream"])
         if name.startswith("nccl") or "ncclKernel" in name:
             ft.collectives.append(nccl_call(name, args, ts, dur, len(ft.kernel_ts) - 1))
         return

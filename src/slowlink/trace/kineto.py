@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -82,8 +83,12 @@ def _gpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRan
     comm = kinds.length(union[kinds.COMMUNICATION])
     both = kinds.overlap(union[kinds.COMMUNICATION], union[kinds.COMPUTATION])
     calls = [c for c in ft.collectives if c.kernel is not None and keep[c.kernel]]
-    return _rank(ft, "cuda", steps, window_steps, span, kinds.length(union[kinds.COMPUTATION]), comm,
-                 kinds.length(union[kinds.MEMORY]), span - busy, both / comm if comm > 0 else 0.0), calls
+    stream = np.frombuffer(ft.kernel_stream, dtype=np.int64)[keep]
+    streams = {str(int(x)): kinds.length(kinds.merged(start[stream == x], end[stream == x])) * US
+               for x in np.unique(stream)}
+    rank = _rank(ft, "cuda", steps, window_steps, span, kinds.length(union[kinds.COMPUTATION]), comm,
+                 kinds.length(union[kinds.MEMORY]), span - busy, both / comm if comm > 0 else 0.0)
+    return replace(rank, streams=streams), calls
 
 
 def _cpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRank, list[CollectiveCall]]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -30,6 +30,7 @@ class TraceRank:
     memory_s: float
     idle_s: float
     comm_comp_overlap: float    # time communication runs alongside computation / communication time (0-1)
+    streams: dict[str, float] = field(default_factory=dict)  # GPU: busy seconds per CUDA stream in the window
 
     @property
     def exposed_comm_s(self) -> float:
