@@ -134,7 +134,9 @@ def comm_scales(s: TraceSummary, base: CommCost) -> tuple[dict[str, float], list
         model[c.op] = model.get(c.op, 0.0) + t * c.calls
         calls[c.op] = calls.get(c.op, 0) + c.calls
     scale = {op: measured[op] / model[op] for op in measured}
-    terms = [Term(f"collective {op}", measured[op], model[op], scale[op], f"{calls[op]} calls at each size's fastest "
+    rank_steps = max(sum(r.window_steps for r in s.ranks), 1)  # every rank's calls are in the trace
+    terms = [Term(f"collective {op}", measured[op] / rank_steps, model[op] / rank_steps, scale[op],
+                  f"per step and rank: {calls[op]} calls in {rank_steps} rank-steps, each at its size's fastest "
                   "call (the others include waiting for the group's last rank)")
              for op in sorted(scale)]
     return scale, terms
