@@ -26,6 +26,8 @@ from slowlink.trace.stream import EVENTS_KEY, iter_trace
 STEP = re.compile(r"ProfilerStep#(\d+)")
 DEVICE_CATS = re.compile(r"kernel|gpu_mem.+")     # HTA's KERNEL_CATEGORY_PATTERN (searched)
 GLOO = re.compile(r"gloo:(\w+)")
+# CPU ops that launch or wait for a collective: not computation on a CPU trace
+NOT_COMPUTE_CPU = ("c10d::", "record_param_comms", "nccl:", "gloo:")
 # PyTorch's collective names (record_param_comms / NCCL kernel args, and gloo's annotation) to nccl-tests' ops
 OP_OF_NAME: dict[str, str] = {
     "allreduce": "all_reduce", "all_reduce": "all_reduce", "allreduce_coalesced": "all_reduce",
@@ -133,21 +135,30 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     raw_args = ev.get("args")
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     if DEVICE_CATS.search(cat) and _int(args.get("stream")) is not None and args["stream"] >= 0:
-        idx = interned.setdefault(name, len(interned))
-        if idx == len(ft.names):
-            ft.names.append(name)
-        corr = _int(args.get("correlation"))
-        ft.cpu_ops.clear()  # a GPU trace is read from its kernels: its CPU ops are not kept (memory)
-        ft.kernel_name.append(idx)
-        ft.kernel_ts.append(ts)
-        ft.kernel_dur.append(dur)
-        ft.kernel_corr.append(-1 if corr is None else corr)
-        ft.kernel_stream.append(args["stream"])
-        if name.startswith("nccl") or "ncclKernel" in name:
-            ft.collectives.append(nccl_call(name, args, ts, dur, len(ft.kernel_ts) - 1))
-        return
-    if cat == "gpu_user_annotation" or cat == "python_function":
-        return
+        _kernel(ft, name, args, ts, dur, interned)
+    elif cat not in ("gpu_user_annotation", "python_function"):  # HTA drops both
+        _host(ft, cat, name, args, ts, dur, ev.get("tid"))
+
+
+def _kernel(ft: FileTrace, name: str, args: dict[str, Any], ts: float, dur: float,
+            interned: dict[str, int]) -> None:
+    """A device kernel, memcpy or memset: its arrays' row, and an NCCL kernel's collective call."""
+    idx = interned.setdefault(name, len(interned))
+    if idx == len(ft.names):
+        ft.names.append(name)
+    corr = _int(args.get("correlation"))
+    ft.cpu_ops.clear()  # a GPU trace is read from its kernels: its CPU ops are not kept (memory)
+    ft.kernel_name.append(idx)
+    ft.kernel_ts.append(ts)
+    ft.kernel_dur.append(dur)
+    ft.kernel_corr.append(-1 if corr is None else corr)
+    ft.kernel_stream.append(args["stream"])
+    if name.startswith("nccl") or "ncclKernel" in name:
+        ft.collectives.append(nccl_call(name, args, ts, dur, len(ft.kernel_ts) - 1))
+
+
+def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, dur: float, tid: Any) -> None:
+    """A CPU event: a launch (its correlation), a step, a gloo collective, or (CPU traces) a compute op."""
     corr = _int(args.get("correlation"))
     if corr is not None:
         ft.launch_corr.append(corr)
@@ -159,10 +170,10 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     gloo = GLOO.match(name)
     if gloo:
         ft.collectives.append(gloo_call(gloo.group(1), args, ts, dur))
-        ft.gloo_threads.add(ev.get("tid"))
+        ft.gloo_threads.add(tid)
         return
-    if cat == "cpu_op" and not len(ft.kernel_ts):
-        tss, durs = ft.cpu_ops.setdefault(ev.get("tid"), (array("d"), array("d")))
+    if cat == "cpu_op" and not len(ft.kernel_ts) and not name.startswith(NOT_COMPUTE_CPU):
+        tss, durs = ft.cpu_ops.setdefault(tid, (array("d"), array("d")))
         tss.append(ts)
         durs.append(dur)
 

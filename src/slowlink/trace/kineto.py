@@ -33,7 +33,6 @@ from slowlink.trace.collect import CollectiveCall, FileTrace, read_file
 from slowlink.trace.result import CollectiveStat, TraceRank, TraceSummary
 
 US = 1e-6  # Chrome trace times are microseconds
-_NOT_COMPUTE_CPU = ("c10d::", "record_param_comms", "nccl:", "gloo:")
 
 
 def trace_files(paths: Sequence[Path]) -> list[Path]:
@@ -195,7 +194,7 @@ def read_kineto(paths: Sequence[Path], max_bytes: int | None = None) -> TraceSum
     ranks, calls = [], []
     for i, ft in enumerate(files):
         rank, mine = analyse(ft)
-        ranks.append(rank if ft.rank is not None else TraceRank(**{**rank.to_json(), "rank": i}))
+        ranks.append(rank if ft.rank is not None else replace(rank, rank=i))
         calls += mine
     dev = files[0].meta.get("deviceProperties")
     name = dev[0].get("name") if isinstance(dev, list) and dev and isinstance(dev[0], dict) else None
