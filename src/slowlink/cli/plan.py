@@ -28,9 +28,10 @@ _TOKENS = typer.Option(None, "--tokens", help="Token budget, e.g. 15T or 15e12 (
 _STEPS = typer.Option(None, "--steps", help="Training steps instead of a token budget.")
 _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), replacing the "
                        "bundled entries they name.")
-_TRACE = typer.Option(None, "--trace", help="PyTorch profiler traces of this workload (a directory or a file per "
-                      "rank): their step and collectives calibrate the compute and the collective model.")
-_TRACE_CLUSTER = typer.Option(None, "--trace-cluster", help="The cluster the trace ran on (default: the cluster).")
+_TRACE = typer.Option(None, "--trace", help="PyTorch profiler traces of this workload (a directory, or a file per "
+                      "rank, --trace repeated): their step and collectives calibrate the compute and the collective "
+                      "model.")
+_TRACE_CLUSTER = typer.Option(None, "--trace-cluster", help="The cluster the trace ran on (default: the first cluster).")
 
 
 def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
