@@ -31,7 +31,8 @@ _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cos
 _TRACE = typer.Option(None, "--trace", help="PyTorch profiler traces of this workload (a directory, or a file per "
                       "rank, --trace repeated): their step and collectives calibrate the compute and the collective "
                       "model.")
-_TRACE_CLUSTER = typer.Option(None, "--trace-cluster", help="The cluster the trace ran on (default: the first cluster).")
+_TRACE_CLUSTER = typer.Option(None, "--trace-cluster", help="The cluster the trace ran on (default: the first "
+                              "cluster).")
 
 
 def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
