@@ -4,10 +4,11 @@ activations, casts, loss), optimizer and other, plus the time no kernel ran (idl
 On CUDA the device kernels are classed by name (:data:`slowlink.trace.classes.RULES`, shared with ``read
 kineto``) and timed by their own start/end; idle = wall time of the profiled steps - the union of every kernel's
 busy interval (two streams' overlapping kernels count once): launch gaps, host syncs, Python between kernels.
-On a CPU there are no device kernels: the ``aten::`` ops are classed by the same rules and timed by their self CPU time (the op's time minus its child ops'), and idle = wall -
-their summed self time, which is Python, autograd-engine and dispatcher overhead, not an idle device. Ops and
-kernels issued inside ``torch.optim.Optimizer.step`` are optimizer, whatever their name (a CPU AdamW runs
-plain ``aten::mul_``/``aten::addcdiv_``).
+On a CPU there are no device kernels: the ``aten::`` ops are classed by the same rules and timed by their self
+CPU time (the op's time minus its child ops'), and idle = wall - their summed self time, which is Python,
+autograd-engine and dispatcher overhead, not an idle device. Ops and kernels issued inside
+``torch.optim.Optimizer.step`` are optimizer, whatever their name (a CPU AdamW runs plain
+``aten::mul_``/``aten::addcdiv_``).
 
 torch.profiler API relied on (torch 2.x, torch/autograd/profiler_util.py ``FunctionEvent``; checked on 2.13):
 ``prof.events()`` lists FunctionEvents with ``name``, ``device_type`` (``torch.autograd.DeviceType``),
