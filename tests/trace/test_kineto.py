@@ -99,3 +99,16 @@ def test_live_hta_agrees(name: str) -> None:
     hta = hta_numbers(DATA / name)
     for field in FIELDS:
         _close(rank, hta, field)
+
+
+def test_computation_split_by_class() -> None:
+    """The computation kernels by the classes bench train --profile uses: a CNN's (the HTA A100 trace: cuDNN
+    convolutions as implicit GEMMs, batch norm, SGD) and a ROCm run's (Tensile GEMMs)."""
+    (cnn,) = read_kineto([DATA / "hta-nccl-a100-rank-0.json.gz"]).ranks
+    (rocm,) = read_kineto([DATA / "hta-mi250-rank-0.json.gz"]).ranks
+    for r in (cnn, rocm):
+        assert set(r.compute_classes) == {"gemm", "attention", "elementwise", "optimizer", "other"}
+        assert sum(r.compute_classes.values()) >= r.compute_s * 0.999  # a sum: overlapping streams count twice
+    assert cnn.compute_classes["gemm"] > 0 and cnn.compute_classes["optimizer"] > 0
+    assert cnn.compute_classes["other"] < 0.1 * cnn.compute_s
+    assert rocm.compute_classes["gemm"] > rocm.compute_classes["other"]

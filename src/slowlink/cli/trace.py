@@ -16,7 +16,7 @@ def read_kineto(paths: list[Path] = _TRACES,
                 as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """PyTorch profiler traces: per rank compute, communication, memory and idle time and their overlap (as HTA
     reads them), per collective its calls, bytes, time and busbw."""
-    from slowlink.report.trace import collectives_table, ranks_table, sentence
+    from slowlink.report.trace import classes_line, collectives_table, ranks_table, sentence
     from slowlink.trace.kineto import read_kineto as read
 
     summary = read(paths)
@@ -28,3 +28,5 @@ def read_kineto(paths: list[Path] = _TRACES,
         out.print(collectives_table(summary))
     for r in summary.ranks:
         out.print(sentence(r), markup=False)
+        if classes_line(r):
+            out.print(classes_line(r), markup=False)

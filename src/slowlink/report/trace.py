@@ -47,6 +47,15 @@ def collectives_table(s: TraceSummary) -> Table:
     return t
 
 
+def classes_line(r: TraceRank) -> str:
+    """A GPU rank's computation kernels by class (summed, per analysed step); "" for a CPU trace."""
+    if not r.compute_classes:
+        return ""
+    per = max(r.window_steps, 1)
+    parts = ", ".join(f"{k} {_ms(v / per)}" for k, v in r.compute_classes.items() if v > 0)
+    return f"rank {r.rank}: computation kernels per step by class (ms, summed over streams): {parts}"
+
+
 def sentence(r: TraceRank) -> str:
     """The article's measure for one rank: compute against communication, and what of it is exposed."""
     per = max(r.window_steps, 1)

@@ -23,9 +23,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "kernels contain 'cutlass'"),
     ("gemm", r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$",
      "aten's matrix products (a CPU op's self time is its GEMM)"),
-    ("gemm", r"gemm|gemv|xmma|cutlass|nvjet|splitkreduce",
+    ("gemm", r"gemm|gemv|xmma|cutlass|nvjet|splitkreduce|^Cijk_",
      "cuBLAS/cuBLASLt/CUTLASS kernels: sm90_xmma_gemm_*, ampere_bf16_s16816gemm_*, nvjet_* (Hopper cuBLASLt), "
-     "cutlass::Kernel<*>, and cuBLAS's split-K reduction"),
+     "cutlass::Kernel<*>, and cuBLAS's split-K reduction; on ROCm, Tensile's GEMM kernels of rocBLAS/hipBLASLt "
+     "(Cijk_Ailk_Bljk_*, named for their index order: C[i,j] = sum over k)"),
     ("other", r"^aten::(view|_unsafe_view|_reshape_alias|reshape|as_strided|t|transpose|permute|slice|select|"
               r"split|split_with_sizes|unbind|chunk|expand|unsqueeze|squeeze|detach|alias|lift_fresh|contiguous|to|"
               r"empty|empty_like|empty_strided|resolve_conj|resolve_neg|result_type|is_nonzero|item|"
@@ -36,9 +37,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "every other aten op on a CPU: layer norm, GeLU, adds, autocast's copies (aten::_to_copy), softmax, "
      "embedding, loss; memory bound"),
     ("elementwise", r"at::native|elementwise|norm|softmax|reduce|memcpy|memset|gelu|embedding|nll_loss|"
-                    r"cross_entropy|cat|copy|index|fill",
+                    r"cross_entropy|cat|copy|index|fill|bn_fw|bn_bw|nchwToNhwc|nhwcToNchw",
      "PyTorch's native CUDA kernels (vectorized_elementwise_kernel, layer_norm, reduce_kernel, cunn_SoftMax*, "
-     "nll_loss*, indexSelect*, CatArrayBatchedCopy) and the device's memcpy/memset: memory bound"),
+     "nll_loss*, indexSelect*, CatArrayBatchedCopy), the device's memcpy/memset, and cuDNN's batch norm "
+     "(bn_fw_tr_1C11_*, bn_bw_1C11_*) and layout transposes (nchwToNhwcKernel): memory bound"),
 )
 _COMPILED = tuple((cls, re.compile(pat, re.IGNORECASE)) for cls, pat, _ in RULES)
 # Of elementwise, the copies and dtype casts (reported apart, inside elementwise): autocast re-casts every fp32

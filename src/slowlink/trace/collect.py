@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from slowlink.errors import SpecError
+from slowlink.trace.classes import OPTIMIZER_SCOPE
 from slowlink.trace.stream import EVENTS_KEY, iter_trace
 
 STEP = re.compile(r"ProfilerStep#(\d+)")
@@ -76,6 +77,7 @@ class FileTrace:
     launch_ts: array = field(default_factory=lambda: array("d"))      # type: ignore[type-arg]
     cpu_ops: dict[Any, tuple[array, array]] = field(default_factory=dict)  # type: ignore[type-arg]  # tid: ts, dur
     steps: list[tuple[int, float, float]] = field(default_factory=list)
+    optimizer_spans: list[tuple[float, float]] = field(default_factory=list)  # Optimizer.step#... (start, end)
     collectives: list[CollectiveCall] = field(default_factory=list)
     gloo_threads: set[Any] = field(default_factory=set)
     events: int = 0
@@ -172,6 +174,8 @@ def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, d
         ft.collectives.append(gloo_call(gloo.group(1), args, ts, dur))
         ft.gloo_threads.add(tid)
         return
+    if name.startswith(OPTIMIZER_SCOPE) and cat in ("cpu_op", "user_annotation"):
+        ft.optimizer_spans.append((ts, ts + dur))
     if cat == "cpu_op" and not len(ft.kernel_ts) and not name.startswith(NOT_COMPUTE_CPU):
         tss, durs = ft.cpu_ops.setdefault(tid, (array("d"), array("d")))
         tss.append(ts)

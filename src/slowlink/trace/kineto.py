@@ -28,7 +28,7 @@ import numpy as np
 from slowlink import units
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import SpecError
-from slowlink.trace import kinds
+from slowlink.trace import classes, kinds
 from slowlink.trace.collect import CollectiveCall, FileTrace, read_file
 from slowlink.trace.result import CollectiveStat, TraceRank, TraceSummary
 
@@ -87,7 +87,28 @@ def _gpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRan
                for x in np.unique(stream)}
     rank = _rank(ft, "cuda", steps, window_steps, span, kinds.length(union[kinds.COMPUTATION]), comm,
                  kinds.length(union[kinds.MEMORY]), span - busy, both / comm if comm > 0 else 0.0)
-    return replace(rank, streams=streams), calls
+    computing = kind == kinds.KINDS.index(kinds.COMPUTATION)
+    names = np.frombuffer(ft.kernel_name, dtype=np.int64)[keep][computing]
+    in_opt = _in_optimizer(ft, np.frombuffer(ft.kernel_corr, dtype=np.int64)[keep][computing])
+    per = dict.fromkeys(classes.CLASSES, 0.0)
+    for name, opt, d in zip(names, in_opt, (end - start)[computing], strict=True):
+        per[classes.classify(ft.names[name], bool(opt))] += float(d) * US
+    return replace(rank, streams=streams, compute_classes=per), calls
+
+
+def _in_optimizer(ft: FileTrace, corr: np.ndarray) -> np.ndarray:
+    """Whether each kernel (by its correlation) was launched inside an ``Optimizer.step#...`` span."""
+    if not ft.optimizer_spans or corr.size == 0:
+        return np.zeros(corr.size, dtype=bool)
+    lc, lt = np.frombuffer(ft.launch_corr, dtype=np.int64), np.frombuffer(ft.launch_ts, dtype=np.float64)
+    order = np.argsort(lc, kind="stable")
+    lc, lt = lc[order], lt[order]
+    i = np.minimum(np.searchsorted(lc, corr), max(lc.size - 1, 0))
+    found = (lc.size > 0) & (lc[i] == corr)
+    spans = np.array(sorted(ft.optimizer_spans))
+    j = np.searchsorted(spans[:, 0], lt[i], side="right") - 1
+    inside: np.ndarray = found & (j >= 0) & (lt[i] < spans[np.maximum(j, 0), 1])
+    return inside
 
 
 def _cpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRank, list[CollectiveCall]]:

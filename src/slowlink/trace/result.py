@@ -31,6 +31,9 @@ class TraceRank:
     idle_s: float
     comm_comp_overlap: float    # time communication runs alongside computation / communication time (0-1)
     streams: dict[str, float] = field(default_factory=dict)  # GPU: busy seconds per CUDA stream in the window
+    # GPU: the computation kernels' summed seconds by class (slowlink.trace.classes: gemm, attention, elementwise,
+    # optimizer, other); a sum, not a union, so two streams' overlapping kernels both count
+    compute_classes: dict[str, float] = field(default_factory=dict)
 
     @property
     def exposed_comm_s(self) -> float:
