@@ -153,8 +153,18 @@ DATATYPE_TORCH: dict[str, str] = {
     "float": "float32", "float32": "float32", "half": "float16", "float16": "float16", "bf16": "bfloat16",
     "bfloat16": "bfloat16", "double": "float64", "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64",
 }
+# How a PyTorch profiler trace names an element type, and the torch dtype each is: c10::ScalarType names in a
+# collective's ``dtype`` argument (record_param_comms, c10/core/ScalarType.h) and the C++ type names in a gloo
+# collective's ``Input type`` (``c10::Half`` and ``c10::BFloat16`` for the 16-bit floats).
+TRACE_DTYPE_TORCH: dict[str, str] = {
+    "Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Double": "float64", "Long": "int64",
+    "Int": "int32", "Char": "int8", "Byte": "uint8", "Float8_e4m3fn": "float8_e4m3fn",
+    "float": "float32", "c10::Half": "float16", "c10::BFloat16": "bfloat16", "double": "float64",
+    "long int": "int64", "int64_t": "int64", "int": "int32", "signed char": "int8", "unsigned char": "uint8",
+}
 PRECISION_BYTES: dict[str, float] = {name: float(_TORCH_DTYPE_BYTES[t]) for name, t in PRECISION_TORCH.items()}
 DTYPE_BYTES: dict[str, int] = {name: _TORCH_DTYPE_BYTES[t] for name, t in DATATYPE_TORCH.items()}
+TRACE_DTYPE_BYTES: dict[str, int] = {name: _TORCH_DTYPE_BYTES[t] for name, t in TRACE_DTYPE_TORCH.items()}
 
 
 def torch_dtype(torch: Any, name: str) -> Any:

@@ -1,13 +1,14 @@
 """Where a measured step's compute goes: torch.profiler events classed into gemm, attention, elementwise (norms,
 activations, casts, loss), optimizer and other, plus the time no kernel ran (idle).
 
-On CUDA the device kernels are classed by name (:data:`RULES`) and timed by their own start/end; idle = wall time
-of the profiled steps - the union of every kernel's busy interval (two streams' overlapping kernels count once):
-launch gaps, host syncs, Python between kernels. On a CPU there are no device kernels: the ``aten::`` ops are
-classed by the same rules and timed by their self CPU time (the op's time minus its child ops'), and idle = wall -
-their summed self time, which is Python, autograd-engine and dispatcher overhead, not an idle device. Ops and
-kernels issued inside ``torch.optim.Optimizer.step`` are optimizer, whatever their name (a CPU AdamW runs
-plain ``aten::mul_``/``aten::addcdiv_``).
+On CUDA the device kernels are classed by name (:data:`slowlink.trace.classes.RULES`, shared with ``read
+kineto``) and timed by their own start/end; idle = wall time of the profiled steps - the union of every kernel's
+busy interval (two streams' overlapping kernels count once): launch gaps, host syncs, Python between kernels.
+On a CPU there are no device kernels: the ``aten::`` ops are classed by the same rules and timed by their self
+CPU time (the op's time minus its child ops'), and idle = wall - their summed self time, which is Python,
+autograd-engine and dispatcher overhead, not an idle device. Ops and kernels issued inside
+``torch.optim.Optimizer.step`` are optimizer, whatever their name (a CPU AdamW runs plain
+``aten::mul_``/``aten::addcdiv_``).
 
 torch.profiler API relied on (torch 2.x, torch/autograd/profiler_util.py ``FunctionEvent``; checked on 2.13):
 ``prof.events()`` lists FunctionEvents with ``name``, ``device_type`` (``torch.autograd.DeviceType``),
@@ -19,50 +20,14 @@ torch/autograd/profiler.py ``_parse_kineto_results``); Optimizer.step is recorde
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from slowlink.errors import BenchError
+from slowlink.trace.classes import CLASSES, COPY, OPTIMIZER_SCOPE, classify
 
-CLASSES = ("gemm", "attention", "elementwise", "optimizer", "other")
-OPTIMIZER_SCOPE = "Optimizer.step#"  # torch/optim/optimizer.py profile_hook_step: f"Optimizer.step#{cls}.step"
-
-# (class, pattern, reason); first match wins, case-insensitive, on an aten op's or a device kernel's name
-RULES: tuple[tuple[str, str, str], ...] = (
-    ("optimizer", r"multi_tensor_apply|_foreach_|fused_adam|adamw?\b",
-     "PyTorch's foreach and fused optimizer kernels (ATen ForeachFunctors, FusedAdamKernel); only the optimizer "
-     "issues them in bench train"),
-    ("attention", r"scaled_dot_product|flash|fmha|sdpa|efficient_attention|attention",
-     "SDPA's backends: aten::_scaled_dot_product_*, FlashAttention (pytorch_flash::flash_fwd_kernel), "
-     "memory-efficient (fmha_cutlassF_*), cuDNN (cudnn_generated_*_sdpa_*); before gemm, as fmha_cutlass* "
-     "kernels contain 'cutlass'"),
-    ("gemm", r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$",
-     "aten's matrix products (a CPU op's self time is its GEMM)"),
-    ("gemm", r"gemm|gemv|xmma|cutlass|nvjet|splitkreduce",
-     "cuBLAS/cuBLASLt/CUTLASS kernels: sm90_xmma_gemm_*, ampere_bf16_s16816gemm_*, nvjet_* (Hopper cuBLASLt), "
-     "cutlass::Kernel<*>, and cuBLAS's split-K reduction"),
-    ("other", r"^aten::(view|_unsafe_view|_reshape_alias|reshape|as_strided|t|transpose|permute|slice|select|"
-              r"split|split_with_sizes|unbind|chunk|expand|unsqueeze|squeeze|detach|alias|lift_fresh|contiguous|to|"
-              r"empty|empty_like|empty_strided|resolve_conj|resolve_neg|result_type|is_nonzero|item|"
-              r"_local_scalar_dense)$",
-     "views, allocations and dispatch-only ops: no data moved (a copy they cause is its own aten::copy_ or "
-     "aten::_to_copy); their self time is dispatcher and allocator overhead"),
-    ("elementwise", r"^aten::",
-     "every other aten op on a CPU: layer norm, GeLU, adds, autocast's copies (aten::_to_copy), softmax, "
-     "embedding, loss; memory bound"),
-    ("elementwise", r"at::native|elementwise|norm|softmax|reduce|memcpy|memset|gelu|embedding|nll_loss|"
-                    r"cross_entropy|cat|copy|index|fill",
-     "PyTorch's native CUDA kernels (vectorized_elementwise_kernel, layer_norm, reduce_kernel, cunn_SoftMax*, "
-     "nll_loss*, indexSelect*, CatArrayBatchedCopy) and the device's memcpy/memset: memory bound"),
-)
-_COMPILED = tuple((cls, re.compile(pat, re.IGNORECASE)) for cls, pat, _ in RULES)
-# Of elementwise, the copies and dtype casts (reported apart, inside elementwise): autocast re-casts every fp32
-# weight at each use (aten::_to_copy -> aten::copy_; on CUDA at::native's *_copy_kernel_cuda), traffic a workload
-# with bf16 weights does not have; the loss's upcast and memcpys land here too.
-COPY = re.compile(r"copy", re.IGNORECASE)
-
+__all__ = ["CLASSES", "Record", "breakdown", "classify", "records_of", "union_s"]
 
 @dataclass(frozen=True)
 class Record:
@@ -73,16 +38,6 @@ class Record:
     end_s: float
     self_s: float           # CPU ops: self CPU time; kernels: end - start
     in_optimizer: bool      # issued inside Optimizer.step
-
-
-def classify(name: str, in_optimizer: bool = False) -> str:
-    """The class of an aten op or device kernel by :data:`RULES`; anything inside Optimizer.step is optimizer."""
-    if in_optimizer:
-        return "optimizer"
-    for cls, pat in _COMPILED:
-        if pat.search(name):
-            return cls
-    return "other"
 
 
 def union_s(intervals: Iterable[tuple[float, float]]) -> float:

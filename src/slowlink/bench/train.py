@@ -16,8 +16,10 @@ bf16 on a GPU and, on a CPU, whichever of bf16 and fp32 runs a 512^3 GEMM faster
 than fp32 (0.84 against 100 GFLOP/s on 2 threads of this project's AVX2 EPYC build machine).
 ``profile``: rank 0 runs ``steps`` more compute-only steps under torch.profiler, after the timed ones (so
 ``compute_s`` carries no profiler overhead; the profiled wall per step shows it), and the row's ``profile`` holds
-their seconds per step by kernel class and idle (:mod:`slowlink.bench.profile`). Under autocast the fp32 weights
-are cast to bf16/fp16 at every use: that copy traffic is real and lands in ``elementwise``.
+their seconds per step by kernel class and idle (:mod:`slowlink.bench.profile`). ``trace_dir``: after the
+timed distributed steps, every rank runs ``steps`` more under torch.profiler and writes a Chrome trace of them
+(``<trace_dir>/<mode>-<N>ranks/rank-<r>.json.gz``), the input of ``slowlink read kineto``. Under autocast the fp32
+weights are cast to bf16/fp16 at every use: that copy traffic is real and lands in ``elementwise``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class TrainConfig:
     threads: int | None = None
     seed: int = 0
     profile: bool = False    # rank 0 profiles extra compute-only steps by kernel class (module docstring)
+    trace_dir: str | None = None  # every rank writes a torch.profiler trace of extra distributed steps here
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -137,8 +140,9 @@ def fastest_precision(device: str, n: int = 512) -> str:
 
 
 def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: Any,
-                profile: bool = False) -> tuple[float, dict[str, float] | None]:
-    """Mean seconds per optimizer step after warm-up; with ``profile``, the breakdown of ``steps`` more steps."""
+                profile: bool = False, trace_path: str | None = None) -> tuple[float, dict[str, float] | None]:
+    """Mean seconds per optimizer step after warm-up; with ``profile``, the breakdown of ``steps`` more steps;
+    with ``trace_path``, a Chrome trace of ``steps`` more steps written there (:func:`_trace_steps`)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cpu").manual_seed(cfg.seed + int(os.environ.get("RANK", "0")))
     tokens = torch.randint(0, cfg.vocab, (cfg.batch, cfg.seq_len + 1), generator=gen).to(device)
@@ -162,7 +166,26 @@ def _time_steps(torch: Any, model: Any, cfg: TrainConfig, device: str, barrier: 
         step()
     _sync(torch, device)
     mean_s = (time.perf_counter() - t0) / cfg.steps
+    if trace_path is not None:
+        _trace_steps(torch, step, cfg.steps, device, trace_path)
     return mean_s, (_profile_steps(torch, step, cfg.steps, device) if profile else None)
+
+
+def _trace_steps(torch: Any, step: Any, steps: int, device: str, path: str) -> None:
+    """``steps`` steps under torch.profiler (CPU ops with their shapes, and CUDA kernels on a GPU), one
+    ``ProfilerStep#N`` each after one warm-up step the profiler discards, exported as a Chrome trace to ``path``
+    (gzip'd when it ends in .gz, torch.profiler's ``export_chrome_trace``): what ``slowlink read kineto`` reads."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if device.startswith("cuda") else [])]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with profile(activities=activities, record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for _ in range(steps + 1):
+            step()
+            _sync(torch, device)
+            prof.step()
 
 
 def _profile_steps(torch: Any, step: Any, steps: int, device: str) -> dict[str, float]:
@@ -246,8 +269,10 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
         cfg = replace(cfg, precision=str(chosen[0]))
     compute_s, profiled = _time_steps(torch, build_model(cfg).to(ctx.device), cfg, ctx.device, dist.barrier,
                                       profile=cfg.profile and ctx.rank == 0)
+    trace = (None if cfg.trace_dir is None
+             else os.path.join(cfg.trace_dir, f"{cfg.mode}-{ctx.world}ranks", f"rank-{ctx.rank}.json.gz"))
     step_s, _ = _time_steps(torch, _wrap(build_model(cfg).to(ctx.device), cfg, ctx), cfg, ctx.device,
-                            dist.barrier)
+                            dist.barrier, trace_path=trace)
     comm_s = _comm_only(torch, dist, cfg, ctx.world, ctx.device)
     mine = torch.tensor([step_s, compute_s, comm_s], dtype=torch.float64, device=ctx.device)
     every = [torch.empty_like(mine) for _ in range(ctx.world)]

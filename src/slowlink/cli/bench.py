@@ -204,6 +204,10 @@ def compute(
               f"{summary['adam_ns_per_param']:.2f} ns/parameter")
 
 
+_PROFILE_DIR = typer.Option(None, "--profile-dir", help="Every rank writes a torch.profiler trace of --steps more "
+                            "distributed steps under DIR/<mode>-<N>ranks/ (read them with `slowlink read kineto`).")
+
+
 @clean_errors
 def train(
     mode: str = typer.Option("ddp", "--mode", help="ddp or fsdp."),
@@ -226,6 +230,7 @@ def train(
     profile: bool = typer.Option(False, "--profile", help="Rank 0 profiles --steps more compute-only steps: "
                                  "time by kernel class (gemm, attention, elementwise, optimizer, other) and idle, "
                                  "against plan's split with --cluster."),
+    profile_dir: Path | None = _PROFILE_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     results: Path = _RESULTS,
     no_results: bool = _NO_RESULTS,
@@ -243,7 +248,8 @@ def train(
         raise BenchError(f"--nproc ({nproc!r}) must be comma-separated integers, e.g. 1,2") from None
     cfg = TrainConfig(mode=mode, layers=layers, hidden=hidden, heads=heads, ffn_hidden=ffn_hidden, vocab=vocab,
                       seq_len=seq_len, batch=batch, steps=steps, warmup_steps=warmup_steps, threads=threads,
-                      precision=precision, profile=profile)
+                      precision=precision, profile=profile,
+                      trace_dir=None if profile_dir is None else str(profile_dir.resolve()))
     cfg.check()
     gpu = None if cluster is None else load_cluster(cluster).gpu
     be = launch.resolve_backend(backend)
@@ -271,6 +277,8 @@ def train(
     for r in rows:
         if "profile" in r:
             out.print(profile_table(r))
+    if profile_dir is not None:
+        err.print(f"traces: {profile_dir}/{mode}-<N>ranks/rank-<r>.json.gz (slowlink read kineto DIR)")
 
 
 bench_app.command("compute")(compute)

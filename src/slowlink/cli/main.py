@@ -75,7 +75,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "time a collective before and after."),
     "read": ("slowlink.cli.observe",
              "Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool counters, "
-             "nvidia-smi CSV."),
+             "nvidia-smi CSV, PyTorch profiler traces."),
     "doctor": ("slowlink.cli.observe", "Bottom-up checks (links, GPUs, versions, NCCL transport, busbw); "
                "exit 0 clean, 1 warnings, 3 errors."),
     "exporter": ("slowlink.cli.observe", "Serve benchmark results and plans as Prometheus metrics (re-read at "

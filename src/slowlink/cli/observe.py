@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 
 from slowlink.cli.common import clean_errors, err, out, print_json
+from slowlink.cli.trace import read_kineto
 
 READ_HELP = ("Read what users already have: nccl-tests output, NCCL_DEBUG logs, ibstat, perfquery/ethtool "
-             "counters, nvidia-smi CSV.")
+             "counters, nvidia-smi CSV, PyTorch profiler traces.")
 read_app = typer.Typer(help=READ_HELP, add_completion=False, no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _FILE = typer.Argument(..., help="The tool's output, saved to a file.")
@@ -234,6 +235,7 @@ read_app.command("counters")(read_counters)
 read_app.command("nccl-log")(read_nccl_log)
 read_app.command("ibstat")(read_ibstat)
 read_app.command("nvidia-smi")(read_nvidia_smi)
+read_app.command("kineto")(read_kineto)
 
 
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from slowlink.spec.workload import Workload, load_workload
 if TYPE_CHECKING:  # the model (numpy) loads when a command runs: `plan -h` needs none of it
     from slowlink.assess import Assessment, Budget
     from slowlink.spec.prices import PriceBook
+    from slowlink.trace.calibrate import TraceCalibration
 
 _FILES = typer.Argument(..., help="CLUSTER.yaml WORKLOAD.yaml, or clusters with --workload.")
 _WORKLOAD = typer.Option(None, "--workload", help="Workload file for several clusters.")
@@ -27,16 +28,26 @@ _TOKENS = typer.Option(None, "--tokens", help="Token budget, e.g. 15T or 15e12 (
 _STEPS = typer.Option(None, "--steps", help="Training steps instead of a token budget.")
 _PRICES = typer.Option(None, "--prices", help="Your own quotes (same keys as cost/data/prices.yaml), replacing the "
                        "bundled entries they name.")
+_TRACE = typer.Option(None, "--trace", help="PyTorch profiler traces of this workload (a directory, or a file per "
+                      "rank, --trace repeated): their step and collectives calibrate the compute and the collective "
+                      "model.")
+_TRACE_CLUSTER = typer.Option(None, "--trace-cluster", help="The cluster the trace ran on (default: the first "
+                              "cluster).")
 
 
 def _assess_named(w: Workload, c: Cluster, files: tuple[Path, Path], several: bool, fidelity: str,
-                  prices: PriceBook, budget: Budget) -> Assessment | InfeasiblePlan | FabricMisfit:
+                  prices: PriceBook, budget: Budget, cal: TraceCalibration | None = None
+                  ) -> Assessment | InfeasiblePlan | FabricMisfit:
     """The assessment of one cluster; with several clusters one that cannot run the workload (an infeasible plan,
     a fabric its switches cannot build) is its error (a column of its own, not an abort); any other error, and
     either on one cluster, names both ``files`` (workload, cluster) and the cluster."""
     from slowlink.assess import assess
+    from slowlink.sim.fidelity import comm_cost
 
     try:
+        if cal is not None:  # the trace's calibrations: a slower or faster GPU, each measured op scaled
+            return assess(w, cal.cluster(c), budget=budget, prices=prices, fidelity=fidelity,
+                          comm=cal.comm_cost(c, comm_cost(fidelity, c)))
         return assess(w, c, budget=budget, prices=prices, fidelity=fidelity)
     except SlowlinkError as exc:
         if several and isinstance(exc, InfeasiblePlan | FabricMisfit):
@@ -68,6 +79,8 @@ def plan_cmd(
     prices: Path | None = _PRICES,
     tokens: str | None = _TOKENS,
     steps: int | None = _STEPS,
+    trace: list[Path] | None = _TRACE,
+    trace_cluster: Path | None = _TRACE_CLUSTER,
 ) -> None:
     """Predict step time, MFU, memory, the bottleneck, goodput and cost of a workload on one or more clusters."""
     from slowlink.assess import Assessment
@@ -90,7 +103,12 @@ def plan_cmd(
     w = load_workload(wpath)
     loaded = [load_cluster(c) for c in clusters]
     book = load_prices(prices)
-    done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, book, budget)
+    cal = None
+    if trace:
+        from slowlink.trace.calibrate import calibrate_files
+
+        cal = calibrate_files(trace, w, load_cluster(trace_cluster) if trace_cluster else loaded[0], fidelity)
+    done = [_assess_named(w, c, (wpath, path), len(loaded) > 1, fidelity, book, budget, cal)
             for c, path in zip(loaded, clusters, strict=True)]
     keys = column_keys(loaded, clusters)
     infeasible = {key: str(r) for key, r in zip(keys, done, strict=True) if not isinstance(r, Assessment)}
@@ -102,7 +120,7 @@ def plan_cmd(
         report_html.write_plan(html, w, list(fits.values()),
                                [accuracy_sentence(a.accuracy, fidelity) for a in fits.values()])
     if as_json:
-        js = {key: a.to_json() for key, a in fits.items()}
+        js = {key: a.to_json() | ({"trace": cal.to_json()} if cal is not None else {}) for key, a in fits.items()}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
@@ -110,6 +128,11 @@ def plan_cmd(
     out.print(table)
     for line in lines:
         out.print(line, soft_wrap=True)
+    if cal is not None:
+        from slowlink.report.trace import calibration_lines
+
+        for line in calibration_lines(cal):
+            out.print(line, soft_wrap=True, markup=False)
 
 
 @clean_errors
