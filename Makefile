@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench,plot,storage,sweep,share,observe]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,plot,storage,sweep,share,observe,trace]'
 	touch $(STAMP)
 
 demo: $(STAMP)
