@@ -108,6 +108,7 @@ def kill_cmd(node: int) -> None:
 
 
 FLOAT32_BYTES = 4  # emulate/collective.py runs the collectives on float32 tensors
+DEFAULT_SIZE = "4MiB"  # validate emulated's size per collective when none is given
 
 
 def check_emulated_size(size_bytes: float, ops: list[str], ranks: int) -> None:
@@ -127,7 +128,8 @@ def check_emulated_size(size_bytes: float, ops: list[str], ranks: int) -> None:
 @clean_errors
 def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
                  ops: str = typer.Option("all_reduce,all_to_all", help="Collectives, comma-separated."),
-                 size: str = typer.Option("4MiB", help="Size per collective (nccl-tests convention)."),
+                 size: str | None = typer.Option(None, help="Size per collective (nccl-tests convention); default "
+                                                 "4MiB, rounded down to whole float32 elements per rank."),
                  iters: int = typer.Option(3, help="Timed iterations (after one warm-up)."),
                  scale: float = typer.Option(DEFAULT_SCALE, help="Link rate factor."),
                  delay: list[str] | None = _DELAY) -> None:
@@ -137,7 +139,7 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
     from slowlink.report.emulate import cpu_warning, validation_table
 
     try:
-        size_bytes = units.parse_size(size)
+        size_bytes = units.parse_size(size if size is not None else DEFAULT_SIZE)
     except ValueError as exc:
         raise EmulationError(str(exc)) from None
     op_list = [o for o in ops.split(",") if o]
@@ -146,6 +148,8 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
         raise EmulationError(field_error("ops/iters", (ops, iters), "need all_reduce/all_to_all and iters >= 1"))
     c = load_cluster(cluster)
     plan = build_plan(c, scale=scale, delay_s=_pairs(delay, "delay", units.MS))
+    if size is None:  # the default fits every cluster: all_to_all sends each rank a whole number of elements
+        size_bytes -= size_bytes % (FLOAT32_BYTES * len(plan.nodes))
     check_emulated_size(size_bytes, op_list, len(plan.nodes))  # before anything is brought up
     net.check_root()
     with progress("validate emulated", len(op_list) + 2) as steps:  # bring-up, each op, tear-down
