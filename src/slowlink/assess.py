@@ -258,6 +258,9 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
         storage = storage.at_interval(fail.interval_s)
     if hardware is None:
         hardware = _hardware(cluster, prices, unpriced)
+    elif not hardware.complete:  # a partial bill (cost, bom): priced as far as it goes, every gap said
+        unpriced.append(Unpriced("cost", "; ".join(hardware.excluded) + ": the bill and the cost per token exclude "
+                                 + ("it" if len(hardware.excluded) == 1 else "them"), "priced"))
     if not b.given:
         from slowlink.reliability.goodput import NO_BUDGET
 

@@ -76,11 +76,23 @@ def test_bad_prices_file(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     cli_fails(["bom", SUPERPOD, "--prices", str(tmp_path / "none.yaml")], "does not exist")
 
 
-def test_unpriced_parts(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
+def test_unpriced_parts_leave_a_partial_bill_that_names_them(tmp_path: Path) -> None:
+    """bom and cost stopped at the first part without a price (issue 39): they price what they can, name every
+    part they cannot, and give totals that say they exclude them."""
     radix = _file(tmp_path, SUPERPOD, "switch_radix: 64", "switch_radix: 48")
-    cli_fails(["bom", radix], "no infiniband switch of 48 ports at 400 Gbit/s", "--prices")
+    res = runner.invoke(app, ["bom", radix])
+    assert res.exit_code == 0, res.output
+    assert "excluding (no price): prices: switches: no infiniband switch of 48 ports at 400 Gbit/s" in res.stdout
+    assert "USD per GPU-hour" in res.stdout and "excluding the parts above" in res.stdout
     gpu = _file(tmp_path, SUPERPOD, "gpu: h100-sxm", "gpu: mi300x")
-    cli_fails(["bom", gpu], "servers.mi300x", "no price")
+    res = runner.invoke(app, ["bom", gpu, "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert len(d["excluded"]) == 1 and "servers.mi300x: no price" in d["excluded"][0]
+    assert d["capex_breakdown_usd"]["servers"] == 0 and d["capex_breakdown_usd"]["switches"] > 0
+    full = json.loads(runner.invoke(app, ["bom", SUPERPOD, "--json"]).stdout)
+    assert "excluded" not in full  # a complete bill is as before
+    assert d["capex_breakdown_usd"]["switches"] == full["capex_breakdown_usd"]["switches"]  # same fabric
 
 
 def test_management_ports_that_do_not_fit(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
@@ -115,3 +127,21 @@ def test_reference_network_share_table(cli_fails: Callable[..., str]) -> None:
     assert "network share" in runner.invoke(app, ["bom", "--reference"]).output
     cli_fails(["bom"], "give a CLUSTER.yaml or --reference")
     cli_fails(["bom", SUPERPOD, "--reference"], "not both")
+
+
+def test_cost_of_a_cluster_with_an_unpriced_server_excludes_it(tmp_path: Path) -> None:
+    """An A100-40GB lab (no server price in the book) still gets its network bill and a cost per token that says
+    what it excludes; the chain names the exclusion once (unpriced: cost)."""
+    lab = _file(tmp_path, REF, "gpu: h100-sxm", "gpu: a100-80gb")
+    lab = _file(tmp_path, lab, "link: nvlink4", "link: nvlink3")
+    res = runner.invoke(app, ["cost", lab, LLAMA, "--json", "--tokens", "1T"])
+    assert res.exit_code == 0, res.output
+    priced = json.loads(res.stdout)
+    assert "excluded" not in priced and priced["unpriced"] == []  # an A100-80GB server has a price
+    res = runner.invoke(app, ["cost", lab, LLAMA, "--json", "--tokens", "1T", "--set", "cluster.gpu=a100-40gb",
+                              "--set", "workload.parallel.tp=4", "--set", "workload.parallel.dp=16"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert "servers.a100-40gb: no price" in d["excluded"][0]
+    assert [u["part"] for u in d["unpriced"]] == ["cost"] and "exclude it" in d["unpriced"][0]["why"]
+    assert 0 < d["usd_per_million_tokens"] < priced["usd_per_million_tokens"] / 5  # the servers are left out

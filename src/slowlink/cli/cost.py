@@ -45,7 +45,7 @@ def bom_cmd(cluster: Path | None = _CLUSTER, as_json: bool = _JSON, prices: Path
             out.print(share_table(rows))
         return
     c = load_cluster(cluster)
-    cost = cluster_cost(c, load_prices(prices))
+    cost = cluster_cost(c, load_prices(prices), strict=False)  # what has a price, and the parts that have none
     if html is not None:
         from slowlink.report.html_cost import write_cost
 
@@ -72,6 +72,7 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     """Cost per GPU-hour and per million tokens of a workload on a cluster (step model with its data stall x ETTR
     from the failure model)."""
     from slowlink.assess import assess
+    from slowlink.cost.model import cluster_cost
     from slowlink.cost.prices import load_prices
     from slowlink.report.cost import capex_table, cost_lines, token_lines
     from slowlink.report.html import check_html_path
@@ -81,7 +82,9 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     budget = parse_budget(tokens, steps)
     check_html_path(html)
     c, w = load_cluster(cluster), load_workload(workload)
-    a = assess(w, c, budget=budget, prices=load_prices(prices), full=False)
+    book = load_prices(prices)
+    bill = cluster_cost(c, book, strict=False)  # every part with a price; those without are excluded and named
+    a = assess(w, c, budget=budget, prices=book, full=False, hardware=bill)
     tc = a.priced_token_cost()
     if html is not None:
         from slowlink.report.html_cost import RunCost, write_cost
@@ -95,7 +98,7 @@ def cost_cmd(cluster: Path, workload: Path, as_json: bool = _JSON, prices: Path 
     if a.tokens is not None and a.run_days is not None and a.run_usd is not None:
         lines.append(f"{a.tokens:.3g} tokens: {a.run_days:.1f} days, {a.run_usd:,.0f} USD")
     lines.append(f"throughput: step model {a.ettr_basis}")
-    lines += [u.sentence() for u in a.unpriced if u.part != "failures"]  # the basis says why failures are not
+    lines += [u.sentence() for u in a.unpriced if u.part not in ("failures", "cost")]  # said above
     for line in lines:
         out.print(line, soft_wrap=True)
 

@@ -15,14 +15,18 @@ Sources of every price: ``cost/data/prices.yaml``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from slowlink import units
 from slowlink.cost.bom import Bom, bill_of_materials
+from slowlink.errors import PriceMissing
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.prices import PriceBook
 
 HOURS_PER_YEAR = units.YEAR / units.HOUR
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,12 @@ class ClusterCost:
     usd_per_kwh: float
     depreciation_years: float
     switch_usd: dict[str, float] = field(default_factory=dict)  # capex["switches"] by tier (leaf, spine, ...)
+    excluded: tuple[str, ...] = ()  # parts the price book has no price for (a partial bill): each in words
+
+    @property
+    def complete(self) -> bool:
+        """Every part is priced: the totals are the cluster's, not a bill that excludes some lines."""
+        return not self.excluded
 
     @property
     def total_capex_usd(self) -> float:
@@ -48,8 +58,8 @@ class ClusterCost:
 
     @property
     def network_share(self) -> float:
-        """Network capex / total capex."""
-        return self.network_capex_usd / self.total_capex_usd
+        """Network capex / total capex (0 when nothing could be priced)."""
+        return self.network_capex_usd / self.total_capex_usd if self.total_capex_usd else 0.0
 
     @property
     def it_power_w(self) -> float:
@@ -75,7 +85,8 @@ class ClusterCost:
                 "power_breakdown_w": self.power_w, "capex_usd": self.total_capex_usd,
                 "capex_breakdown_usd": self.capex_usd, "network_capex_usd": self.network_capex_usd,
                 "network_share": self.network_share, "capex_per_gpu_usd": self.total_capex_usd / self.gpus,
-                "usd_per_hour": self.usd_per_hour, "usd_per_gpu_hour": self.usd_per_gpu_hour}
+                "usd_per_hour": self.usd_per_hour, "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                **({"excluded": list(self.excluded)} if self.excluded else {})}
 
 
 def _family(cluster: Cluster) -> str:
@@ -83,27 +94,47 @@ def _family(cluster: Cluster) -> str:
     return "infiniband" if cluster.fabric.transport.kind == "infiniband" else "ethernet"
 
 
-def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
-    """Price ``cluster``'s servers and its bill of materials (module docstring for the formulas)."""
-    server = prices.server(cluster.gpu.name)
-    bom = bill_of_materials(cluster, server.nodes_per_rack)
-    nodes = cluster.gpus / server.gpus
-    capex = {"servers": nodes * server.price_usd, "nics": 0.0, "switches": 0.0, "optics": 0.0, "cables": 0.0}
-    power = {"servers": nodes * server.power_w, "switches": 0.0, "optics": 0.0}
+def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> ClusterCost:
+    """Price ``cluster``'s servers and its bill of materials (module docstring for the formulas).
+
+    ``strict``: a part without a price raises :class:`~slowlink.errors.PriceMissing` (what a design search and
+    the chain's cost per token need). Not strict (``bom``, ``cost``): every part that can be is priced, each one
+    that cannot is named in ``excluded`` and left out of the totals (a server without a price: its rack layout is
+    bill_of_materials' default, its power unknown)."""
+    excluded: list[str] = []
+
+    def price(lookup: Callable[..., T], *args: Any) -> T | None:
+        try:
+            return lookup(*args)
+        except PriceMissing as exc:
+            if strict:
+                raise
+            excluded.append(str(exc))
+            return None
+
+    server = price(prices.server, cluster.gpu.name)
+    bom = bill_of_materials(cluster, server.nodes_per_rack) if server else bill_of_materials(cluster)
+    nodes = cluster.gpus / server.gpus if server else 0.0
+    capex = {"servers": nodes * server.price_usd if server else 0.0, "nics": 0.0, "switches": 0.0, "optics": 0.0,
+             "cables": 0.0}
+    power = {"servers": nodes * server.power_w if server else 0.0, "switches": 0.0, "optics": 0.0}
     for role, count in bom.nics.items():
         nic = cluster.compute_nics if role == "compute" else cluster.storage_nics
-        if count and nic is not None:
-            capex["nics"] += count * prices.nic(nic.speed_bytes_s / units.Gbit).price_usd
+        if count and nic is not None and (n := price(prices.nic, nic.speed_bytes_s / units.Gbit)) is not None:
+            capex["nics"] += count * n.price_usd
     switch_usd: dict[str, float] = {}
     for tier, count in bom.switches.items():  # a separate storage fabric's switches run at its own line rate
         if count:
-            sw = prices.switch(_family(cluster), bom.storage_speed_gbit_s if tier == "storage" else
-                               bom.speed_gbit_s, bom.switch_radix)
-            switch_usd[tier] = count * sw.price_usd
-            power["switches"] += count * sw.power_w
+            sw = price(prices.switch, _family(cluster), bom.storage_speed_gbit_s if tier == "storage" else
+                       bom.speed_gbit_s, bom.switch_radix)
+            if sw is not None:
+                switch_usd[tier] = count * sw.price_usd
+                power["switches"] += count * sw.power_w
     capex["switches"] = sum(switch_usd.values())
     for medium, links in bom.cables.items():
-        m = prices.medium(medium)
+        m = price(prices.medium, medium)
+        if m is None:
+            continue
         ends = 1 if medium == "dac" else 2
         capex["optics" if ends == 2 else "cables"] += links * ends * m.price_usd
         capex["cables"] += links * m.fiber_usd
@@ -112,7 +143,7 @@ def cluster_cost(cluster: Cluster, prices: PriceBook) -> ClusterCost:
     capex["spares"] = spares * (capex["switches"] + capex["optics"] + capex["cables"])
     fac = prices.facility
     return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
-                       switch_usd)
+                       switch_usd, tuple(dict.fromkeys(excluded)))
 
 
 # The basis of a cost per token whose failures could not be priced (no storage to price the checkpoint, ...):

@@ -76,12 +76,14 @@ def capex_table(cost: ClusterCost) -> Table:
 
 
 def cost_lines(cost: ClusterCost) -> list[str]:
-    """The headline numbers under the tables."""
-    lines = [f"network (NICs, switches, optics, cables, spares): {cost.network_capex_usd:,.0f} USD = "
-             f"{cost.network_share:.1%} of capex; capex per GPU {cost.total_capex_usd / cost.gpus:,.0f} USD",
-             f"facility power {cost.facility_power_w / 1e3:,.0f} kW (PUE {cost.pue:g}); "
-             f"{cost.usd_per_hour:,.2f} USD/hour = {cost.usd_per_gpu_hour:.3f} USD per GPU-hour "
-             f"({cost.depreciation_years:g}-year straight-line capex + electricity at {cost.usd_per_kwh:g} USD/kWh)"]
+    """The headline numbers under the tables; a partial bill says first what its totals exclude."""
+    lines = [f"excluding (no price): {why}" for why in cost.excluded]
+    lines += [f"network (NICs, switches, optics, cables, spares): {cost.network_capex_usd:,.0f} USD = "
+              f"{cost.network_share:.1%} of capex; capex per GPU {cost.total_capex_usd / cost.gpus:,.0f} USD",
+              f"facility power {cost.facility_power_w / 1e3:,.0f} kW (PUE {cost.pue:g}); "
+              f"{cost.usd_per_hour:,.2f} USD/hour = {cost.usd_per_gpu_hour:.3f} USD per GPU-hour "
+              f"({cost.depreciation_years:g}-year straight-line capex + electricity at {cost.usd_per_kwh:g} "
+              f"USD/kWh){'' if cost.complete else ', excluding the parts above'}"]
     lines += [f"note: {n}" for n in cost.bom.notes]
     return lines
 
@@ -89,4 +91,5 @@ def cost_lines(cost: ClusterCost) -> list[str]:
 def token_lines(tc: TokenCost) -> list[str]:
     """Cost per token, labelled with its basis."""
     return [f"throughput {tc.tokens_per_s:,.0f} tokens/s (step {tc.step_time_s:.3f} s, step model)",
-            f"{tc.usd_per_million_tokens:.4f} USD per million tokens ({tc.basis})"]
+            f"{tc.usd_per_million_tokens:.4f} USD per million tokens ({tc.basis}"
+            f"{'' if tc.cost.complete else ', excluding the unpriced parts above'})"]
