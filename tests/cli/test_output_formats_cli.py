@@ -30,10 +30,13 @@ def test_csv_plan_prints_the_table_and_nothing_else_on_stdout() -> None:
     res = runner.invoke(app, ["plan", REF, W8, "--csv"])
     assert res.exit_code == 0, res.output
     (table,) = _csv_tables(res.stdout)
-    assert table[0] == ["", "ref-64gpu"]
-    rows = {r[0]: r[1] for r in table[1:]}
+    assert table[0] == ["cluster", "metric", "value"]  # tidy: one row per cluster x metric (issue 39)
+    rows = {r[1]: r[2] for r in table[1:] if r[0] == "ref-64gpu"}
     assert float(rows["step time (s)"]) > 0
-    assert rows["MFU"].endswith("%")
+    assert 0 < float(rows["MFU (fraction)"]) < 1  # 50.1% was a display cell
+    assert float(rows["tokens/s"]) > 1000  # no thousands separators
+    assert float(rows["tp exposed (s)"]) <= float(rows["tp total (s)"])  # "0.435 / 0.439" split in two
+    assert rows["checkpoints that fit"] == ""  # "-": no value
     assert "bottleneck" not in res.stdout.lower()  # the sentences go to stderr
     assert res.stderr.strip()
 
@@ -87,3 +90,39 @@ def test_validate_has_json_with_both_sets_and_their_errors() -> None:
     gate = runner.invoke(app, ["validate", "--json", "--fail-above", "0.001"])
     assert gate.exit_code == 1 and json.loads(gate.stdout)["held_out"]["cases"]
     assert "--fail-above" in gate.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", REF, W8], ["plan", REF, str(EXAMPLES / "ref-64gpu-roce.yaml"), "--workload", W8],
+    ["scale", REF, W8, "--nodes", "1,2,4"], ["cost", REF, W8, "--tokens", "1T"], ["bom", REF],
+    ["goodput", REF, W8, "--tokens", "1T"], ["collective", REF, "--op", "all_reduce", "--sweep", "1MiB:16MiB:4"],
+    ["checkpoint-size", W8], ["catalog", "gpus"], ["validate"],
+])
+def test_every_csv_cell_of_a_numeric_column_is_a_number(args: list[str]) -> None:
+    """--csv is data (issue 39): a column (or a metric) with a number in one cell has numbers in all (or
+    nothing), with no thousands separators, percent signs, pairs or notes."""
+    res = runner.invoke(app, ["--csv", *args])
+    assert res.exit_code == 0, res.output
+    for table in _csv_tables(res.stdout):
+        header, *rows = table
+        tidy = header[:3] == [header[0], "metric", "value"] and len(header) == 3
+        groups: dict[str, list[str]] = {}
+        for r in rows:
+            if tidy:
+                groups.setdefault(r[1], []).append(r[2])
+            else:
+                for h, v in zip(header, r, strict=True):
+                    groups.setdefault(h, []).append(v)
+        for name, values in groups.items():
+            present = [v for v in values if v != ""]
+            numeric = [v for v in present if _is_number(v)]
+            assert not numeric or len(numeric) == len(present), (args, name, present)
+            assert not any(c in v for v in numeric for c in ",%")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -28,8 +28,10 @@ class PlainWhenPiped(Console):
     pipe, a file or a CI log, plain text: no colour codes, ASCII table borders, :data:`PIPE_WIDTH` columns.
 
     With :attr:`csv` set (the root's ``--csv``), every table goes to stdout as CSV (RFC 4180, a header row;
-    a table with a title is preceded by ``# title``, and tables are separated by a blank line) and everything
-    else (sentences, advice) to stderr, so that stdout is tables only."""
+    a table with a title is preceded by ``# title``, and tables are separated by a blank line), as data: one
+    number per cell, units in the header, a table of metrics one row per column x metric
+    (:mod:`slowlink.report.tabular`); everything else (sentences, advice) goes to stderr, so that stdout is
+    tables only."""
 
     csv = False
     tables_printed = 0
@@ -53,6 +55,8 @@ class PlainWhenPiped(Console):
 
         from rich.table import Table
 
+        from slowlink.report.tabular import data_rows
+
         for obj in objects:
             if not isinstance(obj, Table):
                 err.print(obj)
@@ -62,9 +66,9 @@ class PlainWhenPiped(Console):
             if obj.title:
                 sys.stdout.write(f"# {plain_text(obj.title)}\n")
             writer = csv.writer(sys.stdout, lineterminator="\n")
-            writer.writerow([plain_text(c.header) for c in obj.columns])
-            for row in zip(*(list(c.cells) for c in obj.columns), strict=True):
-                writer.writerow([plain_text(cell) for cell in row])
+            headers = [plain_text(c.header) for c in obj.columns]
+            columns = [[plain_text(cell) for cell in c.cells] for c in obj.columns]
+            writer.writerows(data_rows(headers, columns, getattr(obj, "csv_key", None)))
             self.tables_printed += 1
 
 

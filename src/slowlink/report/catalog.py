@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
+from slowlink.report.tabular import tidy_key
+
 _TITLES = {"gpus": "GPUs", "scale_up": "scale-up links", "transports": "scale-out transports"}
 
 
@@ -33,7 +35,7 @@ def catalog_tables(section: str, entries: dict[str, dict[str, Any]], sources: bo
     for entry in entries.values():
         keys += [k for k in entry if k != "source" and k not in keys]
     title = f"catalog: {_TITLES.get(section, section)} ({len(entries)})"
-    table = Table(title=title)
+    table = tidy_key(Table(title=title), "name")
     if _width(entries, keys, by_entry=False) <= _width(entries, keys, by_entry=True):
         table.add_column("name", no_wrap=True)
         for k in keys:
@@ -41,7 +43,7 @@ def catalog_tables(section: str, entries: dict[str, dict[str, Any]], sources: bo
         for name, entry in entries.items():
             table.add_row(name, *(_cell(entry.get(k)) for k in keys))
     else:
-        table.add_column("key", no_wrap=True)
+        table.add_column("", no_wrap=True)  # one row per key: as CSV, tidy rows (name, key, value)
         for name in entries:
             table.add_column(name, justify="right")
         for k in keys:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from slowlink import units
+from slowlink.report.tabular import tidy_key
 
 if TYPE_CHECKING:
     from slowlink.drill.harness import DrillResult
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 def summary_table(name: str, g: Goodput) -> Table:
     """MTTF, interruptions, checkpoint interval, ETTR (closed form and Monte Carlo), days and GPU-hours."""
     js = g.to_json()
-    table = Table(title=f"goodput of {name}: {g.gpus:,} GPUs, {g.tokens:.4g} tokens ({g.steps:,} steps of "
-                        f"{g.step_s:.3g} s)")
+    table = tidy_key(Table(title=f"goodput of {name}: {g.gpus:,} GPUs, {g.tokens:.4g} tokens ({g.steps:,} steps "
+                                 f"of {g.step_s:.3g} s)"), "column")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     rows = [

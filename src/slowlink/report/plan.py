@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from slowlink.report.tabular import tidy_key
 from slowlink.workload.step import DIM_WORDS, StepResult
 
 if TYPE_CHECKING:  # `plan` renders neither a scale sweep nor the validation: their modules load when they do
@@ -27,7 +28,7 @@ def plan_table(names: list[str], results: list[StepResult], extra: list[tuple[st
     """One column per cluster; exposed and total seconds of every dimension that communicates; then the
     ``extra`` rows (label, one cell per cluster), e.g. the storage model's. Each of ``infeasible`` (name ->
     reason) gets a column of its own, marked infeasible (the reason is printed below)."""
-    table = Table(title="slowlink plan")
+    table = tidy_key(Table(title="slowlink plan"), "cluster")
     table.add_column("")
     for n in [*names, *(infeasible or {})]:
         table.add_column(n, justify="right")
