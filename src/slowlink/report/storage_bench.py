@@ -28,10 +28,14 @@ def probe_line(probe: dict[str, Any]) -> str:
 
 
 def reshard_line(res: dict[str, Any]) -> str:
-    """One line: samples, shards (kept from a previous run), bytes, verified, the index."""
-    return (f"{res['samples']:,} samples -> {res['shards']} shards ({res['reused_shards']} kept from an earlier "
-            f"run), {res['data_bytes'] / units.MB:,.1f} MB of data in {res['shard_size_bytes'] / units.MB:,.1f} MB "
-            f"of tar, verified byte-equal: {res['verified']}; index {res['index']} ({res['elapsed_s']:.1f} s)")
+    """One line: samples and files, shards (kept from a previous run), bytes, skipped files, verified, the index."""
+    skipped = res["skipped"]
+    why = sorted({s["reason"].split(":")[0] for s in skipped})
+    return (f"{res['samples']:,} samples ({res['files']:,} files) -> {res['shards']} shards ({res['reused_shards']} "
+            f"kept from an earlier run), {res['data_bytes'] / units.MB:,.1f} MB of data in "
+            f"{res['bytes_written'] / units.MB:,.1f} MB of tar, verified byte-equal: {res['verified']}; "
+            f"{len(skipped):,} files skipped" + (f" ({'; '.join(why[:4])}; all in --json)" if skipped else "")
+            + f"; index {res['index']} ({res['elapsed_s']:.1f} s)")
 
 
 def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
