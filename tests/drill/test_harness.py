@@ -22,7 +22,7 @@ from slowlink.drill.harness import (
     predict,
     run_drill,
 )
-from slowlink.drill.worker import commit, latest_committed
+from slowlink.drill.worker import commit, committed
 from slowlink.errors import SpecError
 
 
@@ -50,12 +50,12 @@ def test_kill_node_victims_are_the_ranks_of_one_node() -> None:
 
 
 def test_only_committed_checkpoints_are_loaded(tmp_path: Path) -> None:
-    assert latest_committed(tmp_path) == (0, None)
+    assert committed(tmp_path) == []
     for step in (3, 6, 9):
         (tmp_path / f"step_{step:08d}").mkdir()
     commit(tmp_path / "step_00000003")
     commit(tmp_path / "step_00000006")  # step 9 was torn: written in part, never committed
-    assert latest_committed(tmp_path) == (6, tmp_path / "step_00000006")
+    assert committed(tmp_path) == [(6, tmp_path / "step_00000006"), (3, tmp_path / "step_00000003")]
     assert not (tmp_path / "step_00000006" / "COMMITTED.tmp").exists()
 
 
@@ -133,3 +133,22 @@ def test_a_drill_that_cannot_recover_fails_with_its_reason(tmp_path: Path) -> No
     assert not r.ok and not r.recovered and not r.state_equal
     assert "did not recover" in r.reason and "2 attempt(s)" in r.reason
     assert not r.leftover_pids and not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.parametrize(("fault", "rule"), [("corrupt-checkpoint", "SHA-256"), ("truncate-checkpoint", "truncated")])
+def test_a_damaged_checkpoint_falls_back_to_the_newest_intact_one(tmp_path: Path, fault: str, rule: str) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=8, checkpoint_every=2, fault_step=5, max_restarts=1, fault=fault), tmp_path)
+    assert r.ok and r.recovered and r.state_equal, r.reason
+    assert r.fallback is not None and (r.fallback.from_step, r.fallback.to_step) == (4, 2)
+    assert rule in r.fallback.problems[0] and "__0_0.distcp" in r.fallback.problems[0]
+    j = r.to_json()
+    assert j["lost_committed_steps"] == 2 and j["committed_steps_lost"] == 0 and j["fallback"]["from_step"] == 4
+    assert not _ours_running(tmp_path)
+
+
+def test_damage_faults_need_a_checkpoint_before_them() -> None:
+    with pytest.raises(SpecError, match=r"--fault-step \(3\) must be after the first checkpoint"):
+        DrillConfig(fault="corrupt-checkpoint", fault_step=3, checkpoint_every=3).check()

@@ -17,8 +17,15 @@ recompute = the fault step reached again - restore. Predicted, by the recovery m
 detect = the process group timeout for a hang or a cut link, else 0 (a dead peer closes its sockets); restart = the
 reference's launch-to-group-ready (plus, for a hang, :data:`WORKER_CLOSE_TIMEOUT_S`: a stopped rank ignores
 the agent's SIGTERM and goes only at the SIGKILL that follows, and torchrun waits its fixed 30 s for that, not
-``--shutdown-timeout``); restore = the reference's checkpoint save time; recompute = the uncommitted steps x
-the reference's step time.
+``--shutdown-timeout``); restore = the reference's checkpoint save time plus its digest time per checkpoint
+verified (two after a damaged one); recompute = the steps since the newest intact checkpoint x the reference's
+step time.
+
+Every checkpoint is sealed by a manifest of SHA-256 digests before its ``COMMITTED`` marker
+(:mod:`slowlink.bench.manifest`) and verified before it is loaded; ``corrupt-checkpoint`` (8 bytes of a tensor
+flipped in rank 0's file of the newest committed checkpoint) and ``truncate-checkpoint`` (that file cut in half),
+each followed by a SIGKILL of the rank, must end in a ``fallback`` to the newest intact checkpoint, the steps
+in between (``lost_committed_steps``) recomputed, bit-identical.
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ from slowlink.reliability.recovery import RecoveryCost
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
 
-FAULTS = ("kill-rank", "kill-node", "hang", "exception")
+FAULTS = ("kill-rank", "kill-node", "hang", "exception", "corrupt-checkpoint", "truncate-checkpoint")
+DAMAGE = ("corrupt-checkpoint", "truncate-checkpoint")  # faults that damage the newest committed checkpoint
 PHASES = ("step", "save")
 # Seconds torchrun's agent waits between SIGTERM and SIGKILL when it stops the ranks of a failed or restarted
 # group. torch 2.13: a failed rank ends the group in SubprocessContext._poll -> PContext.close() and a restart
@@ -95,6 +103,9 @@ class DrillConfig:
         if self.fault_phase == "save" and self.fault_step % self.checkpoint_every:
             raise bad("fault-step", self.fault_step, f"must be a checkpoint step (a multiple of --checkpoint-every "
                       f"{self.checkpoint_every}) with --fault-phase save")
+        if self.fault in DAMAGE and self.fault_step <= self.checkpoint_every:
+            raise bad("fault-step", self.fault_step, f"must be after the first checkpoint (--checkpoint-every "
+                      f"{self.checkpoint_every}) with --fault {self.fault}: there is no checkpoint to damage before")
         if self.max_restarts < 0:
             raise bad("max-restarts", self.max_restarts, "must be >= 0")
         if self.pg_timeout_s <= 0 or self.timeout_s <= 0:
@@ -229,6 +240,35 @@ class MeasuredRecovery:
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """A committed checkpoint the resumed job found damaged and passed over: its step, the step it resumed from
+    instead (0: from scratch), and the problems its verification found (file and rule)."""
+
+    from_step: int
+    to_step: int
+    problems: tuple[str, ...]
+
+    @property
+    def lost_steps(self) -> int:
+        """Committed steps the damage cost: recomputed from the older checkpoint."""
+        return self.from_step - self.to_step
+
+    def to_json(self) -> dict[str, object]:
+        return {"from_step": self.from_step, "to_step": self.to_step, "lost_steps": self.lost_steps,
+                "why": list(self.problems)}
+
+
+def fallback_of(run: Launch) -> Fallback | None:
+    """The fallback rank 0 logged in the last attempt, if any (:func:`slowlink.drill.worker.newest_intact`)."""
+    last = max((e["attempt"] for e in run.events), default=0)
+    evs = [e for e in run.of("fallback", last) if e["rank"] == 0]
+    if not evs:
+        return None
+    e = evs[-1]
+    return Fallback(int(e["from_step"]), int(e["step"]), tuple(e["problems"]))
+
+
+@dataclass(frozen=True)
 class DrillResult:
     """What the drill measured and what the recovery model predicted (``to_json`` keys are a contract)."""
 
@@ -243,10 +283,19 @@ class DrillResult:
     predicted_recompute_s: float
     reason: str
     leftover_pids: list[int]
+    fallback: Fallback | None = None
+
+    @property
+    def lost_committed_steps(self) -> int:
+        """Committed steps the fault destroyed (a damaged checkpoint passed over) and the job recomputed; the
+        recovery itself lost none only when ``committed_steps_lost`` is 0."""
+        return self.fallback.lost_steps if self.fallback is not None else 0
 
     @property
     def ok(self) -> bool:
-        return self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
+        damaged_seen = self.fault not in DAMAGE or self.fallback is not None
+        return (self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
+                and damaged_seen)
 
     @property
     def predicted_recovery_s(self) -> float:
@@ -265,7 +314,9 @@ class DrillResult:
                 "predicted_recovery_s": self.predicted_recovery_s,
                 "predicted": {"detect_s": p.detect_s, "restart_s": p.restart_s, "restore_s": p.restore_s,
                               "recompute_s": self.predicted_recompute_s},
-                "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids}
+                "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids,
+                "fallback": None if self.fallback is None else self.fallback.to_json(),
+                "lost_committed_steps": self.lost_committed_steps, "refused": None}
 
 
 def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:
@@ -318,12 +369,16 @@ def predict(cfg: DrillConfig, ref: Launch, uncommitted: int, replacement: AgentR
     detect = cfg.pg_timeout_s if cfg.fault in ("hang", "cut-link") else 0.0  # silence waits for the timeout
     # A stopped rank ignores the agent's SIGTERM: it goes only at SIGKILL, torchrun's fixed close timeout later.
     stop = WORKER_CLOSE_TIMEOUT_S if cfg.fault == "hang" else 0.0
-    restore = sorted(saves)[len(saves) // 2] if saves else 0.0
+    hashes = [e.get("hash_s", 0.0) for e in ref.of("commit", 0)]
+    verify = sorted(hashes)[len(hashes) // 2] if hashes else 0.0  # a rank's share of one checkpoint's digests
+    # restore = load (as long as the save) + verifying each checkpoint tried: the damaged one, then the intact
+    restore = (sorted(saves)[len(saves) // 2] if saves else 0.0) + verify * (2 if cfg.fault in DAMAGE else 1)
     rec = RecoveryCost(detect, stop + restart, restore, 0.0)
     return rec, uncommitted * step_s
 
 
-def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int) -> str:
+def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int, fallback: Fallback | None = None,
+            fault: str = "") -> str:
     if ref.rc != 0:
         return f"the reference run (no fault) failed with exit code {ref.rc}: {_tail(ref.log)}"
     if run.rc != 0:
@@ -335,6 +390,13 @@ def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int) -> str:
         return f"{committed_lost} committed step(s) were lost: the job resumed before its last checkpoint"
     if run.leftover_pids or ref.leftover_pids:
         return f"ranks were left running and had to be killed: {run.leftover_pids + ref.leftover_pids}"
+    if fault in DAMAGE and fallback is None:
+        return "the damaged checkpoint was not noticed: no fallback was logged"
+    if fallback is not None:
+        where = f"step {fallback.to_step}" if fallback.to_step else "scratch (no intact checkpoint)"
+        return (f"recovered: the checkpoint of step {fallback.from_step} failed verification "
+                f"({'; '.join(fallback.problems[:2])}), resumed from {where}, {fallback.lost_steps} committed "
+                "step(s) recomputed; bit-identical to the uninterrupted run")
     return "recovered: bit-identical to the uninterrupted run, no committed step lost"
 
 
@@ -373,13 +435,17 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentRepl
     faults = run.of("fault", 0)
     t_fault = _first(faults) or float("inf")
     commits0 = [e["step"] for e in run.of("commit", 0) if e["t"] <= t_fault]
-    last_commit = max(commits0, default=0)
     at_fault = faults[0]["step"] if faults else 0  # steps completed when the fault struck
+    fb = fallback_of(run)
+    destroyed = {fb.from_step} if fb is not None and cfg.fault in DAMAGE else set()
+    last_commit = max((s for s in commits0 if s not in destroyed), default=0)  # the newest intact one
     restored = [e["step"] for e in run.of("restored") if e["attempt"] > 0 and e["rank"] == 0]
     committed_lost = max(0, last_commit - min(restored)) if restored else 0
     recovered = run.rc == 0 and bool(run.of("done"))
     equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
     rec, recompute = predict(cfg, ref, at_fault - last_commit, replacement)
-    return DrillResult(cfg.fault, recovered, equal, committed_lost, at_fault - last_commit, _attempts(run) - 1,
-                       measure(run, at_fault), rec, recompute, _reason(run, ref, equal, committed_lost),
-                       run.leftover_pids + ref.leftover_pids)
+    uncommitted = at_fault - max(commits0, default=0)
+    return DrillResult(cfg.fault, recovered, equal, committed_lost, uncommitted, _attempts(run) - 1,
+                       measure(run, at_fault), rec, recompute,
+                       _reason(run, ref, equal, committed_lost, fb, cfg.fault),
+                       run.leftover_pids + ref.leftover_pids, fb)

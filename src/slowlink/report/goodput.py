@@ -122,7 +122,8 @@ def drill_lines(r: DrillResult) -> list[str]:
     """The verdict: recovered, state equal, steps lost, and the reason."""
     return [f"recovered: {'yes' if r.recovered else 'no'}; final state bit-identical to the uninterrupted run: "
             f"{'yes' if r.state_equal else 'no'}; committed steps lost: {r.committed_steps_lost}; uncommitted steps "
-            f"lost (recomputed): {r.uncommitted_steps_lost}",
+            f"lost (recomputed): {r.uncommitted_steps_lost}"
+            + (f"; committed steps of a damaged checkpoint recomputed: {r.lost_committed_steps}" if r.fallback else ""),
             f"{'PASS' if r.ok else 'FAIL'}: {r.reason}"]
 
 

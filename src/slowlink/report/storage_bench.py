@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from slowlink import units
+
+if TYPE_CHECKING:
+    from slowlink.bench.manifest import Verification
 
 
 def storage_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
@@ -36,6 +39,16 @@ def reshard_line(res: dict[str, Any]) -> str:
             f"{res['bytes_written'] / units.MB:,.1f} MB of tar, verified byte-equal: {res['verified']}; "
             f"{len(skipped):,} files skipped" + (f" ({'; '.join(why[:4])}; all in --json)" if skipped else "")
             + f"; index {res['index']} ({res['elapsed_s']:.1f} s)")
+
+
+def verify_lines(v: Verification) -> list[str]:
+    """The verdict of ``checkpoint verify``: intact or the problems, and what was proven."""
+    how = (f"{v.files} files, {v.hashed_bytes / units.MB:,.1f} MB hashed (SHA-256) in {v.seconds:.2f} s" if v.digests
+           else "no MANIFEST.json: files checked against .metadata for presence and length only; flipped bytes "
+           "cannot be detected without digests")
+    if v.ok:
+        return [f"{'intact' if v.digests else 'structure intact, bytes not proven'}: {v.directory} ({how})"]
+    return [f"DAMAGED: {v.directory} ({how})", *(f"  {p.file}: {p.detail} (rule {p.rule})" for p in v.problems)]
 
 
 def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
