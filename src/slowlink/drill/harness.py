@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slowlink.errors import BenchError, SpecError
+from slowlink.errors import BenchError, SpecError, system_refusal
 from slowlink.reliability.recovery import RecoveryCost
 
 if TYPE_CHECKING:
@@ -183,7 +183,9 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
 
     out = work / tag
     path = job_config(cfg, out, faulty)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    scratch = out / "tmp"  # torchrun's torchelastic_* and torch's own temporaries, removed with the work folder
+    scratch.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(scratch)}
     log = out / "torchrun.log"
     t0 = time.time()
     with log.open("wb") as f:
@@ -419,13 +421,20 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None,
         import torch  # noqa: F401
     except ImportError:
         raise BenchError("slowlink drill needs torch: pip install 'slowlink[bench]'") from None
-    with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
-        work = Path(tmp)
-        step(f"reference run ({cfg.steps} steps)")
-        ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
-        step(f"drill run ({cfg.fault} at step {cfg.fault_step})")
-        run = launch(cfg, work, "drill", faulty=True)
-        return summarize(cfg, ref, run)
+    where = str(workdir or tempfile.gettempdir())
+    try:
+        with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
+            work = Path(tmp)
+            step(f"reference run ({cfg.steps} steps)")
+            ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
+            step(f"drill run ({cfg.fault} at step {cfg.fault_step})")
+            run = launch(cfg, work, "drill", faulty=True)
+            return summarize(cfg, ref, run)
+    except OSError as exc:
+        refused = system_refusal(exc, f"the drill's work folder under {where}")
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentReplacement | None = None
