@@ -152,3 +152,13 @@ def test_a_damaged_checkpoint_falls_back_to_the_newest_intact_one(tmp_path: Path
 def test_damage_faults_need_a_checkpoint_before_them() -> None:
     with pytest.raises(SpecError, match=r"--fault-step \(3\) must be after the first checkpoint"):
         DrillConfig(fault="corrupt-checkpoint", fault_step=3, checkpoint_every=3).check()
+
+
+def test_cli_a_full_disk_is_one_message_with_its_own_exit_code(full_disk: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setattr(tempfile, "tempdir", str(full_disk))
+    res = CliRunner().invoke(app, ["drill", "--steps", "4", "--checkpoint-every", "2", "--fault-step", "3"])
+    assert res.exit_code == 74, res.output
+    assert "no space left on the device (ENOSPC)" in res.output and "Traceback" not in res.output
+    assert list(full_disk.iterdir()) == []  # the work folder and torchrun's temporaries went with it

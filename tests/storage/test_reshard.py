@@ -4,7 +4,7 @@ through the CLI (exit 2, the field and value named, nothing written)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -239,24 +239,6 @@ def test_cli_src_with_nothing_usable_creates_nothing(tmp_path: Path, cli_fails: 
     (src / "README").write_text("x")
     cli_fails(["reshard", str(src), str(tmp_path / "out" / "dst")], "SRC", "holds no files a webdataset reader")
     assert not (tmp_path / "out").exists()
-
-
-@pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 256 KiB tmpfs (root only): a real ENOSPC."""
-    import os
-    import subprocess
-
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)]).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_cli_a_full_disk_is_one_message_with_its_own_exit_code(tmp_path: Path, full_disk: Path) -> None:
