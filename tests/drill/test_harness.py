@@ -162,3 +162,25 @@ def test_cli_a_full_disk_is_one_message_with_its_own_exit_code(full_disk: Path,
     assert res.exit_code == 74, res.output
     assert "no space left on the device (ENOSPC)" in res.output and "Traceback" not in res.output
     assert list(full_disk.iterdir()) == []  # the work folder and torchrun's temporaries went with it
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_second_launcher_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, fault="double-launch"), tmp_path)
+    assert r.ok and r.state_equal and r.refused is not None, r.reason
+    assert r.refused.exit_code == 75 and "one writer per directory" in r.refused.message
+    assert r.to_json()["refused"]["exit_code"] == 75 and r.restarts == 0
+    assert not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_killed_launcher_takes_its_ranks_with_it_and_a_new_one_resumes(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, fault="kill-launcher"), tmp_path)
+    assert r.ok and r.recovered and r.state_equal, r.reason
+    assert r.orphans == [] and r.leftover_pids == [] and r.committed_steps_lost == 0 and r.restarts == 1
+    assert r.measured.total_s is not None
+    assert not _ours_running(tmp_path)

@@ -43,13 +43,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slowlink.drill.launchers import LAUNCHER_FAULTS, Refusal, strike
 from slowlink.errors import BenchError, SpecError, system_refusal
 from slowlink.reliability.recovery import RecoveryCost
 
 if TYPE_CHECKING:
     from slowlink.progress import OnStep
 
-FAULTS = ("kill-rank", "kill-node", "hang", "exception", "corrupt-checkpoint", "truncate-checkpoint")
+FAULTS = ("kill-rank", "kill-node", "hang", "exception", "corrupt-checkpoint", "truncate-checkpoint",
+          *LAUNCHER_FAULTS)
+IN_RANK = tuple(f for f in FAULTS if f not in LAUNCHER_FAULTS)  # faults the ranks strike themselves
 DAMAGE = ("corrupt-checkpoint", "truncate-checkpoint")  # faults that damage the newest committed checkpoint
 PHASES = ("step", "save")
 # Seconds torchrun's agent waits between SIGTERM and SIGKILL when it stops the ranks of a failed or restarted
@@ -103,6 +106,10 @@ class DrillConfig:
         if self.fault_phase == "save" and self.fault_step % self.checkpoint_every:
             raise bad("fault-step", self.fault_step, f"must be a checkpoint step (a multiple of --checkpoint-every "
                       f"{self.checkpoint_every}) with --fault-phase save")
+        if self.fault in LAUNCHER_FAULTS and self.ranks_per_node == 1:
+            raise bad("fault", self.fault, "is a local drill's fault (one launcher for every rank): drop --emulated")
+        if self.fault in LAUNCHER_FAULTS and self.fault_phase != "step":
+            raise bad("fault-phase", self.fault_phase, f"must be step with --fault {self.fault}")
         if self.fault in DAMAGE and self.fault_step <= self.checkpoint_every:
             raise bad("fault-step", self.fault_step, f"must be after the first checkpoint (--checkpoint-every "
                       f"{self.checkpoint_every}) with --fault {self.fault}: there is no checkpoint to damage before")
@@ -131,16 +138,18 @@ class Launch:
     log: str
     launched_at: float
     leftover_pids: list[int] = field(default_factory=list)
+    refused: Refusal | None = None  # double-launch: the second launcher's refusal
+    orphans: list[int] = field(default_factory=list)  # kill-launcher: ranks that outlived their launcher
 
     def of(self, ev: str, attempt: int | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e["ev"] == ev and (attempt is None or e["attempt"] == attempt)]
 
 
-def _torchrun(cfg: DrillConfig, port: int, config_path: Path) -> list[str]:
+def _torchrun(cfg: DrillConfig, port: int, config_path: Path, run_id: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(cfg.nproc),
             "--max-restarts", str(cfg.max_restarts), "--monitor-interval", "0.1",
             "--shutdown-timeout", str(cfg.shutdown_timeout_s), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"drill-{uuid.uuid4().hex[:8]}",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id,
             "-m", "slowlink.drill.worker", str(config_path)]
 
 
@@ -163,22 +172,30 @@ def _reap(proc: subprocess.Popen[bytes], pids: list[int]) -> list[int]:
     return left
 
 
-def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[str, ...] = FAULTS) -> Path:
+def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[str, ...] = IN_RANK) -> Path:
     """Write the ranks' configuration into a new directory ``out``; the fault only when ``faulty`` and the
-    ranks strike it themselves (``in_rank_faults``)."""
+    ranks strike it themselves (``in_rank_faults``); a launcher fault makes them wait at the fault step."""
     out.mkdir(parents=True)
     fault = cfg.fault if faulty and cfg.fault in in_rank_faults else "none"
     conf = {"steps": cfg.steps, "checkpoint_every": cfg.checkpoint_every, "fault": fault,
             "fault_step": cfg.fault_step, "fault_phase": cfg.fault_phase, "victims": cfg.victims(),
             "every_attempt": cfg.every_attempt, "pg_timeout_s": cfg.pg_timeout_s, "seed": cfg.seed,
             "model": SMALL_MODEL, "out": str(out), "checkpoint_dir": str(out / "ckpt")}
+    if faulty and cfg.fault in LAUNCHER_FAULTS:
+        conf["pause_step"] = cfg.fault_step
     path = out / "config.json"
     path.write_text(json.dumps(conf))
     return path
 
 
+def _leased(ckpt: Path, run_id: str, cmd: list[str]) -> list[str]:
+    """``cmd`` run holding the lease of ``ckpt`` (:mod:`slowlink.drill.lease`)."""
+    return [sys.executable, "-m", "slowlink.drill.lease", str(ckpt), run_id, "--", *cmd]
+
+
 def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
-    """Run the job once under torchrun in ``work/tag`` and collect what its ranks wrote."""
+    """Run the job once under torchrun (holding its checkpoint directory's lease) in ``work/tag``, strike a
+    launcher fault if it is one (:mod:`slowlink.drill.launchers`), and collect what its ranks wrote."""
     from slowlink.bench.launch import free_port
 
     out = work / tag
@@ -186,21 +203,40 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
     scratch = out / "tmp"  # torchrun's torchelastic_* and torch's own temporaries, removed with the work folder
     scratch.mkdir()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(scratch)}
-    log = out / "torchrun.log"
+    port, run_id, ckpt = free_port(), f"drill-{uuid.uuid4().hex[:8]}", out / "ckpt"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(conf: Path, rid: str, log: Path) -> subprocess.Popen[bytes]:
+        with log.open("ab") as f:
+            procs.append(subprocess.Popen(_leased(ckpt, rid, _torchrun(cfg, port, conf, rid)), stdout=f,
+                                          stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        return procs[-1]
+
+    def again(resume: bool) -> subprocess.Popen[bytes]:
+        if not resume:
+            return start(path, f"{run_id}-second", out / "second-launcher.log")
+        conf = {**json.loads(path.read_text()), "attempt_base": 1, "fault": "none", "pause_step": None}
+        (out / "config-relaunch.json").write_text(json.dumps(conf))
+        return start(out / "config-relaunch.json", f"{run_id}-relaunch", out / "torchrun.log")
+
     t0 = time.time()
-    with log.open("wb") as f:
-        proc = subprocess.Popen(_torchrun(cfg, free_port(), path), stdout=f, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+    proc = start(path, run_id, out / "torchrun.log")
+    refused, orphans = None, []
+    if faulty and cfg.fault in LAUNCHER_FAULTS:
+        o = strike(cfg.fault, out, proc, again, cfg.nproc, cfg.fault_rank, cfg.fault_step, t0 + cfg.timeout_s)
+        rc, refused, orphans = o.rc, o.refused, o.orphans
+    else:
         try:
             rc = proc.wait(timeout=cfg.timeout_s)
         except subprocess.TimeoutExpired:
             rc = -1
-        events = _events(out)
-        left = _reap(proc, sorted({e["pid"] for e in events if e["ev"] == "start"}))
-    text = log.read_text(errors="replace")
+    events = _events(out)
+    pids = sorted({e["pid"] for e in events if e["ev"] == "start"})
+    left = [pid for i, p in enumerate(procs) for pid in _reap(p, [] if i else pids)]
+    text = (out / "torchrun.log").read_text(errors="replace")
     if rc == -1:
         text += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
-    return Launch(rc, events, out / "final.pt", text, t0, left)
+    return Launch(rc, events, out / "final.pt", text, t0, sorted(set(left) - set(orphans)), refused, orphans)
 
 
 def _events(out: Path) -> list[dict[str, Any]]:
@@ -286,6 +322,8 @@ class DrillResult:
     reason: str
     leftover_pids: list[int]
     fallback: Fallback | None = None
+    refused: Refusal | None = None
+    orphans: list[int] = field(default_factory=list)
 
     @property
     def lost_committed_steps(self) -> int:
@@ -296,8 +334,9 @@ class DrillResult:
     @property
     def ok(self) -> bool:
         damaged_seen = self.fault not in DAMAGE or self.fallback is not None
+        refused = self.fault != "double-launch" or self.refused is not None
         return (self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
-                and damaged_seen)
+                and damaged_seen and refused and not self.orphans)
 
     @property
     def predicted_recovery_s(self) -> float:
@@ -318,7 +357,8 @@ class DrillResult:
                               "recompute_s": self.predicted_recompute_s},
                 "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids,
                 "fallback": None if self.fallback is None else self.fallback.to_json(),
-                "lost_committed_steps": self.lost_committed_steps, "refused": None}
+                "lost_committed_steps": self.lost_committed_steps,
+                "refused": None if self.refused is None else self.refused.to_json(), "orphans": self.orphans}
 
 
 def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:
@@ -336,6 +376,8 @@ def measure(run: Launch, steps_at_fault: int) -> MeasuredRecovery:
     ready = max((e["t"] for e in run.of("pg_ready", last)), default=None)
     restored = max((e["t"] for e in run.of("restored", last)), default=None)
     again = _first([e for e in run.of("step", last) if e["step"] >= steps_at_fault and e["rank"] == 0])
+    if t_detect is None and any(e.get("kind") == "kill-launcher" for e in run.of("fault", 0)):
+        t_detect = t_fault  # the supervisor killed the launcher itself: it knows at once
     return MeasuredRecovery(
         detect_s=None if t_detect is None else t_detect - t_fault,
         restart_s=None if ready is None else ready - (t_detect if t_detect is not None else t_fault),
@@ -390,6 +432,10 @@ def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int, fallback
         return "the final state differs from the uninterrupted reference run"
     if committed_lost:
         return f"{committed_lost} committed step(s) were lost: the job resumed before its last checkpoint"
+    if run.orphans:
+        return f"ranks {run.orphans} outlived their killed launcher (they had to be killed)"
+    if fault == "double-launch" and run.refused is None:
+        return "a second launcher on the same checkpoint directory was not refused"
     if run.leftover_pids or ref.leftover_pids:
         return f"ranks were left running and had to be killed: {run.leftover_pids + ref.leftover_pids}"
     if fault in DAMAGE and fallback is None:
@@ -399,6 +445,12 @@ def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int, fallback
         return (f"recovered: the checkpoint of step {fallback.from_step} failed verification "
                 f"({'; '.join(fallback.problems[:2])}), resumed from {where}, {fallback.lost_steps} committed "
                 "step(s) recomputed; bit-identical to the uninterrupted run")
+    if fault == "kill-launcher":
+        return ("recovered: the killed launcher's ranks died with it, a new launcher took the checkpoint "
+                "directory's lease and resumed, bit-identical to the uninterrupted run, no committed step lost")
+    if run.refused is not None:
+        return (f"the second launcher was refused (exit {run.refused.exit_code}: {run.refused.message}); the job "
+                "finished bit-identical to the uninterrupted run")
     return "recovered: bit-identical to the uninterrupted run, no committed step lost"
 
 
@@ -454,7 +506,9 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentRepl
     equal = recovered and ref.rc == 0 and states_equal(ref.final, run.final)
     rec, recompute = predict(cfg, ref, at_fault - last_commit, replacement)
     uncommitted = at_fault - max(commits0, default=0)
+    if cfg.fault == "double-launch":  # refused before it started anything: the job never stopped
+        rec, recompute, uncommitted = RecoveryCost(0.0, 0.0, 0.0, 0.0), 0.0, 0
     return DrillResult(cfg.fault, recovered, equal, committed_lost, uncommitted, _attempts(run) - 1,
                        measure(run, at_fault), rec, recompute,
                        _reason(run, ref, equal, committed_lost, fb, cfg.fault),
-                       run.leftover_pids + ref.leftover_pids, fb)
+                       run.leftover_pids + ref.leftover_pids, fb, run.refused, run.orphans)

@@ -26,7 +26,10 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from slowlink.drill.lease import EPOCH_ENV, holds  # noqa: E402
+
 COMMITTED = "COMMITTED"
+PARENT = os.getppid()  # the launcher, as early as this process can see it (die_with_launcher)
 
 
 class Events:
@@ -100,8 +103,30 @@ def seal(directory: Path, ev: Events, world: int) -> float:
     dist.all_gather_object(every, mine)
     if ev.rank == 0:
         write_manifest(directory, [d for r in every for d in r])
+        epoch = os.environ.get(EPOCH_ENV)
+        if not holds(directory.parent, None if epoch is None else int(epoch)):
+            ev.log("fenced", step=int(directory.name.split("_")[1]), epoch=epoch)
+            raise Fenced(f"{directory.parent}: the lease moved past epoch {epoch}: this job may not commit")
         commit(directory)
     return hash_s
+
+
+class Fenced(RuntimeError):
+    """This job's lease on its checkpoint directory is gone (its launcher died and another took it)."""
+
+
+def die_with_launcher() -> None:
+    """Ask the kernel to SIGKILL this rank when its parent (torchrun's agent) dies (Linux ``prctl``
+    PR_SET_PDEATHSIG, <linux/prctl.h>): torchrun starts ranks in sessions of their own, so a killed launcher
+    would otherwise leave them running, re-parented to PID 1. A parent already gone before the signal was armed
+    ends the rank at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != PARENT:
+        os._exit(1)
 
 
 def inject(cfg: dict[str, Any], ev: Events, step: int, phase: str) -> None:
@@ -178,7 +203,7 @@ def _group(cfg: dict[str, Any], rank: int, world: int, attempt: int) -> int:
         addr, _, p = env["SLOWLINK_DRILL_STORE"].rpartition(":")
         host, port, master = addr, int(p), False
     base = TCPStore(host, port, world, is_master=master, timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
-    attempt = max(attempt, (base.add("slowlink-drill/joined", 1) - 1) // world)
+    attempt = max(attempt, cfg.get("attempt_base", 0) + (base.add("slowlink-drill/joined", 1) - 1) // world)
     dist.init_process_group("gloo", store=PrefixStore(f"attempt{attempt}", base), rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=cfg["pg_timeout_s"]))
     return attempt
@@ -299,8 +324,9 @@ def main() -> None:
         serve_store(sys.argv[2], int(sys.argv[3]))
         return
     cfg = json.loads(Path(sys.argv[1]).read_text())
+    die_with_launcher()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) + cfg.get("attempt_base", 0)
     ev = Events(Path(cfg["out"]), rank, attempt)
     ev.log("start", t=T_START, pid=os.getpid())
     import torch
