@@ -184,3 +184,23 @@ def test_a_killed_launcher_takes_its_ranks_with_it_and_a_new_one_resumes(tmp_pat
     assert r.orphans == [] and r.leftover_pids == [] and r.committed_steps_lost == 0 and r.restarts == 1
     assert r.measured.total_s is not None
     assert not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_full_disk_fails_the_save_logs_it_and_the_job_resumes_once_space_is_freed(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("disk-full mounts a tmpfs: root only")
+    r = run_drill(DrillConfig(steps=8, checkpoint_every=2, fault_step=4, fault="disk-full"), tmp_path)
+    assert r.ok and r.recovered and r.state_equal and r.committed_steps_lost == 0, r.reason
+    assert {s.errno_name for s in r.saves_failed} == {"ENOSPC"} and {s.step for s in r.saves_failed} == {4}
+    assert r.to_json()["failed_saves"][0]["errno"] == "ENOSPC"
+    assert not _ours_running(tmp_path) and "slowlink-drill" not in Path("/proc/mounts").read_text()
+
+
+def test_disk_full_needs_a_checkpoint_step() -> None:
+    with pytest.raises(SpecError, match=r"--fault-step \(5\) must be a checkpoint step"):
+        DrillConfig(fault="disk-full", fault_step=5, checkpoint_every=2).check()

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slowlink.drill.launchers import LAUNCHER_FAULTS, Refusal, strike
+from slowlink.drill.launchers import LAUNCHER_FAULTS, Refusal, free_when_full, mount_small_disk, strike, unmount
 from slowlink.errors import BenchError, SpecError, system_refusal
 from slowlink.reliability.recovery import RecoveryCost
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from slowlink.progress import OnStep
 
 FAULTS = ("kill-rank", "kill-node", "hang", "exception", "corrupt-checkpoint", "truncate-checkpoint",
-          *LAUNCHER_FAULTS)
+          *LAUNCHER_FAULTS, "disk-full")
 IN_RANK = tuple(f for f in FAULTS if f not in LAUNCHER_FAULTS)  # faults the ranks strike themselves
 DAMAGE = ("corrupt-checkpoint", "truncate-checkpoint")  # faults that damage the newest committed checkpoint
 PHASES = ("step", "save")
@@ -110,6 +110,11 @@ class DrillConfig:
             raise bad("fault", self.fault, "is a local drill's fault (one launcher for every rank): drop --emulated")
         if self.fault in LAUNCHER_FAULTS and self.fault_phase != "step":
             raise bad("fault-phase", self.fault_phase, f"must be step with --fault {self.fault}")
+        if self.fault == "disk-full" and os.geteuid() != 0:
+            raise bad("fault", self.fault, "needs root: the drill fills a tmpfs it mounts for the checkpoints")
+        if self.fault == "disk-full" and self.fault_step % self.checkpoint_every:
+            raise bad("fault-step", self.fault_step, f"must be a checkpoint step (a multiple of --checkpoint-every "
+                      f"{self.checkpoint_every}) with --fault disk-full: the disk fills as that save begins")
         if self.fault in DAMAGE and self.fault_step <= self.checkpoint_every:
             raise bad("fault-step", self.fault_step, f"must be after the first checkpoint (--checkpoint-every "
                       f"{self.checkpoint_every}) with --fault {self.fault}: there is no checkpoint to damage before")
@@ -183,6 +188,8 @@ def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[
             "model": SMALL_MODEL, "out": str(out), "checkpoint_dir": str(out / "ckpt")}
     if faulty and cfg.fault in LAUNCHER_FAULTS:
         conf["pause_step"] = cfg.fault_step
+    if faulty and cfg.fault == "disk-full":
+        conf["fault_phase"] = "save"
     path = out / "config.json"
     path.write_text(json.dumps(conf))
     return path
@@ -219,20 +226,29 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
         (out / "config-relaunch.json").write_text(json.dumps(conf))
         return start(out / "config-relaunch.json", f"{run_id}-relaunch", out / "torchrun.log")
 
+    full = faulty and cfg.fault == "disk-full"
+    if full:
+        mount_small_disk(ckpt)
     t0 = time.time()
-    proc = start(path, run_id, out / "torchrun.log")
-    refused, orphans = None, []
-    if faulty and cfg.fault in LAUNCHER_FAULTS:
-        o = strike(cfg.fault, out, proc, again, cfg.nproc, cfg.fault_rank, cfg.fault_step, t0 + cfg.timeout_s)
-        rc, refused, orphans = o.rc, o.refused, o.orphans
-    else:
-        try:
-            rc = proc.wait(timeout=cfg.timeout_s)
-        except subprocess.TimeoutExpired:
-            rc = -1
-    events = _events(out)
-    pids = sorted({e["pid"] for e in events if e["ev"] == "start"})
-    left = [pid for i, p in enumerate(procs) for pid in _reap(p, [] if i else pids)]
+    try:
+        proc = start(path, run_id, out / "torchrun.log")
+        refused, orphans = None, []
+        if faulty and cfg.fault in LAUNCHER_FAULTS:
+            o = strike(cfg.fault, out, proc, again, cfg.nproc, cfg.fault_rank, cfg.fault_step, t0 + cfg.timeout_s)
+            rc, refused, orphans = o.rc, o.refused, o.orphans
+        elif full:
+            rc = free_when_full(out, proc, ckpt, t0 + cfg.timeout_s)
+        else:
+            try:
+                rc = proc.wait(timeout=cfg.timeout_s)
+            except subprocess.TimeoutExpired:
+                rc = -1
+        events = _events(out)
+        pids = sorted({e["pid"] for e in events if e["ev"] == "start"})
+        left = [pid for i, p in enumerate(procs) for pid in _reap(p, [] if i else pids)]
+    finally:
+        if full:
+            unmount(ckpt)
     text = (out / "torchrun.log").read_text(errors="replace")
     if rc == -1:
         text += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
@@ -296,6 +312,29 @@ class Fallback:
                 "why": list(self.problems)}
 
 
+@dataclass(frozen=True)
+class FailedSave:
+    """A checkpoint save that raised on a rank: the step, the rank, the exception's type and its errno's name."""
+
+    step: int
+    rank: int
+    error: str
+    errno_name: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"step": self.step, "rank": self.rank, "error": self.error, "errno": self.errno_name}
+
+
+def failed_saves(run: Launch) -> tuple[FailedSave, ...]:
+    """Every ``save_failed`` event of the run (:mod:`slowlink.drill.worker` logs them, DCP's
+    CheckpointException included)."""
+    import errno as errno_mod
+
+    return tuple(FailedSave(int(e["step"]), int(e["rank"]), str(e["error"]),
+                            errno_mod.errorcode.get(e["errno"]) if e.get("errno") is not None else None)
+                 for e in run.of("save_failed"))
+
+
 def fallback_of(run: Launch) -> Fallback | None:
     """The fallback rank 0 logged in the last attempt, if any (:func:`slowlink.drill.worker.newest_intact`)."""
     last = max((e["attempt"] for e in run.events), default=0)
@@ -324,6 +363,7 @@ class DrillResult:
     fallback: Fallback | None = None
     refused: Refusal | None = None
     orphans: list[int] = field(default_factory=list)
+    saves_failed: tuple[FailedSave, ...] = ()
 
     @property
     def lost_committed_steps(self) -> int:
@@ -335,6 +375,7 @@ class DrillResult:
     def ok(self) -> bool:
         damaged_seen = self.fault not in DAMAGE or self.fallback is not None
         refused = self.fault != "double-launch" or self.refused is not None
+        refused = refused and (self.fault != "disk-full" or any(s.errno_name == "ENOSPC" for s in self.saves_failed))
         return (self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
                 and damaged_seen and refused and not self.orphans)
 
@@ -358,7 +399,8 @@ class DrillResult:
                 "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids,
                 "fallback": None if self.fallback is None else self.fallback.to_json(),
                 "lost_committed_steps": self.lost_committed_steps,
-                "refused": None if self.refused is None else self.refused.to_json(), "orphans": self.orphans}
+                "refused": None if self.refused is None else self.refused.to_json(), "orphans": self.orphans,
+                "failed_saves": [s.to_json() for s in self.saves_failed]}
 
 
 def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:
@@ -445,6 +487,14 @@ def _reason(run: Launch, ref: Launch, equal: bool, committed_lost: int, fallback
         return (f"recovered: the checkpoint of step {fallback.from_step} failed verification "
                 f"({'; '.join(fallback.problems[:2])}), resumed from {where}, {fallback.lost_steps} committed "
                 "step(s) recomputed; bit-identical to the uninterrupted run")
+    saves = failed_saves(run)
+    if fault == "disk-full" and not any(s.errno_name == "ENOSPC" for s in saves):
+        return "the disk filled but no failed save was logged with ENOSPC"
+    if saves and fault == "disk-full":
+        s = saves[0]
+        return (f"recovered: the save of step {s.step} failed ({s.error}, {s.errno_name} on rank(s) "
+                f"{sorted({x.rank for x in saves if x.step == s.step})}); space was freed and the job resumed from "
+                "its last committed checkpoint, bit-identical to the uninterrupted run, no committed step lost")
     if fault == "kill-launcher":
         return ("recovered: the killed launcher's ranks died with it, a new launcher took the checkpoint "
                 "directory's lease and resumed, bit-identical to the uninterrupted run, no committed step lost")
@@ -511,4 +561,4 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentRepl
     return DrillResult(cfg.fault, recovered, equal, committed_lost, uncommitted, _attempts(run) - 1,
                        measure(run, at_fault), rec, recompute,
                        _reason(run, ref, equal, committed_lost, fb, cfg.fault),
-                       run.leftover_pids + ref.leftover_pids, fb, run.refused, run.orphans)
+                       run.leftover_pids + ref.leftover_pids, fb, run.refused, run.orphans, failed_saves(run))

@@ -128,3 +128,33 @@ def strike(kind: str, out: Path, proc: subprocess.Popen[bytes], start: Callable[
     except subprocess.TimeoutExpired:
         rc = -1
     return LauncherOutcome(rc, refused, [], [second])
+
+
+DISK_BYTES = 64 * 2**20  # the tmpfs a disk-full drill's checkpoints go to: a few of the small model's checkpoints
+
+
+def mount_small_disk(where: Path) -> None:
+    """A tmpfs of :data:`DISK_BYTES` at ``where`` (root): a filesystem the drill may fill without touching the
+    machine's own disks."""
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "slowlink-drill", str(where)],
+                   check=True, capture_output=True)
+
+
+def unmount(where: Path) -> None:
+    """Unmount the drill's tmpfs (lazily: a process still holding a file there does not keep it)."""
+    subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def free_when_full(out: Path, proc: subprocess.Popen[bytes], ckpt: Path, deadline: float) -> int:
+    """disk-full: once a rank logged a failed save, remove the filler (the operator freeing space) and let torchrun's
+    restart resume; the job's exit code."""
+    freed = False
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            return int(proc.returncode)
+        if not freed and any(e["ev"] == "save_failed" for e in _events(out)):
+            (ckpt / "FILLER").unlink(missing_ok=True)
+            freed = True
+        time.sleep(0.05)
+    return -1

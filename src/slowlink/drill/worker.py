@@ -18,6 +18,7 @@ import time
 
 T_START = time.time()  # process start, before torch is imported: the restart's share of the recovery
 
+import contextlib  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -136,6 +137,9 @@ def inject(cfg: dict[str, Any], ev: Events, step: int, phase: str) -> None:
     if ev.rank not in cfg["victims"] or (ev.attempt > 0 and not cfg["every_attempt"]):
         return
     ev.log("fault", kind=cfg["fault"], step=step)
+    if cfg["fault"] == "disk-full":
+        fill(Path(cfg["checkpoint_dir"]))
+        return  # the save that follows meets the full disk
     if cfg["fault"] in ("corrupt-checkpoint", "truncate-checkpoint"):
         damage(Path(cfg["checkpoint_dir"]), cfg["fault"])
         os.kill(os.getpid(), signal.SIGKILL)  # the crash that makes the job load the damaged checkpoint
@@ -156,6 +160,19 @@ def damage(root: Path, kind: str) -> None:
         os.truncate(target, target.stat().st_size // 2)
     else:
         flip_tensor_bytes(d, target.name)
+
+
+def fill(root: Path) -> None:
+    """Fill the filesystem of ``root`` (a small tmpfs the drill mounted for it) with ``root/FILLER`` until the
+    kernel says ENOSPC, in ever smaller writes so that not a page is left."""
+    fd = os.open(root / "FILLER", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in (2**20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size):
+                    pass
+    finally:
+        os.close(fd)
 
 
 def flip_tensor_bytes(directory: Path, name: str) -> None:
