@@ -204,3 +204,32 @@ def test_a_full_disk_fails_the_save_logs_it_and_the_job_resumes_once_space_is_fr
 def test_disk_full_needs_a_checkpoint_step() -> None:
     with pytest.raises(SpecError, match=r"--fault-step \(5\) must be a checkpoint step"):
         DrillConfig(fault="disk-full", fault_step=5, checkpoint_every=2).check()
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_killed_drill_takes_its_job_with_it_and_the_next_start_removes_its_folder(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from slowlink.drill.harness import remove_stale_work
+
+    pytest.importorskip("torch")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    cli = subprocess.Popen([sys.executable, "-m", "slowlink", "drill", "--steps", "40", "--checkpoint-every", "2"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(
+            '"ev": "step"' in p.read_text() for p in tmp_path.glob("slowlink-drill-*/reference/events-r*.jsonl")):
+        time.sleep(0.2)
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.wait()
+    end = time.time() + 10
+    while _ours_running(tmp_path) and time.time() < end:
+        time.sleep(0.2)
+    assert not _ours_running(tmp_path)  # the launcher died with the drill, the ranks with the launcher
+    [work] = list(tmp_path.glob("slowlink-drill-*"))
+    assert remove_stale_work(tmp_path) == [work] and not work.exists()

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slowlink.drill.launchers import LAUNCHER_FAULTS, Refusal, free_when_full, mount_small_disk, strike, unmount
+from slowlink.drill.lease import DIE_WITH_PARENT_ENV
 from slowlink.errors import BenchError, SpecError, system_refusal
 from slowlink.reliability.recovery import RecoveryCost
 
@@ -209,7 +210,8 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
     path = job_config(cfg, out, faulty)
     scratch = out / "tmp"  # torchrun's torchelastic_* and torch's own temporaries, removed with the work folder
     scratch.mkdir()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(scratch)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(scratch),
+           DIE_WITH_PARENT_ENV: "1"}  # the launcher dies with the drill, its ranks with the launcher
     port, run_id, ckpt = free_port(), f"drill-{uuid.uuid4().hex[:8]}", out / "ckpt"
     procs: list[subprocess.Popen[bytes]] = []
 
@@ -525,8 +527,10 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None,
         raise BenchError("slowlink drill needs torch: pip install 'slowlink[bench]'") from None
     where = str(workdir or tempfile.gettempdir())
     try:
+        remove_stale_work(Path(where))
         with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
             work = Path(tmp)
+            (work / OWNER).write_text(str(os.getpid()))
             step(f"reference run ({cfg.steps} steps)")
             ref = launch(replace(cfg, max_restarts=0), work, "reference", faulty=False)
             step(f"drill run ({cfg.fault} at step {cfg.fault_step})")
@@ -537,6 +541,32 @@ def run_drill(cfg: DrillConfig, workdir: Path | None = None,
         if refused is None:
             raise
         raise refused from None
+
+
+OWNER = "owner.pid"  # in a drill's work folder: the drill's process, to tell a killed drill's folder
+
+
+def remove_stale_work(where: Path) -> list[Path]:
+    """Remove the work folders of drills that were killed (their owner process is gone), with what their
+    launchers left in them; the folders removed."""
+    import shutil
+
+    gone = []
+    for d in where.glob("slowlink-drill-*"):
+        try:
+            pid = int((d / OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not one this version marks: leave it
+        try:
+            os.kill(pid, 0)
+            continue
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        gone.append(d)
+    return gone
 
 
 def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentReplacement | None = None

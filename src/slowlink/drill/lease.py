@@ -28,6 +28,7 @@ LEASE = "LEASE"
 REFUSED_EXIT = 75
 EPOCH_ENV = "SLOWLINK_LEASE_EPOCH"
 RUN_ENV = "SLOWLINK_RUN_ID"
+DIE_WITH_PARENT_ENV = "SLOWLINK_DIE_WITH_PARENT"
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,21 @@ def holds(ckpt: Path, epoch: int | None) -> bool:
     return lease is not None and lease.epoch == epoch
 
 
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``,
+    <linux/prctl.h>; kept across exec): a launcher started by a drill goes with the drill, however the drill
+    ends. A parent already gone (not ``parent``) ends this process at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    expected = os.getppid() if parent is None else parent
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != expected:
+        os._exit(1)
+
+
 def main(argv: list[str]) -> None:
     """``CKPT_DIR RUN_ID -- COMMAND...``: take the lease, then exec the command holding it."""
     ckpt, run_id, sep, *cmd = argv
@@ -97,6 +113,8 @@ def main(argv: list[str]) -> None:
         sys.stderr.write(f"refused: {exc}\n")
         sys.exit(REFUSED_EXIT)
     os.set_inheritable(fd, True)  # exec keeps it: the lock lives exactly as long as the launcher
+    if os.environ.get(DIE_WITH_PARENT_ENV):
+        die_with_parent()
     os.environ[EPOCH_ENV], os.environ[RUN_ENV] = str(lease.epoch), run_id
     with contextlib.suppress(OSError):
         os.execv(cmd[0], cmd)

@@ -27,7 +27,7 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from slowlink.drill.lease import EPOCH_ENV, holds  # noqa: E402
+from slowlink.drill.lease import EPOCH_ENV, die_with_parent, holds  # noqa: E402
 
 COMMITTED = "COMMITTED"
 PARENT = os.getppid()  # the launcher, as early as this process can see it (die_with_launcher)
@@ -117,17 +117,10 @@ class Fenced(RuntimeError):
 
 
 def die_with_launcher() -> None:
-    """Ask the kernel to SIGKILL this rank when its parent (torchrun's agent) dies (Linux ``prctl``
-    PR_SET_PDEATHSIG, <linux/prctl.h>): torchrun starts ranks in sessions of their own, so a killed launcher
-    would otherwise leave them running, re-parented to PID 1. A parent already gone before the signal was armed
-    ends the rank at once."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != PARENT:
-        os._exit(1)
+    """Die with torchrun's agent, this rank's parent (:func:`slowlink.drill.lease.die_with_parent`): torchrun
+    starts ranks in sessions of their own, so a killed launcher would otherwise leave them running, re-parented
+    to PID 1."""
+    die_with_parent(PARENT)
 
 
 def inject(cfg: dict[str, Any], ev: Events, step: int, phase: str) -> None:
