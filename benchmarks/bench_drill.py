@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from slowlink.drill.harness import DrillConfig, DrillResult, run_drill
+from slowlink.drill.harness import DrillConfig, run_drill
+from slowlink.drill.result import DrillResult
 from slowlink.reliability.ettr import EttrInputs, ettr_closed_form, ettr_monte_carlo
 from slowlink.reliability.failures import default_model
 

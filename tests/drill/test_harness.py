@@ -233,3 +233,19 @@ def test_a_killed_drill_takes_its_job_with_it_and_the_next_start_removes_its_fol
     assert not _ours_running(tmp_path)  # the launcher died with the drill, the ranks with the launcher
     [work] = list(tmp_path.glob("slowlink-drill-*"))
     assert remove_stale_work(tmp_path) == [work] and not work.exists()
+
+
+def test_cli_a_save_the_machine_refused_exits_74_not_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.drill import harness
+    from slowlink.drill.result import DrillResult, FailedSave
+    from slowlink.reliability.recovery import RecoveryCost
+
+    def failed(cfg: DrillConfig, on_step: object = None) -> DrillResult:
+        return DrillResult("kill-rank", False, False, 0, 1, 2, MeasuredRecovery(), RecoveryCost(0, 1, 1, 0), 0.1,
+                           "the job did not recover", [], saves_failed=(FailedSave(3, 1, "CheckpointException",
+                                                                                  "ENOSPC"),))
+
+    monkeypatch.setattr(harness, "run_drill", failed)
+    res = CliRunner().invoke(app, ["drill"])
+    assert res.exit_code == 74, res.output
+    assert "save of step 3 failed on rank 1: ENOSPC" in res.output and "Traceback" not in res.output

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, parse_budget, print_json
+from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 from slowlink.errors import SpecError
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
@@ -107,6 +107,13 @@ def drill_cmd(
         out.print(drill_table(r))
         for line in drill_lines(r):
             out.print(line, soft_wrap=True)
+    refused = r.refused_by_system()
+    if refused is not None:  # the machine, not the job, failed: its own exit code (slowlink.errors.SystemRefused)
+        from slowlink.errors import SystemRefused
+        from slowlink.report.goodput import refusal_line
+
+        err.print(f"[bold red]error:[/] {refusal_line(refused)}", markup=True, soft_wrap=True)
+        raise typer.Exit(SystemRefused.exit_code)
     if not r.ok:
         raise typer.Exit(1)
 

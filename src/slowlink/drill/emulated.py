@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING, Any
 from slowlink.drill.harness import (
     AgentReplacement,
     DrillConfig,
-    DrillResult,
     Launch,
     _events,
     _reap,
     job_config,
     summarize,
 )
+from slowlink.drill.result import DrillResult
 from slowlink.errors import SpecError
 
 if TYPE_CHECKING:

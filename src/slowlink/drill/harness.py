@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from slowlink.drill.launchers import LAUNCHER_FAULTS, Refusal, free_when_full, mount_small_disk, strike, unmount
 from slowlink.drill.lease import DIE_WITH_PARENT_ENV
+from slowlink.drill.result import DAMAGE, DrillResult, FailedSave, Fallback, MeasuredRecovery
 from slowlink.errors import BenchError, SpecError, system_refusal
 from slowlink.reliability.recovery import RecoveryCost
 
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 FAULTS = ("kill-rank", "kill-node", "hang", "exception", "corrupt-checkpoint", "truncate-checkpoint",
           *LAUNCHER_FAULTS, "disk-full")
 IN_RANK = tuple(f for f in FAULTS if f not in LAUNCHER_FAULTS)  # faults the ranks strike themselves
-DAMAGE = ("corrupt-checkpoint", "truncate-checkpoint")  # faults that damage the newest committed checkpoint
 PHASES = ("step", "save")
 # Seconds torchrun's agent waits between SIGTERM and SIGKILL when it stops the ranks of a failed or restarted
 # group. torch 2.13: a failed rank ends the group in SubprocessContext._poll -> PContext.close() and a restart
@@ -274,59 +274,6 @@ def states_equal(a: Path, b: Path) -> bool:
     return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) and x[k].dtype == y[k].dtype for k in x)
 
 
-@dataclass(frozen=True)
-class MeasuredRecovery:
-    """Seconds of each recovery phase the drill's events show (None where an event is missing: the job never
-    restarted, or never got that far)."""
-
-    detect_s: float | None = None
-    restart_s: float | None = None
-    restore_s: float | None = None
-    recompute_s: float | None = None
-
-    @property
-    def total_s(self) -> float | None:
-        """Their sum, when every phase was seen."""
-        vals = (self.detect_s, self.restart_s, self.restore_s, self.recompute_s)
-        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
-
-    def to_json(self) -> dict[str, float | None]:
-        return {"detect_s": self.detect_s, "restart_s": self.restart_s, "restore_s": self.restore_s,
-                "recompute_s": self.recompute_s}
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """A committed checkpoint the resumed job found damaged and passed over: its step, the step it resumed from
-    instead (0: from scratch), and the problems its verification found (file and rule)."""
-
-    from_step: int
-    to_step: int
-    problems: tuple[str, ...]
-
-    @property
-    def lost_steps(self) -> int:
-        """Committed steps the damage cost: recomputed from the older checkpoint."""
-        return self.from_step - self.to_step
-
-    def to_json(self) -> dict[str, object]:
-        return {"from_step": self.from_step, "to_step": self.to_step, "lost_steps": self.lost_steps,
-                "why": list(self.problems)}
-
-
-@dataclass(frozen=True)
-class FailedSave:
-    """A checkpoint save that raised on a rank: the step, the rank, the exception's type and its errno's name."""
-
-    step: int
-    rank: int
-    error: str
-    errno_name: str | None
-
-    def to_json(self) -> dict[str, object]:
-        return {"step": self.step, "rank": self.rank, "error": self.error, "errno": self.errno_name}
-
-
 def failed_saves(run: Launch) -> tuple[FailedSave, ...]:
     """Every ``save_failed`` event of the run (:mod:`slowlink.drill.worker` logs them, DCP's
     CheckpointException included)."""
@@ -345,64 +292,6 @@ def fallback_of(run: Launch) -> Fallback | None:
         return None
     e = evs[-1]
     return Fallback(int(e["from_step"]), int(e["step"]), tuple(e["problems"]))
-
-
-@dataclass(frozen=True)
-class DrillResult:
-    """What the drill measured and what the recovery model predicted (``to_json`` keys are a contract)."""
-
-    fault: str
-    recovered: bool
-    state_equal: bool
-    committed_steps_lost: int
-    uncommitted_steps_lost: int
-    restarts: int
-    measured: MeasuredRecovery
-    predicted: RecoveryCost
-    predicted_recompute_s: float
-    reason: str
-    leftover_pids: list[int]
-    fallback: Fallback | None = None
-    refused: Refusal | None = None
-    orphans: list[int] = field(default_factory=list)
-    saves_failed: tuple[FailedSave, ...] = ()
-
-    @property
-    def lost_committed_steps(self) -> int:
-        """Committed steps the fault destroyed (a damaged checkpoint passed over) and the job recomputed; the
-        recovery itself lost none only when ``committed_steps_lost`` is 0."""
-        return self.fallback.lost_steps if self.fallback is not None else 0
-
-    @property
-    def ok(self) -> bool:
-        damaged_seen = self.fault not in DAMAGE or self.fallback is not None
-        refused = self.fault != "double-launch" or self.refused is not None
-        refused = refused and (self.fault != "disk-full" or any(s.errno_name == "ENOSPC" for s in self.saves_failed))
-        return (self.recovered and self.state_equal and self.committed_steps_lost == 0 and not self.leftover_pids
-                and damaged_seen and refused and not self.orphans)
-
-    @property
-    def predicted_recovery_s(self) -> float:
-        return self.predicted.total_s + self.predicted_recompute_s
-
-    @property
-    def measured_recovery_s(self) -> float | None:
-        return self.measured.total_s
-
-    def to_json(self) -> dict[str, object]:
-        p = self.predicted
-        return {"fault": self.fault, "recovered": self.recovered, "state_equal": self.state_equal,
-                "committed_steps_lost": self.committed_steps_lost,
-                "uncommitted_steps_lost": self.uncommitted_steps_lost, "restarts": self.restarts,
-                **self.measured.to_json(), "recovery_s": self.measured_recovery_s,
-                "predicted_recovery_s": self.predicted_recovery_s,
-                "predicted": {"detect_s": p.detect_s, "restart_s": p.restart_s, "restore_s": p.restore_s,
-                              "recompute_s": self.predicted_recompute_s},
-                "ok": self.ok, "reason": self.reason, "leftover_pids": self.leftover_pids,
-                "fallback": None if self.fallback is None else self.fallback.to_json(),
-                "lost_committed_steps": self.lost_committed_steps,
-                "refused": None if self.refused is None else self.refused.to_json(), "orphans": self.orphans,
-                "failed_saves": [s.to_json() for s in self.saves_failed]}
 
 
 def _first(events: list[dict[str, Any]], t_min: float = 0.0) -> float | None:

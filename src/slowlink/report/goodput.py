@@ -10,7 +10,7 @@ from rich.table import Table
 from slowlink import units
 
 if TYPE_CHECKING:
-    from slowlink.drill.harness import DrillResult
+    from slowlink.drill.result import DrillResult, FailedSave
     from slowlink.reliability.goodput import Goodput
     from slowlink.reliability.validate import ReliabilityCase
 
@@ -125,6 +125,12 @@ def drill_lines(r: DrillResult) -> list[str]:
             f"lost (recomputed): {r.uncommitted_steps_lost}"
             + (f"; committed steps of a damaged checkpoint recomputed: {r.lost_committed_steps}" if r.fallback else ""),
             f"{'PASS' if r.ok else 'FAIL'}: {r.reason}"]
+
+
+def refusal_line(s: FailedSave) -> str:
+    """A drill that failed because the machine refused a checkpoint save (no space, no permission)."""
+    return (f"the checkpoint save of step {s.step} failed on rank {s.rank}: {s.errno_name} ({s.error}); free space "
+            "or fix the permissions where the checkpoints go, then run the drill again")
 
 
 def goodput_sentence(g: Goodput) -> str:
