@@ -61,8 +61,9 @@ _EMULATED = typer.Option(None, "--emulated", help="Drill on the emulated cluster
 @clean_errors
 def drill_cmd(
     nproc: int = typer.Option(2, "--nproc", help="Local ranks (gloo on CPU)."),
-    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, or cut-link "
-                              "(--emulated)."),
+    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, "
+                              "corrupt-checkpoint, truncate-checkpoint, kill-launcher, double-launch, disk-full "
+                              "(root), or cut-link (--emulated)."),
     fault_step: int = typer.Option(5, "--fault-step", help="Steps completed when the fault strikes."),
     fault_rank: int = typer.Option(1, "--fault-rank", help="The rank that fails (kill-node: its node)."),
     fault_phase: str = typer.Option("step", "--fault-phase", help="step, or save: strike as a checkpoint "
