@@ -51,3 +51,18 @@ def test_the_wrapper_holds_the_lock_for_its_command_and_refuses_a_second(tmp_pat
     third = subprocess.run([sys.executable, "-m", "slowlink.drill.lease", str(tmp_path), "run-c", "--", "/bin/true"],
                            env=env, timeout=60)
     assert third.returncode == 0 and read_lease(tmp_path).epoch == 2  # type: ignore[union-attr]  # the refused one took none
+
+
+def test_a_taken_rendezvous_port_is_refused_before_any_lease_is_written(tmp_path: Path) -> None:
+    import socket
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        res = subprocess.run([sys.executable, "-m", "slowlink.drill.lease", str(tmp_path), "run-a", "--rdzv",
+                              f"127.0.0.1:{port}", "--", "/bin/true"], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert res.returncode == REFUSED_EXIT and f"rendezvous endpoint (127.0.0.1:{port}) is already served" in res.stderr
+    assert read_lease(tmp_path) is None

@@ -196,9 +196,10 @@ def job_config(cfg: DrillConfig, out: Path, faulty: bool, in_rank_faults: tuple[
     return path
 
 
-def _leased(ckpt: Path, run_id: str, cmd: list[str]) -> list[str]:
-    """``cmd`` run holding the lease of ``ckpt`` (:mod:`slowlink.drill.lease`)."""
-    return [sys.executable, "-m", "slowlink.drill.lease", str(ckpt), run_id, "--", *cmd]
+def _leased(ckpt: Path, run_id: str, port: int, cmd: list[str]) -> list[str]:
+    """``cmd`` run holding the lease of ``ckpt``, its rendezvous port checked free (:mod:`slowlink.drill.lease`)."""
+    return [sys.executable, "-m", "slowlink.drill.lease", str(ckpt), run_id, "--rdzv", f"127.0.0.1:{port}", "--",
+            *cmd]
 
 
 def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
@@ -217,7 +218,7 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
 
     def start(conf: Path, rid: str, log: Path) -> subprocess.Popen[bytes]:
         with log.open("ab") as f:
-            procs.append(subprocess.Popen(_leased(ckpt, rid, _torchrun(cfg, port, conf, rid)), stdout=f,
+            procs.append(subprocess.Popen(_leased(ckpt, rid, port, _torchrun(cfg, port, conf, rid)), stdout=f,
                                           stderr=subprocess.STDOUT, env=env, start_new_session=True))
         return procs[-1]
 

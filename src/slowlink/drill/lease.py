@@ -55,9 +55,9 @@ class LeaseTaken(BenchError):
     rule = "one_writer"
 
 
-def acquire(ckpt: Path, run_id: str) -> tuple[int, Lease]:
-    """Lock ``ckpt`` and write a new lease: the lock's fd (keep it open) and the lease; :class:`LeaseTaken` when
-    another launcher holds it."""
+def lock(ckpt: Path) -> int:
+    """Take ``ckpt``'s lock: its fd (keep it open: the lock lasts as long as the open file); :class:`LeaseTaken`,
+    naming the holder, when another launcher has it."""
     ckpt.mkdir(parents=True, exist_ok=True)
     fd = os.open(ckpt / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -68,6 +68,11 @@ def acquire(ckpt: Path, run_id: str) -> tuple[int, Lease]:
         who = f"run {held.run_id!r} (launcher pid {held.pid}, epoch {held.epoch})" if held else "another launcher"
         raise LeaseTaken(f"checkpoint directory ({str(ckpt)!r}) is held by {who}: one writer per directory; "
                          "stop that job or give this one another directory") from None
+    return fd
+
+
+def write_lease(ckpt: Path, run_id: str) -> Lease:
+    """Under the lock: the next epoch's lease for ``run_id``, written atomically (fencing the previous epoch)."""
     old = read_lease(ckpt)
     lease = Lease(run_id, (old.epoch if old else 0) + 1, os.getpid())
     tmp = ckpt / f"{LEASE}.tmp"
@@ -75,7 +80,14 @@ def acquire(ckpt: Path, run_id: str) -> tuple[int, Lease]:
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     tmp.rename(ckpt / LEASE)
-    return fd, lease
+    return lease
+
+
+def acquire(ckpt: Path, run_id: str) -> tuple[int, Lease]:
+    """Lock ``ckpt`` and write a new lease: the lock's fd (keep it open) and the lease; :class:`LeaseTaken` when
+    another launcher holds it."""
+    fd = lock(ckpt)
+    return fd, write_lease(ckpt, run_id)
 
 
 def holds(ckpt: Path, epoch: int | None) -> bool:
@@ -101,14 +113,39 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
+def check_port_free(host: str, port: int) -> None:
+    """:class:`LeaseTaken` when something on this host already listens on the rendezvous ``host:port`` that this
+    launcher is to host: torchrun would join that job's store as a client instead of failing."""
+    import errno
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed job's TIME_WAIT is no listener
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise LeaseTaken(f"rendezvous endpoint ({host}:{port}) is already served by another job on this host: "
+                             "torchrun would silently join its store; give this job another port") from None
+
+
 def main(argv: list[str]) -> None:
-    """``CKPT_DIR RUN_ID -- COMMAND...``: take the lease, then exec the command holding it."""
+    """``CKPT_DIR RUN_ID [--rdzv HOST:PORT] -- COMMAND...``: take the lease (and check that the rendezvous this
+    launcher hosts is free), then exec the command holding it."""
+    rdzv = None
+    if len(argv) > 3 and argv[2] == "--rdzv":
+        rdzv, argv = argv[3], argv[:2] + argv[4:]
     ckpt, run_id, sep, *cmd = argv
     if sep != "--" or not cmd:
-        sys.stderr.write("usage: python -m slowlink.drill.lease CKPT_DIR RUN_ID -- COMMAND...\n")
+        sys.stderr.write("usage: python -m slowlink.drill.lease CKPT_DIR RUN_ID [--rdzv HOST:PORT] -- COMMAND...\n")
         sys.exit(2)
     try:
-        fd, lease = acquire(Path(ckpt), run_id)
+        fd = lock(Path(ckpt))  # the directory first, then the port: a lease is written only when both are free
+        if rdzv is not None:
+            host, _, port = rdzv.rpartition(":")
+            check_port_free(host, int(port))
+        lease = write_lease(Path(ckpt), run_id)
     except LeaseTaken as exc:
         sys.stderr.write(f"refused: {exc}\n")
         sys.exit(REFUSED_EXIT)
