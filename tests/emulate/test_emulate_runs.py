@@ -58,3 +58,15 @@ def test_down_without_a_run_on_a_shared_host_names_the_runs(host: list[str],
     res = CliRunner().invoke(app, ["emulate", "down", "cc"])
     assert res.exit_code == 0 and "cc" in res.output, res.output
     assert sorted(host) == ["sl-bb-n0", "sl-cc-n0"]  # the stale one went too
+
+
+def test_a_run_brought_up_for_a_command_records_its_owner_and_sweeps_stale_runs_first(
+        host: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from slowlink.emulate.plan import Plan
+
+    monkeypatch.setattr(net, "up", lambda plan: plan)
+    plan = Plan("dd", ("sl-dd-n0",), (), (), ("10.0.0.1",), 1e6, 0.01, "single-switch")
+    assert net.up_owned(plan).owner_pid == os.getpid()
+    assert host == ["sl-bb-n0"]  # the stale run went first; aa (kept up) and cc (not ours) stayed

@@ -228,7 +228,7 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     only) one more node is brought up, outside the job, and the replacement agent starts there; with
     ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too. ``on_step`` is
     told as each phase begins: bring-up, the two runs, tear-down."""
-    from slowlink.emulate.net import check_root, down, remove_stale, up
+    from slowlink.emulate.net import check_root, down, up_owned
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
 
@@ -238,14 +238,12 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     cluster = load_cluster(cluster_path)
     n = nodes or cluster.nodes
     cfg = check_emulated(cfg, n, store_node)
-    plan = replace(build_plan(cluster, nodes=n + int(spare) + int(store_node),
-                              run_id=f"{run_prefix}{secrets.token_hex(3)}"), owner_pid=os.getpid())
-    remove_stale()  # a killed drill's namespaces, state file and agents
+    plan = build_plan(cluster, nodes=n + int(spare) + int(store_node), run_id=f"{run_prefix}{secrets.token_hex(3)}")
     step = on_step or (lambda what: None)
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
         step(f"bring-up ({len(plan.nodes)} nodes)")
-        up(plan)
+        plan = up_owned(plan)  # a killed drill's namespaces, state file and agents go at the next start
         try:
             step(f"reference run ({cfg.steps} steps)")
             ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare, store_node)

@@ -151,6 +151,14 @@ def up(plan: Plan) -> Plan:
     return plan
 
 
+def up_owned(plan: Plan) -> Plan:
+    """:func:`up` for a run that lives only as long as this process (a drill, a probe, a validation): stale runs
+    (:func:`stale`: a killed command's namespaces, state file and processes) are removed first, and this one
+    records this process as its owner, so that if it is killed the next start or ``emulate down`` removes it."""
+    remove_stale()
+    return up(replace(plan, owner_pid=os.getpid()))
+
+
 def state_file(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
 
