@@ -171,6 +171,7 @@ def test_a_second_launcher_on_the_same_directory_is_refused(tmp_path: Path) -> N
     r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, fault="double-launch"), tmp_path)
     assert r.ok and r.state_equal and r.refused is not None, r.reason
     assert r.refused.exit_code == 75 and "one writer per directory" in r.refused.message
+    assert r.run_id.startswith("drill-") and f"run {r.run_id!r}" in r.refused.message
     assert r.to_json()["refused"]["exit_code"] == 75 and r.restarts == 0
     assert not _ours_running(tmp_path)
 

@@ -196,7 +196,7 @@ def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: b
     log = "\n".join(f.read_text(errors="replace") for f in sorted(out.glob("torchrun-*.log")))
     if rc == -1:
         log += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
-    return Launch(rc, events, out / "final.pt", log, t0, left)
+    return Launch(rc, events, out / "final.pt", log, t0, left, run_id=f"{plan.run_id}/{job.rid}")
 
 
 def check_emulated(cfg: DrillConfig, nodes: int, store_node: bool = False) -> DrillConfig:

@@ -146,6 +146,7 @@ class Launch:
     leftover_pids: list[int] = field(default_factory=list)
     refused: Refusal | None = None  # double-launch: the second launcher's refusal
     orphans: list[int] = field(default_factory=list)  # kill-launcher: ranks that outlived their launcher
+    run_id: str = ""  # the job's run id (torchrun's --rdzv-id, the lease's holder)
 
     def of(self, ev: str, attempt: int | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e["ev"] == ev and (attempt is None or e["attempt"] == attempt)]
@@ -255,7 +256,7 @@ def launch(cfg: DrillConfig, work: Path, tag: str, faulty: bool) -> Launch:
     text = (out / "torchrun.log").read_text(errors="replace")
     if rc == -1:
         text += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
-    return Launch(rc, events, out / "final.pt", text, t0, sorted(set(left) - set(orphans)), refused, orphans)
+    return Launch(rc, events, out / "final.pt", text, t0, sorted(set(left) - set(orphans)), refused, orphans, run_id)
 
 
 def _events(out: Path) -> list[dict[str, Any]]:
@@ -481,4 +482,5 @@ def summarize(cfg: DrillConfig, ref: Launch, run: Launch, replacement: AgentRepl
     return DrillResult(cfg.fault, recovered, equal, committed_lost, uncommitted, _attempts(run) - 1,
                        measure(run, at_fault), rec, recompute,
                        _reason(run, ref, equal, committed_lost, fb, cfg.fault),
-                       run.leftover_pids + ref.leftover_pids, fb, run.refused, run.orphans, failed_saves(run))
+                       run.leftover_pids + ref.leftover_pids, fb, run.refused, run.orphans, failed_saves(run),
+                       run.run_id)

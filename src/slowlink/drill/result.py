@@ -84,6 +84,7 @@ class DrillResult:
     refused: Refusal | None = None
     orphans: list[int] = field(default_factory=list)
     saves_failed: tuple[FailedSave, ...] = ()
+    run_id: str = ""
 
     def refused_by_system(self) -> FailedSave | None:
         """The failed save the machine refused (no space, no permission: :data:`slowlink.errors.REFUSALS`) when the
@@ -119,7 +120,8 @@ class DrillResult:
 
     def to_json(self) -> dict[str, object]:
         p = self.predicted
-        return {"fault": self.fault, "recovered": self.recovered, "state_equal": self.state_equal,
+        return {"run_id": self.run_id, "fault": self.fault, "recovered": self.recovered,
+                "state_equal": self.state_equal,
                 "committed_steps_lost": self.committed_steps_lost,
                 "uncommitted_steps_lost": self.uncommitted_steps_lost, "restarts": self.restarts,
                 **self.measured.to_json(), "recovery_s": self.measured_recovery_s,
