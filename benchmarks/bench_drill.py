@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from slowlink.drill.harness import DrillConfig, DrillResult, run_drill
+from slowlink.drill.harness import DrillConfig, run_drill
+from slowlink.drill.result import DrillResult
 from slowlink.reliability.ettr import EttrInputs, ettr_closed_form, ettr_monte_carlo
 from slowlink.reliability.failures import default_model
 
@@ -31,6 +32,11 @@ DRILLS = {
     "hang (SIGSTOP)": DrillConfig(fault="hang", pg_timeout_s=5.0),
     "exception": DrillConfig(fault="exception"),
     "kill-rank as a checkpoint begins (torn)": DrillConfig(fault="kill-rank", fault_step=6, fault_phase="save"),
+    "corrupt-checkpoint (8 bytes of a tensor, step 3)": DrillConfig(fault="corrupt-checkpoint"),
+    "truncate-checkpoint (half the file, step 3)": DrillConfig(fault="truncate-checkpoint"),
+    "kill-launcher (SIGKILL of torchrun alone)": DrillConfig(fault="kill-launcher"),
+    "double-launch (same checkpoint directory)": DrillConfig(fault="double-launch"),
+    "disk-full (as the step-6 save begins, root)": DrillConfig(fault="disk-full", fault_step=6),
 }
 
 

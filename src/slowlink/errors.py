@@ -5,6 +5,8 @@ The CLI catches :class:`SlowlinkError`, prints its message and exits with code 2
 
 from __future__ import annotations
 
+import errno
+
 
 class SlowlinkError(Exception):
     """Base of every error slowlink reports to a user (exit code 2, no traceback).
@@ -56,6 +58,35 @@ class BenchError(SlowlinkError):
 
 class EmulationError(SlowlinkError):
     """The emulated cluster could not be built, used or removed."""
+
+
+class SystemRefused(SlowlinkError):
+    """The machine refused what a command needed: no space left, a quota, a read-only filesystem, no permission.
+
+    Not bad input (2) and not a failed check (1): exit 74, ``EX_IOERR`` of BSD's sysexits.h. ``rule`` is
+    ``no_space`` or ``permission``."""
+
+    exit_code = 74
+
+
+# errno -> (rule, what it means to the user)
+REFUSALS = {errno.ENOSPC: ("no_space", "no space left on the device"),
+            errno.EDQUOT: ("no_space", "disk quota exceeded"),
+            errno.EROFS: ("permission", "the filesystem is read-only"),
+            errno.EACCES: ("permission", "permission denied"),
+            errno.EPERM: ("permission", "operation not permitted")}
+
+
+def system_refusal(exc: BaseException, where: str | None = None) -> SystemRefused | None:
+    """``exc`` as a :class:`SystemRefused` when it is an OSError whose errno is in :data:`REFUSALS`, else None; the
+    message names the path (the error's own, else ``where``, the place the caller was writing) and what to do."""
+    if not isinstance(exc, OSError) or exc.errno not in REFUSALS:
+        return None
+    rule, what = REFUSALS[exc.errno]
+    where = exc.filename if exc.filename is not None else where or "(no path given)"
+    fix = ("free space or point the command elsewhere" if rule == "no_space"
+           else "fix its permissions or use another path")
+    return SystemRefused(f"{where}: {what} ({errno.errorcode[exc.errno]}): {fix}", rule=rule)
 
 
 def field_error(field: str, value: object, rule: str) -> str:

@@ -107,3 +107,20 @@ def test_compare_reads_storage_and_checkpoint_records(tmp_path: Path) -> None:
     bad = _record(tmp_path / "e.json", "storage", [{**read, "files_per_s": -1.0}])
     res = runner.invoke(app, ["compare", str(base), str(bad)])
     assert res.exit_code == 2 and "files_per_s" in res.output, res.output
+
+
+def test_a_shard_directory_is_read_as_its_samples(tmp_path: Path) -> None:
+    from slowlink.storage.reshard import reshard
+
+    src = tmp_path / "pairs"
+    src.mkdir()
+    for i in range(40):
+        (src / f"s{i:03d}.jpg").write_bytes(b"j" * 3000)
+        (src / f"s{i:03d}.cls").write_bytes(b"%d" % (i % 5))
+    reshard(src, tmp_path / "shards", 32 * 1024)
+    cfg = StorageBenchConfig(workers=0, batch=8, orders=("sequential",), probe_bytes=2**20, probe_files=50)
+    res = run_storage(tmp_path / "shards", tmp_path / "unused", cfg)
+    [r] = res["rows"]
+    assert r["layout"] == "shards" and r["samples"] == 40 and r["files_opened"] == res["summary"]["shard_count"] > 1
+    assert r["bytes"] == sum(3000 + len(b"%d" % (i % 5)) for i in range(40))
+    assert not (tmp_path / "unused").exists()

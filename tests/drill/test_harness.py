@@ -22,7 +22,7 @@ from slowlink.drill.harness import (
     predict,
     run_drill,
 )
-from slowlink.drill.worker import commit, latest_committed
+from slowlink.drill.worker import commit, committed
 from slowlink.errors import SpecError
 
 
@@ -50,12 +50,12 @@ def test_kill_node_victims_are_the_ranks_of_one_node() -> None:
 
 
 def test_only_committed_checkpoints_are_loaded(tmp_path: Path) -> None:
-    assert latest_committed(tmp_path) == (0, None)
+    assert committed(tmp_path) == []
     for step in (3, 6, 9):
         (tmp_path / f"step_{step:08d}").mkdir()
     commit(tmp_path / "step_00000003")
     commit(tmp_path / "step_00000006")  # step 9 was torn: written in part, never committed
-    assert latest_committed(tmp_path) == (6, tmp_path / "step_00000006")
+    assert committed(tmp_path) == [(6, tmp_path / "step_00000006"), (3, tmp_path / "step_00000003")]
     assert not (tmp_path / "step_00000006" / "COMMITTED.tmp").exists()
 
 
@@ -133,3 +133,120 @@ def test_a_drill_that_cannot_recover_fails_with_its_reason(tmp_path: Path) -> No
     assert not r.ok and not r.recovered and not r.state_equal
     assert "did not recover" in r.reason and "2 attempt(s)" in r.reason
     assert not r.leftover_pids and not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.parametrize(("fault", "rule"), [("corrupt-checkpoint", "SHA-256"), ("truncate-checkpoint", "truncated")])
+def test_a_damaged_checkpoint_falls_back_to_the_newest_intact_one(tmp_path: Path, fault: str, rule: str) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=8, checkpoint_every=2, fault_step=5, max_restarts=1, fault=fault), tmp_path)
+    assert r.ok and r.recovered and r.state_equal, r.reason
+    assert r.fallback is not None and (r.fallback.from_step, r.fallback.to_step) == (4, 2)
+    assert rule in r.fallback.problems[0] and "__0_0.distcp" in r.fallback.problems[0]
+    j = r.to_json()
+    assert j["lost_committed_steps"] == 2 and j["committed_steps_lost"] == 0 and j["fallback"]["from_step"] == 4
+    assert not _ours_running(tmp_path)
+
+
+def test_damage_faults_need_a_checkpoint_before_them() -> None:
+    with pytest.raises(SpecError, match=r"--fault-step \(3\) must be after the first checkpoint"):
+        DrillConfig(fault="corrupt-checkpoint", fault_step=3, checkpoint_every=3).check()
+
+
+def test_cli_a_full_disk_is_one_message_with_its_own_exit_code(full_disk: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setattr(tempfile, "tempdir", str(full_disk))
+    res = CliRunner().invoke(app, ["drill", "--steps", "4", "--checkpoint-every", "2", "--fault-step", "3"])
+    assert res.exit_code == 74, res.output
+    assert "no space left on the device (ENOSPC)" in res.output and "Traceback" not in res.output
+    assert list(full_disk.iterdir()) == []  # the work folder and torchrun's temporaries went with it
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_second_launcher_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, fault="double-launch"), tmp_path)
+    assert r.ok and r.state_equal and r.refused is not None, r.reason
+    assert r.refused.exit_code == 75 and "one writer per directory" in r.refused.message
+    assert r.run_id.startswith("drill-") and f"run {r.run_id!r}" in r.refused.message
+    assert r.to_json()["refused"]["exit_code"] == 75 and r.restarts == 0
+    assert not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_killed_launcher_takes_its_ranks_with_it_and_a_new_one_resumes(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    r = run_drill(DrillConfig(steps=6, checkpoint_every=2, fault_step=3, fault="kill-launcher"), tmp_path)
+    assert r.ok and r.recovered and r.state_equal, r.reason
+    assert r.orphans == [] and r.leftover_pids == [] and r.committed_steps_lost == 0 and r.restarts == 1
+    assert r.measured.total_s is not None
+    assert not _ours_running(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_full_disk_fails_the_save_logs_it_and_the_job_resumes_once_space_is_freed(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("disk-full mounts a tmpfs: root only")
+    r = run_drill(DrillConfig(steps=8, checkpoint_every=2, fault_step=4, fault="disk-full"), tmp_path)
+    assert r.ok and r.recovered and r.state_equal and r.committed_steps_lost == 0, r.reason
+    assert {s.errno_name for s in r.saves_failed} == {"ENOSPC"} and {s.step for s in r.saves_failed} == {4}
+    assert r.to_json()["failed_saves"][0]["errno"] == "ENOSPC"
+    assert not _ours_running(tmp_path) and "slowlink-drill" not in Path("/proc/mounts").read_text()
+
+
+def test_disk_full_needs_a_checkpoint_step() -> None:
+    with pytest.raises(SpecError, match=r"--fault-step \(5\) must be a checkpoint step"):
+        DrillConfig(fault="disk-full", fault_step=5, checkpoint_every=2).check()
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_killed_drill_takes_its_job_with_it_and_the_next_start_removes_its_folder(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from slowlink.drill.harness import remove_stale_work
+
+    pytest.importorskip("torch")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    cli = subprocess.Popen([sys.executable, "-m", "slowlink", "drill", "--steps", "40", "--checkpoint-every", "2"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(
+            '"ev": "step"' in p.read_text() for p in tmp_path.glob("slowlink-drill-*/reference/events-r*.jsonl")):
+        time.sleep(0.2)
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.wait()
+    end = time.time() + 10
+    while _ours_running(tmp_path) and time.time() < end:
+        time.sleep(0.2)
+    assert not _ours_running(tmp_path)  # the launcher died with the drill, the ranks with the launcher
+    [work] = list(tmp_path.glob("slowlink-drill-*"))
+    assert remove_stale_work(tmp_path) == [work] and not work.exists()
+
+
+def test_cli_a_save_the_machine_refused_exits_74_not_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slowlink.drill import harness
+    from slowlink.drill.result import DrillResult, FailedSave
+    from slowlink.reliability.recovery import RecoveryCost
+
+    def failed(cfg: DrillConfig, on_step: object = None) -> DrillResult:
+        return DrillResult("kill-rank", False, False, 0, 1, 2, MeasuredRecovery(), RecoveryCost(0, 1, 1, 0), 0.1,
+                           "the job did not recover", [], saves_failed=(FailedSave(3, 1, "CheckpointException",
+                                                                                  "ENOSPC"),))
+
+    monkeypatch.setattr(harness, "run_drill", failed)
+    res = CliRunner().invoke(app, ["drill"])
+    assert res.exit_code == 74, res.output
+    assert "save of step 3 failed on rank 1: ENOSPC" in res.output and "Traceback" not in res.output

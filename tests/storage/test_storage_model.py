@@ -172,3 +172,12 @@ def test_checkpoint_burst_slows_gradient_sync_only_when_converged() -> None:
     assert conv.slowdown > 1.05
     assert sep.slowdown == pytest.approx(1.0)
     assert conv.alone_s == pytest.approx(sep.alone_s)
+
+
+def test_a_sealed_checkpoints_digest_blocks_the_step_only_in_sync_mode() -> None:
+    from slowlink.storage.checkpoint import SHA256_BYTES_S_PER_CORE, digest_time_s, sealed_times
+
+    d = digest_time_s(3.56e9)
+    assert d == pytest.approx(3.56e9 / SHA256_BYTES_S_PER_CORE) == pytest.approx(2.0)
+    assert sealed_times("sync", 10.0, 10.0, 0.0, 8.0, d) == (12.0, 0.0, 10.0)
+    assert sealed_times("async", 10.0, 0.5, 10.0, 8.0, d) == (0.5, 12.0, 10.0)

@@ -63,7 +63,8 @@ class BenchConfig:
     fault: str | None = None  # test hook: 'corrupt' one element on fault_rank, or 'wrong_redop' (MAX for all)
     fault_rank: int = 0
     die_rank: int | None = None  # test hook: this rank fails after the first size, as die_how says
-    die_how: str = "exit"  # 'exit' (code 3), 'kill' (SIGKILL, as the OOM killer does) or 'hang' (stops answering)
+    die_how: str = "exit"  # 'exit' (code 3), 'kill' (SIGKILL, as the OOM killer does), 'hang' (stops answering)
+    # or 'stop' (SIGSTOP: the process and its watchdog frozen)
     test_delay_rank: int | None = None  # test hook: this rank sleeps test_delay_s before every timed call
     test_delay_s: float = 0.0  # (a straggler's extra work between collectives; SLOWLINK_BENCH_TEST_DELAY)
 
@@ -371,6 +372,8 @@ def _die(how: str) -> None:
     """Test hook: end this rank the way real ranks end (exit, SIGKILL) or make it stop answering."""
     if how == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    if how == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
     if how == "hang":
         while True:
             time.sleep(3600)

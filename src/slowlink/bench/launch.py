@@ -9,10 +9,13 @@ one fails. Ctrl-C reaches the launcher, which stops the ranks before the command
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
+import json
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -30,12 +33,11 @@ BACKENDS = ("auto", "gloo", "nccl")
 WATCHDOG_EXIT = 124
 # How often torch's elastic agent polls its workers. Each poll records ONE failure: the first dead worker in
 # its list (MultiprocessContext._poll, torch.multiprocessing ProcessContext.join), so when a killed rank and
-# the peer it left behind die within one interval, the peer (lower rank) is named. A rank that lost its peer
-# therefore waits PEER_LOST_GRACE_POLLS polls before it fails, and the rank that died first is seen first.
+# the peer it left behind die within one interval, the peer (lower rank) is named. A rank that fails on an
+# error of torch's (a RuntimeError: gloo and NCCL raise every transport failure as one, its cause only in the
+# text) therefore waits PEER_LOST_GRACE_POLLS polls before it exits, and a rank that died first is seen first.
 MONITOR_INTERVAL_S = 0.1
 PEER_LOST_GRACE_POLLS = 5
-# Transport errors that say a peer went away (gloo's tcp pair.cc, NCCL's socket/net errors): a consequence.
-PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "Socket closed")
 
 
 class Interrupted(BenchError):
@@ -103,7 +105,7 @@ def init_rank(backend: str, timeout_s: float, rank: int | None = None, world: in
         time.sleep(peer_lost_grace_s(exc))  # a peer that failed first is the cause: let the launcher see it first
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BenchError(f"rendezvous at tcp://{addr}:{port} (rank {rank} of {world}) could not be reached "
-                         f"or timed out within --timeout ({timeout_s:g} s): {first}") from None
+                         f"or timed out within --timeout ({timeout_s:g} s): {first}", rule=RENDEZVOUS) from None
     return RankContext(rank, world, local, backend, device)
 
 
@@ -124,9 +126,10 @@ def _watchdog(timeout_s: float, rank: int) -> None:
 
 
 def peer_lost_grace_s(exc: BaseException) -> float:
-    """Seconds a rank waits before failing on ``exc``: PEER_LOST_GRACE_POLLS monitor polls when the error
-    says a peer went away (the peer is the cause, let the launcher see it first), else 0."""
-    return PEER_LOST_GRACE_POLLS * MONITOR_INTERVAL_S if any(m in str(exc) for m in PEER_LOST) else 0.0
+    """Seconds a rank waits before failing on ``exc``: PEER_LOST_GRACE_POLLS monitor polls for an error of
+    torch's (a RuntimeError, which may be the consequence of a peer's death: let the launcher see that first),
+    0 for slowlink's own errors, whose cause is this rank."""
+    return PEER_LOST_GRACE_POLLS * MONITOR_INTERVAL_S if isinstance(exc, RuntimeError) else 0.0
 
 
 def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: str | None = None) -> Any:
@@ -142,6 +145,8 @@ def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: s
     warnings.filterwarnings("ignore", category=UserWarning, module="torch.distributed.fsdp")
     rank = int(os.environ.get("RANK", "0"))
     _watchdog(timeout_s, rank)
+    if error_dir is not None:
+        Path(error_dir, f"rank{rank}.pid").write_text(str(os.getpid()))
     try:
         ctx = init_rank(backend, timeout_s)
         result = _resolve(target)(arg, ctx)
@@ -150,7 +155,7 @@ def run_rank(target: str, arg: Any, backend: str, timeout_s: float, error_dir: s
     except BenchError as exc:
         if error_dir is None:
             raise
-        Path(error_dir, f"rank{rank}.txt").write_text(str(exc))
+        write_note(error_dir, rank, str(exc), exc.rule)
         sys.stderr.write(f"rank {rank}: {exc}\n")
         sys.stderr.flush()
         os._exit(2)
@@ -165,22 +170,87 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+RENDEZVOUS = "rendezvous"  # the rule of a rank's failure to join: a consequence when another rank failed first
+STOPPED = "stopped"
+
+
+def write_note(error_dir: str, rank: int, message: str, rule: str) -> None:
+    """A rank's failure for the launcher: its message and its rule (what the launcher sorts by, never the text)."""
+    Path(error_dir, f"rank{rank}.txt").write_text(json.dumps({"message": message, "rule": rule}))
+
+
+def read_notes(error_dir: str) -> dict[int, tuple[str, str]]:
+    """rank -> (message, rule) of every note written."""
+    notes = {}
+    for n in Path(error_dir).glob("rank*.txt"):
+        try:
+            d = json.loads(n.read_text())
+            notes[int(n.stem.removeprefix("rank"))] = (str(d["message"]), str(d["rule"]))
+        except (OSError, ValueError, KeyError):
+            continue
+    return notes
+
+
 def _failure_message(exc: Any, error_dir: str, timeout_s: float) -> str:
-    """The failed rank's own words: the first rank whose note names a cause rather than a lost peer (a rank that
-    lost its peer may still die first on a loaded machine), else the launcher's first failure."""
-    rank, failure = exc.get_first_failure()
-    notes = sorted(Path(error_dir).glob("rank*.txt"), key=lambda p: int(p.stem.removeprefix("rank")))
-    causes = [n.read_text() for n in notes if not any(m in n.read_text() for m in PEER_LOST)]
-    if causes:
-        return causes[0]
-    note = Path(error_dir, f"rank{rank}.txt")
-    if note.exists():
-        return note.read_text()
+    """The failed rank's own words, by rule: a rank the launcher found stopped, then a rank's own error (not a
+    failed rendezvous, which follows from another rank's failure), then a rank killed by a signal, then the
+    launcher's first failure."""
+    notes = read_notes(error_dir)
+    for want in (STOPPED, None):
+        for r in sorted(notes):
+            if notes[r][1] == want or (want is None and notes[r][1] != RENDEZVOUS):
+                return notes[r][0]
+    failures = sorted(exc.failures.items(), key=lambda kv: (kv[1].exitcode >= 0, kv[1].timestamp, kv[0]))
+    rank, failure = failures[0] if failures else exc.get_first_failure()
+    if rank in notes:
+        return notes[rank][0]
     code = failure.exitcode
     if code == WATCHDOG_EXIT:
         return f"rank {rank} did not finish within its timeout ({timeout_s:g} s); the run was stopped"
     how = f"was killed by signal {-code}" if code < 0 else f"died with exit code {code}"
     return f"rank {rank} {how}; the run was stopped"
+
+
+def proc_state(pid: int) -> str | None:
+    """A process's state letter from /proc (R, S, T for stopped, Z, ...), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[0]
+
+
+class StoppedRankWatch(threading.Thread):
+    """The launcher's eye on ranks that cannot answer for themselves: a rank stopped by a signal (SIGSTOP, a
+    debugger) freezes its own watchdog, so its peers time out and are named instead, and torch's agent then
+    waits its fixed 30 s for the stopped rank to obey SIGTERM. A rank found stopped (state T) when another
+    rank has ended or left a note, or after ``timeout_s``, gets a note of rule ``stopped`` and SIGKILL."""
+
+    def __init__(self, error_dir: str, timeout_s: float) -> None:
+        super().__init__(daemon=True)
+        self.error_dir, self.timeout_s, self.done = error_dir, timeout_s, threading.Event()
+
+    def run(self) -> None:
+        since: dict[int, float] = {}
+        while not self.done.wait(MONITOR_INTERVAL_S):
+            pids = {}
+            for f in Path(self.error_dir).glob("rank*.pid"):
+                with contextlib.suppress(OSError, ValueError):
+                    pids[int(f.stem.removeprefix("rank"))] = int(f.read_text())
+            states = {r: proc_state(pid) for r, pid in pids.items()}
+            ended = any(s in (None, "Z", "X") for s in states.values()) or bool(read_notes(self.error_dir))
+            now = time.monotonic()
+            for r, s in states.items():
+                if s not in ("T", "t"):
+                    since.pop(r, None)
+                    continue
+                first = since.setdefault(r, now)
+                if ended or now - first >= self.timeout_s:
+                    write_note(self.error_dir, r, f"rank {r} was stopped (process {pids[r]} in state T, e.g. "
+                               f"SIGSTOP) and could not answer; killed {now - first:.0f} s after it was seen stopped",
+                               STOPPED)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pids[r], signal.SIGKILL)
 
 
 def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: float) -> Any:
@@ -204,6 +274,8 @@ def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: flo
                        monitor_interval=MONITOR_INTERVAL_S, start_method="spawn",
                        rdzv_configs={"timeout": max(1, int(timeout_s))})
     with tempfile.TemporaryDirectory(prefix="slowlink-bench-") as error_dir:
+        watch = StoppedRankWatch(error_dir, timeout_s)
+        watch.start()
         try:
             results = elastic_launch(cfg, run_rank)(target, arg, backend, timeout_s, error_dir)
         except ChildFailedError as exc:
@@ -212,6 +284,9 @@ def launch_local(target: str, arg: Any, nproc: int, backend: str, timeout_s: flo
             raise Interrupted(f"interrupted ({exc.sigval.name}): every rank was stopped") from None
         except KeyboardInterrupt:
             raise Interrupted("interrupted (SIGINT): every rank was stopped") from None
+        finally:
+            watch.done.set()
+            watch.join()
     return results[0]
 
 

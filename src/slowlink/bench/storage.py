@@ -33,7 +33,8 @@ from slowlink.bench import pagecache
 from slowlink.bench.storage_data import collate, files_dataset, shards_dataset
 from slowlink.errors import BenchError, SpecError, field_error
 from slowlink.storage.read import read_time_s
-from slowlink.storage.reshard import SHARD_NAME, key_of, list_files, load_index, reshard, tar_writer
+from slowlink.storage.reshard import SHARD_NAME, is_shard_dir, key_of, load_index, reshard, tar_writer
+from slowlink.storage.samples import scan
 
 ORDERS = ("sequential", "shuffled")
 RESIDENT_SAMPLE = 256  # files whose cached pages are counted after a pass (mincore is cheap, not free)
@@ -170,9 +171,9 @@ def probe_disk(where: Path, cfg: StorageBenchConfig) -> DiskProbe:
         os.sync()
         evict = cfg.cache != "none"
         pagecache.defeat(cfg.cache, big)
-        bw = run_pass(files_dataset(big, evict), False, cfg)
+        bw = run_pass(files_dataset([[p] for p in big], evict), False, cfg)
         pagecache.defeat(cfg.cache, tiny)
-        small = run_pass(files_dataset(tiny, evict), False, cfg)
+        small = run_pass(files_dataset([[p] for p in tiny], evict), False, cfg)
         tars = _tiny_shards(tmp, cfg.probe_files, big_n)
         pagecache.defeat(cfg.cache, tars)
         cpu = run_pass(shards_dataset(tars, evict, None), False, cfg)
@@ -203,11 +204,11 @@ def _tiny_shards(where: Path, samples: int, shards: int) -> list[Path]:
     return paths
 
 
-def shards_for(data_dir: Path, shards_dir: Path, n_files: int, shard_bytes: float) -> list[Path]:
+def shards_for(data_dir: Path, shards_dir: Path, n_samples: int, shard_bytes: float) -> list[Path]:
     """The shards of ``data_dir`` in ``shards_dir``: reused when its index names this dataset, else resharded."""
     try:
         idx = load_index(shards_dir)
-        fresh = (idx.get("source") == str(data_dir.resolve()) and idx.get("samples") == n_files
+        fresh = (idx.get("source") == str(data_dir.resolve()) and idx.get("samples") == n_samples
                  and idx.get("shard_size_bytes") == shard_bytes)
     except SpecError:
         fresh = False
@@ -217,12 +218,13 @@ def shards_for(data_dir: Path, shards_dir: Path, n_files: int, shard_bytes: floa
     return [shards_dir / s["name"] for s in idx["shards"]]
 
 
-def _one_pass(layout: str, order: str, files: list[Path], shards: list[Path], cfg: StorageBenchConfig) -> Pass:
+def _one_pass(layout: str, order: str, samples: list[list[Path]], shards: list[Path], cfg: StorageBenchConfig
+              ) -> Pass:
     """One timed pass of ``layout`` in ``order`` after the cache of its files was emptied."""
     evict, shuffled = cfg.cache != "none", order == "shuffled"
     if layout == "files":
-        pagecache.defeat(cfg.cache, files)
-        return run_pass(files_dataset(files, evict), shuffled, cfg)
+        pagecache.defeat(cfg.cache, [p for s in samples for p in s])
+        return run_pass(files_dataset(samples, evict), shuffled, cfg)
     pagecache.defeat(cfg.cache, shards)
     return run_pass(shards_dataset(shards, evict, cfg.seed if shuffled else None), False, cfg)
 
@@ -256,24 +258,37 @@ def row(layout: str, order: str, p: Pass, opened: list[Path], probe: DiskProbe, 
 
 
 def run_storage(data_dir: Path, shards_dir: Path, cfg: StorageBenchConfig) -> dict[str, Any]:
-    """Probe the disk, make or reuse the shards, and time every layout x order; rows and a summary."""
+    """Probe the disk, make or reuse the shards, and time every layout x order; rows and a summary.
+
+    A ``data_dir`` that is itself a shard directory (``index.json`` and its tars, as ``reshard`` writes) is read
+    as shards only: its samples out of its tars, there being no loose files to compare with."""
     cfg.check()
-    files = [data_dir / f.rel for f in list_files(data_dir)]
-    shards = shards_for(data_dir, shards_dir, len(files), cfg.shard_bytes)
-    keys = [(layout, order) for order in cfg.orders for layout in ("files", "shards")]
+    if is_shard_dir(data_dir):
+        idx = load_index(data_dir)
+        samples: list[list[Path]] = []
+        n_samples, shards_dir = int(idx["samples"]), data_dir
+        shards = [data_dir / s["name"] for s in idx["shards"]]
+        layouts: tuple[str, ...] = ("shards",)
+    else:
+        samples = [[data_dir / p.rel for p in s.parts] for s in scan(data_dir).samples]
+        n_samples, layouts = len(samples), ("files", "shards")
+        shards = shards_for(data_dir, shards_dir, n_samples, cfg.shard_bytes)
+    files = [p for s in samples for p in s]
+    keys = [(layout, order) for order in cfg.orders for layout in layouts]
     probes: list[DiskProbe] = []
     passes: dict[tuple[str, str], list[Pass]] = {k: [] for k in keys}
     for _ in range(cfg.repeat):  # a probe, then every pass, per round: a busy spell of the machine hits both
         probes.append(probe_disk(shards_dir, cfg))
         for layout, order in keys:
-            passes[layout, order].append(_one_pass(layout, order, files, shards, cfg))
+            passes[layout, order].append(_one_pass(layout, order, samples, shards, cfg))
     probe = median_probe(probes)
     rows = []
     for layout, order in keys:
         p = sorted(passes[layout, order], key=lambda q: q.seconds)[len(passes[layout, order]) // 2]
         rows.append(row(layout, order, p, files if layout == "files" else shards, probe, cfg))
-    if any(r["samples"] != len(files) for r in rows):
-        raise BenchError(f"a pass read {[r['samples'] for r in rows]} samples, not the dataset's {len(files)}")
-    summary = {"dataset": str(data_dir), "shards": str(shards_dir), "files": len(files), "shard_count": len(shards),
+    if any(r["samples"] != n_samples for r in rows):
+        raise BenchError(f"a pass read {[r['samples'] for r in rows]} samples, not the dataset's {n_samples}")
+    summary = {"dataset": str(data_dir), "shards": str(shards_dir), "files": n_samples, "samples": n_samples,
+               "source_files": len(files), "shard_count": len(shards), "layouts": list(layouts),
                "shard_pattern": SHARD_NAME, "probe": probe.to_json(), "config": asdict(cfg)}
     return {"rows": rows, "summary": summary}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -75,28 +75,39 @@ def collate(batch: list[Sample]) -> tuple[int, int, list[float]]:
     return len(batch), sum(len(b) for b, _ in batch), [t for _, t in batch]
 
 
-def files_dataset(paths: list[Path], evict: bool) -> Dataset[Sample]:
-    """A map-style dataset: sample ``i`` is file ``paths[i]`` read whole."""
+def files_dataset(samples: Sequence[Sequence[Path]], evict: bool) -> Dataset[Sample]:
+    """A map-style dataset: sample ``i`` is the files ``samples[i]`` (its parts), each read whole."""
     class FilesDataset(Dataset[Sample]):
         def __len__(self) -> int:
-            return len(paths)
+            return len(samples)
 
         def __getitem__(self, i: int) -> Sample:
-            return read_file(paths[i], evict)
+            parts = [read_file(p, evict) for p in samples[i]]
+            return b"".join(b for b, _ in parts), sum(t for _, t in parts)
 
     return FilesDataset()
 
 
 def shard_samples(path: Path, evict: bool) -> Iterator[Sample]:
-    """The samples of one tar shard in order (webdataset's tar iterator), each with its read time."""
-    from webdataset.tariterators import tar_file_iterator
+    """The samples of one tar shard in order, each with its read time: members grouped by key as a webdataset
+    reader groups them (consecutive members of one ``base_plus_ext`` key; a member without a key is dropped)."""
+    from webdataset.tariterators import base_plus_ext, tar_file_iterator
 
     with open(path, "rb", buffering=1 << 20) as fh:
+        key: str | None = None
+        parts: list[bytes] = []
         t0 = time.perf_counter()
-        for sample in tar_file_iterator(fh):
-            t1 = time.perf_counter()
-            yield sample["data"], t1 - t0
-            t0 = time.perf_counter()
+        for member in tar_file_iterator(fh):
+            k, _ = base_plus_ext(member["fname"])
+            if k is None:
+                continue
+            if parts and k != key:
+                yield b"".join(parts), time.perf_counter() - t0  # includes the read of the next key's first member
+                t0, parts = time.perf_counter(), []
+            key = k
+            parts.append(member["data"])
+        if parts:
+            yield b"".join(parts), time.perf_counter() - t0
         if evict:
             evict_fd(fh.fileno())
 

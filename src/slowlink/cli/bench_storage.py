@@ -26,7 +26,8 @@ def size_option(name: str, text: str) -> float:
 
 @clean_errors
 def storage(
-    data_dir: Annotated[Path, typer.Argument(help="Dataset: a directory of small files (one sample each).")],
+    data_dir: Annotated[Path, typer.Argument(help="Dataset: a directory of small files (grouped into samples by key), "
+                                                  "or a shard directory written by `reshard` (read as is).")],
     make: int | None = typer.Option(None, "--make", help="First write N random files into DIR (absent or empty)."),
     file_size: str = typer.Option("16KiB", "--file-size", help="--make: bytes of each file."),
     shards: Path | None = _SHARDS,
@@ -69,8 +70,10 @@ def storage(
     if as_json:
         print_json(res["rows"])
         return
-    out.print(storage_bench_table(res["rows"], f"{res['summary']['files']:,} files vs {res['summary']['shard_count']} "
-                                               f"shards, {workers} workers, batch {batch}"))
+    s = res["summary"]
+    what = (f"{s['samples']:,} samples in {s['shard_count']} shards" if s["layouts"] == ["shards"]
+            else f"{s['files']:,} files vs {s['shard_count']} shards")
+    out.print(storage_bench_table(res["rows"], f"{what}, {workers} workers, batch {batch}"))
     out.print(probe_line(res["summary"]["probe"]))
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from slowlink.errors import SlowlinkError
+from slowlink.errors import SlowlinkError, system_refusal
 
 if TYPE_CHECKING:
     from slowlink.assess import Budget
@@ -90,7 +90,8 @@ R = TypeVar("R")
 
 
 def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn a :class:`SlowlinkError` into ``error: message`` on stderr and its exit code, no traceback."""
+    """Turn a :class:`SlowlinkError` into ``error: message`` on stderr and its exit code, no traceback; an OSError
+    the machine raised for want of space or permission (its errno, :func:`slowlink.errors.system_refusal`) too."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -99,6 +100,12 @@ def clean_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except SlowlinkError as exc:
             err.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            refused = system_refusal(exc)
+            if refused is None:
+                raise
+            err.print(f"[bold red]error:[/] {refused}", markup=True, soft_wrap=True)
+            raise typer.Exit(refused.exit_code) from None
 
     return wrapper
 

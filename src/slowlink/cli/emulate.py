@@ -74,13 +74,20 @@ def status_cmd(json_out: bool = typer.Option(False, "--json")) -> None:
 
 
 @clean_errors
-def down_cmd() -> None:
-    """Remove every namespace whose name starts with sl- (idempotent)."""
+def down_cmd(run: str | None = typer.Argument(None, help="The run id to remove (`emulate status` shows it)."),
+             every: bool = typer.Option(False, "--all", help="Remove every sl- namespace on the host, other "
+                                        "runs' included.")) -> None:
+    """Remove one emulation (RUN, or the only one up) and any whose owner is gone; --all: every sl- namespace."""
     from slowlink.progress import status
 
+    if every and run is not None:
+        raise EmulationError(field_error("--all", True, f"and RUN ({run!r}): give one of them"))
     with status("emulate down"):
-        removed = net.down()
-    out.print(f"removed {len(removed)} namespaces")
+        if every:
+            out.print(f"removed {len(net.down())} namespaces")
+            return
+        removed = net.down_run(run)
+    out.print(f"removed {len(removed)} run(s): {', '.join(removed) or 'none was up'}")
 
 
 @clean_errors

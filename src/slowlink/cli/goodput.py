@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from slowlink.cli.common import clean_errors, out, parse_budget, print_json
+from slowlink.cli.common import clean_errors, err, out, parse_budget, print_json
 from slowlink.errors import SpecError
 
 _JSON = typer.Option(False, "--json", help="Print JSON.")
@@ -62,8 +62,9 @@ _EMULATED = typer.Option(None, "--emulated", help="Drill on the emulated cluster
 @clean_errors
 def drill_cmd(
     nproc: int = typer.Option(2, "--nproc", help="Local ranks (gloo on CPU)."),
-    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, or cut-link "
-                              "(--emulated)."),
+    fault: str = typer.Option("kill-rank", "--fault", help="kill-rank, kill-node, hang, exception, "
+                              "corrupt-checkpoint, truncate-checkpoint, kill-launcher, double-launch, disk-full "
+                              "(root), or cut-link (--emulated)."),
     fault_step: int = typer.Option(5, "--fault-step", help="Steps completed when the fault strikes."),
     fault_rank: int = typer.Option(1, "--fault-rank", help="The rank that fails (kill-node: its node)."),
     fault_phase: str = typer.Option("step", "--fault-phase", help="step, or save: strike as a checkpoint "
@@ -108,6 +109,13 @@ def drill_cmd(
         out.print(drill_table(r))
         for line in drill_lines(r):
             out.print(line, soft_wrap=True)
+    refused = r.refused_by_system()
+    if refused is not None:  # the machine, not the job, failed: its own exit code (slowlink.errors.SystemRefused)
+        from slowlink.errors import SystemRefused
+        from slowlink.report.goodput import refusal_line
+
+        err.print(f"[bold red]error:[/] {refusal_line(refused)}", markup=True, soft_wrap=True)
+        raise typer.Exit(SystemRefused.exit_code)
     if not r.ok:
         raise typer.Exit(1)
 

@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write a commented example cluster file and workload file to start from, checked and planned."),
     "checkpoint-size": ("slowlink.cli.storage",
                         "Bytes of one checkpoint of a workload: per parameter and per part (no cluster needed)."),
+    "checkpoint": ("slowlink.cli.storage", "Check checkpoints written by torch.distributed.checkpoint."),
     "reshard": ("slowlink.cli.storage", "Reshard a directory of small files into webdataset tar shards with an "
                 "index, verified and resumable."),
     "bom": ("slowlink.cli.cost", "Bill of materials of a cluster's fabric (switches, links, optics, NICs), its "

@@ -1,4 +1,5 @@
-"""CLI for the storage area: `slowlink checkpoint-size`, `slowlink reshard` and `slowlink validate storage`."""
+"""CLI for the storage area: `slowlink checkpoint-size`, `slowlink checkpoint verify`, `slowlink reshard` and
+`slowlink validate storage`."""
 
 from __future__ import annotations
 
@@ -47,6 +48,32 @@ def reshard_cmd(
 
 
 @clean_errors
+def checkpoint_verify_cmd(
+    directory: Annotated[Path, typer.Argument(help="A torch.distributed.checkpoint directory.")],
+    as_json: bool = _JSON,
+) -> None:
+    """Check a DCP checkpoint's bytes against its MANIFEST.json (or, without one, its files against .metadata);
+    exit 1 when it is damaged."""
+    from slowlink.bench.manifest import verify
+    from slowlink.errors import SpecError, field_error
+    from slowlink.report.storage_bench import verify_lines
+
+    if not directory.is_dir():
+        raise SpecError(field_error("DIR", str(directory), "is not a directory: give a checkpoint directory"))
+    if not (directory / ".metadata").is_file() and not (directory / "MANIFEST.json").is_file():
+        raise SpecError(field_error("DIR", str(directory), "holds neither .metadata nor MANIFEST.json: not a "
+                                    "torch.distributed.checkpoint directory"))
+    v = verify(directory)
+    if as_json:
+        print_json(v.to_json())
+    else:
+        for line in verify_lines(v):
+            out.print(line, soft_wrap=True)
+    if not v.ok:
+        raise typer.Exit(1)
+
+
+@clean_errors
 def validate_storage(
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
 ) -> None:
@@ -71,5 +98,8 @@ def validate_storage(
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
     app.command("checkpoint-size")(checkpoint_size_cmd)
+    ckpt = typer.Typer(help="Check checkpoints written by torch.distributed.checkpoint.", add_completion=False)
+    ckpt.command("verify")(checkpoint_verify_cmd)
+    app.add_typer(ckpt, name="checkpoint")
     app.command("reshard")(reshard_cmd)
     validate_app.command("storage")(validate_storage)

@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING, Any
 from slowlink.drill.harness import (
     AgentReplacement,
     DrillConfig,
-    DrillResult,
     Launch,
     _events,
     _reap,
     job_config,
     summarize,
 )
+from slowlink.drill.result import DrillResult
 from slowlink.errors import SpecError
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def launch_emulated(plan: Any, cfg: DrillConfig, work: Path, tag: str, faulty: b
     log = "\n".join(f.read_text(errors="replace") for f in sorted(out.glob("torchrun-*.log")))
     if rc == -1:
         log += f"\ndrill: the job did not finish within --timeout ({cfg.timeout_s:g} s); it was killed"
-    return Launch(rc, events, out / "final.pt", log, t0, left)
+    return Launch(rc, events, out / "final.pt", log, t0, left, run_id=f"{plan.run_id}/{job.rid}")
 
 
 def check_emulated(cfg: DrillConfig, nodes: int, store_node: bool = False) -> DrillConfig:
@@ -228,7 +228,7 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     only) one more node is brought up, outside the job, and the replacement agent starts there; with
     ``store_node`` one more again hosts the rendezvous store, so node 0 may be the victim too. ``on_step`` is
     told as each phase begins: bring-up, the two runs, tear-down."""
-    from slowlink.emulate.net import check_root, down, up
+    from slowlink.emulate.net import check_root, down, up_owned
     from slowlink.emulate.plan import build_plan
     from slowlink.spec.cluster import load_cluster
 
@@ -243,7 +243,7 @@ def run_emulated_drill(cfg: DrillConfig, cluster_path: Path, nodes: int | None =
     with tempfile.TemporaryDirectory(prefix="slowlink-drill-", dir=workdir) as tmp:
         work = Path(tmp)
         step(f"bring-up ({len(plan.nodes)} nodes)")
-        up(plan)
+        plan = up_owned(plan)  # a killed drill's namespaces, state file and agents go at the next start
         try:
             step(f"reference run ({cfg.steps} steps)")
             ref = launch_emulated(plan, replace(cfg, max_restarts=0), work, "reference", False, spare, store_node)

@@ -151,6 +151,14 @@ def up(plan: Plan) -> Plan:
     return plan
 
 
+def up_owned(plan: Plan) -> Plan:
+    """:func:`up` for a run that lives only as long as this process (a drill, a probe, a validation): stale runs
+    (:func:`stale`: a killed command's namespaces, state file and processes) are removed first, and this one
+    records this process as its owner, so that if it is killed the next start or ``emulate down`` removes it."""
+    remove_stale()
+    return up(replace(plan, owner_pid=os.getpid()))
+
+
 def state_file(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
 
@@ -197,6 +205,66 @@ def down(run_id: str | None = None) -> list[str]:
     if STATE_DIR.exists():
         for f in STATE_DIR.glob(f"{run_id or '*'}.json"):
             f.unlink(missing_ok=True)
+    return removed
+
+
+def runs() -> dict[str, list[str]]:
+    """Every emulation on this host: run id -> its namespaces (a run with a state file and no namespace yet, or
+    namespaces whose state file is gone, included)."""
+    ids = {f.stem for f in STATE_DIR.glob("*.json")} if STATE_DIR.exists() else set()
+    found: dict[str, list[str]] = {i: [] for i in ids}
+    for ns in list_namespaces():
+        if ns.startswith(PREFIX):
+            rid = next((i for i in ids if ns.startswith(f"{PREFIX}{i}-")), ns[len(PREFIX):].split("-")[0])
+            found.setdefault(rid, []).append(ns)
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale(run_id: str) -> bool:
+    """A run nobody owns any more: its state file names an owner process that is gone (a killed drill). A run
+    brought up by ``emulate up`` (owner 0) is never stale, nor are namespaces without a state file here (another
+    state directory's run, perhaps): only ``down RUN`` or ``--all`` removes those."""
+    try:
+        owner = int(json.loads(state_file(run_id).read_text()).get("owner_pid", 0))
+    except (OSError, ValueError):
+        return False
+    return owner != 0 and not _pid_alive(owner)
+
+
+def remove_stale() -> list[str]:
+    """Remove every stale run (:func:`stale`); the run ids removed."""
+    gone = [r for r in runs() if stale(r)]
+    for r in gone:
+        down(r)
+    return gone
+
+
+def down_run(run_id: str | None) -> list[str]:
+    """``emulate down [RUN]``: the stale runs, and RUN, or the one run left when none is named; the run ids
+    removed. Several runs and none named: an error naming them (``--all`` is :func:`down` with no run)."""
+    check_root()
+    known = runs()
+    if run_id is not None and run_id not in known:
+        raise EmulationError(field_error("RUN", run_id, f"is not an emulation on this host; runs: {sorted(known)}"))
+    removed = remove_stale()
+    left = [r for r in runs() if r not in removed]
+    if run_id is None and len(left) > 1:
+        raise EmulationError(field_error("RUN", None, f"is needed: several emulations are up ({sorted(left)}); "
+                                         "name one, or give --all to remove every sl- namespace"))
+    for r in [run_id] if run_id is not None else left:
+        if r not in removed:
+            down(r)
+            removed.append(r)
     return removed
 
 

@@ -68,6 +68,9 @@ class Plan:
     """Nodes under one leaf of a fat tree; 0 for a single switch."""
     seed: int = 0
     """Seed of the relays' loss draws."""
+    owner_pid: int = 0
+    """The process whose run this is (a drill, a probe): when it is gone, the run is stale and the next start
+    or ``emulate down`` removes it; 0 for an emulation kept up until ``emulate down``."""
 
     @property
     def namespaces(self) -> tuple[str, ...]:

@@ -151,7 +151,7 @@ def measure_fabric(run_id: str, converged: bool, size_bytes: float, iters: int, 
     storage_rate = emu.storage.write_bytes_s * scale if emu.storage else 0.0
     procs: list[subprocess.Popen[str]] = []
     try:
-        net.up(plan)
+        net.up_owned(plan)
         server = attach_storage(plan, converged, storage_rate)
         if fair and converged:
             share_fairly(plan, server)

@@ -108,7 +108,7 @@ def validate(cluster: Cluster, plan: Plan, ops: list[str], size_bytes: float, it
     topo = emulated_topology(scaled, plan)
     rows: list[Row] = []
     step(f"bring-up ({len(plan.namespaces)} namespaces)")
-    net.up(plan)
+    net.up_owned(plan)
     try:
         for op in ops:
             step(f"{op} x {iters} iterations")

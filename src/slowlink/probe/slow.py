@@ -184,7 +184,7 @@ def find_slow_emulated(cluster: Cluster, *, op: str = "all_reduce", size_bytes: 
     pred = predicted(cluster, clean, op, size_bytes)
     expected = plan.node_rate_bytes_s * TCP_PAYLOAD_FRACTION
     step(f"bring-up ({cluster.nodes} nodes)")
-    net.up(plan)
+    net.up_owned(plan)
     procs: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,7 @@ from slowlink import units
 from slowlink.report.tabular import tidy_key
 
 if TYPE_CHECKING:
-    from slowlink.drill.harness import DrillResult
+    from slowlink.drill.result import DrillResult, FailedSave
     from slowlink.reliability.goodput import Goodput
     from slowlink.reliability.validate import ReliabilityCase
 
@@ -123,8 +123,15 @@ def drill_lines(r: DrillResult) -> list[str]:
     """The verdict: recovered, state equal, steps lost, and the reason."""
     return [f"recovered: {'yes' if r.recovered else 'no'}; final state bit-identical to the uninterrupted run: "
             f"{'yes' if r.state_equal else 'no'}; committed steps lost: {r.committed_steps_lost}; uncommitted steps "
-            f"lost (recomputed): {r.uncommitted_steps_lost}",
+            f"lost (recomputed): {r.uncommitted_steps_lost}"
+            + (f"; committed steps of a damaged checkpoint recomputed: {r.lost_committed_steps}" if r.fallback else ""),
             f"{'PASS' if r.ok else 'FAIL'}: {r.reason}"]
+
+
+def refusal_line(s: FailedSave) -> str:
+    """A drill that failed because the machine refused a checkpoint save (no space, no permission)."""
+    return (f"the checkpoint save of step {s.step} failed on rank {s.rank}: {s.errno_name} ({s.error}); free space "
+            "or fix the permissions where the checkpoints go, then run the drill again")
 
 
 def goodput_sentence(g: Goodput) -> str:

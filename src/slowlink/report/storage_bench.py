@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from slowlink import units
+
+if TYPE_CHECKING:
+    from slowlink.bench.manifest import Verification
 
 
 def storage_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
@@ -28,10 +31,24 @@ def probe_line(probe: dict[str, Any]) -> str:
 
 
 def reshard_line(res: dict[str, Any]) -> str:
-    """One line: samples, shards (kept from a previous run), bytes, verified, the index."""
-    return (f"{res['samples']:,} samples -> {res['shards']} shards ({res['reused_shards']} kept from an earlier "
-            f"run), {res['data_bytes'] / units.MB:,.1f} MB of data in {res['shard_size_bytes'] / units.MB:,.1f} MB "
-            f"of tar, verified byte-equal: {res['verified']}; index {res['index']} ({res['elapsed_s']:.1f} s)")
+    """One line: samples and files, shards (kept from a previous run), bytes, skipped files, verified, the index."""
+    skipped = res["skipped"]
+    why = sorted({s["reason"].split(":")[0] for s in skipped})
+    return (f"{res['samples']:,} samples ({res['files']:,} files) -> {res['shards']} shards ({res['reused_shards']} "
+            f"kept from an earlier run), {res['data_bytes'] / units.MB:,.1f} MB of data in "
+            f"{res['bytes_written'] / units.MB:,.1f} MB of tar, verified byte-equal: {res['verified']}; "
+            f"{len(skipped):,} files skipped" + (f" ({'; '.join(why[:4])}; all in --json)" if skipped else "")
+            + f"; index {res['index']} ({res['elapsed_s']:.1f} s)")
+
+
+def verify_lines(v: Verification) -> list[str]:
+    """The verdict of ``checkpoint verify``: intact or the problems, and what was proven."""
+    how = (f"{v.files} files, {v.hashed_bytes / units.MB:,.1f} MB hashed (SHA-256) in {v.seconds:.2f} s" if v.digests
+           else "no MANIFEST.json: files checked against .metadata for presence and length only; flipped bytes "
+           "cannot be detected without digests")
+    if v.ok:
+        return [f"{'intact' if v.digests else 'structure intact, bytes not proven'}: {v.directory} ({how})"]
+    return [f"DAMAGED: {v.directory} ({how})", *(f"  {p.file}: {p.detail} (rule {p.rule})" for p in v.problems)]
 
 
 def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:

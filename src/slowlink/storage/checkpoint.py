@@ -26,6 +26,13 @@ every record it writes (``torch.utils.serialization.config.save.compute_crc32``,
 it before it writes, so per rank ``t = serialize + write``; ranks share the host's cores. On restore the reader
 loads each item with ``torch.load`` and copies it into the caller's tensor (``FileSystemReader.read_data``:
 ``target_tensor.copy_(tensor)``): one host-memory copy after the read.
+
+Sealed checkpoints (a manifest of SHA-256 digests written before the checkpoint is committed, and verified
+before it is loaded: :mod:`slowlink.bench.manifest`): each rank digests the bytes it wrote, one core each,
+``digest = max_rank_bytes / sha256`` (:func:`digest_time_s`). Sync: the step waits for the commit, so the digest
+is on the critical path (``blocking = write + digest``). Async: the digest runs after the drain's write in the
+background, so it delays the commit, not the step (``drain = write + digest``). Restore verifies before it
+loads (``restore + digest``). :func:`sealed_times` applies it per mode.
 """
 
 from __future__ import annotations
@@ -116,6 +123,26 @@ def dcp_restore_time_s(total_bytes: float, ranks: int, cores: int, copy_bytes_s:
                        storage_time_s: float) -> float:
     """A torch.distributed.checkpoint load: the read, then one host copy into the caller's tensors."""
     return storage_time_s + cpu_time_s(total_bytes, ranks, cores, copy_bytes_s)
+
+
+# SHA-256 on one core, hashlib with the CPU's SHA extensions, 4 MiB chunks from memory: 1.78 GB/s (median of 5,
+# 1.76-1.79) on this project's 2-core AMD EPYC VM, measured by benchmarks/digest_rate.py (1.52 GB/s from a file
+# in the page cache). Without SHA extensions OpenSSL's SHA-256 runs at ~0.4-0.5 GB/s per core.
+SHA256_BYTES_S_PER_CORE = 1.78e9
+
+
+def digest_time_s(bytes_per_rank: float, digest_bytes_s: float = SHA256_BYTES_S_PER_CORE) -> float:
+    """Seconds for a rank to digest the bytes it wrote, one core per rank: ``b / sha256``."""
+    return bytes_per_rank / digest_bytes_s
+
+
+def sealed_times(mode: str, write_s: float, blocking_s: float, drain_s: float, restore_s: float, digest_s: float
+                 ) -> tuple[float, float, float]:
+    """(blocking, drain, restore) of a sealed checkpoint (module docstring): the digest on the step's critical
+    path in sync mode, in the background drain in async mode, and before every restore."""
+    if mode == "sync":
+        return write_s + digest_s, drain_s, restore_s + digest_s
+    return blocking_s, drain_s + digest_s, restore_s + digest_s
 
 
 def staging_time_s(bytes_per_gpu: float, host_link_bytes_s: float) -> float:

@@ -1,17 +1,19 @@
-"""Resharding a directory of small files into webdataset tar shards, with an index, verified and resumable.
+"""Resharding a directory of files into webdataset tar shards, with an index, verified and resumable.
 
-Every regular file under SRC (hidden names skipped, sorted by path) is one sample: key ``i`` (nine digits,
-the file's rank in that order) and extension its own (``.bin`` when it has none), written in order into
+SRC is read as webdataset samples (:mod:`slowlink.storage.samples`): the files of one key (the path without its
+extensions) are one sample, written together under their own names (``KEY.EXT``), samples in key order, into
 ``shard-NNNNNN.tar`` files of at most ``shard_bytes`` each (a sample larger than that gets a shard of its own).
-The tar layout is webdataset's (members ``KEY.EXT``, grouped by key; webdataset.TarWriter with mtime 0, so a
-rerun writes the same bytes).
+Files a webdataset reader could not use (no extension, hidden, not regular, symlinks out of SRC, ...) are
+skipped and reported with their reason. The tar layout is webdataset's TarWriter (ustar, mtime 0, so a rerun
+writes the same bytes).
 
 Atomic: a shard is written to a hidden ``.shard-NNNNNN.tar.partial-PID`` in DST, fsync'ed and renamed, so DST
-never holds a half-written shard under its final name; ``index.json`` is written the same way and only after
-every shard has been read back byte-equal to its source files. Resumable: a shard already in DST under its final
-name is read back and kept when it matches, rewritten when it does not; shards an earlier index listed and
-this one does not (a rerun with another shard size) are removed after the new index is in place. Nothing is
-written before the input has been checked (SRC exists, holds files, DST is not inside it, the shard size > 0).
+never holds a half-written shard under its final name; a partial whose process is gone (a killed run) is
+removed by the next run. ``index.json`` is written the same way and only after every shard has been read back
+byte-equal to its source files. Resumable: a shard already in DST under its final name is read back and kept
+when it matches, rewritten when it does not; shards an earlier index listed and this one does not (a rerun
+with another shard size) are removed after the new index is in place. Nothing is written before the input has
+been checked (the shard size > 0, DST outside SRC, SRC holds readable files).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from slowlink.errors import SlowlinkError, SpecError, field_error
+from slowlink.storage.samples import Sample, Skipped, SourceFile, name_json, scan
 
 INDEX_NAME = "index.json"
 SHARD_NAME = "shard-{:06d}.tar"
@@ -37,69 +40,49 @@ FORMAT = "webdataset"
 # padded to tarfile's record of 20 blocks (POSIX.1-1988 ustar; CPython Lib/tarfile.py RECORDSIZE).
 TAR_BLOCK = 512
 TAR_RECORD = tarfile.RECORDSIZE
-_EXT = re.compile(r"[A-Za-z0-9_]{1,16}")
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """One sample: its path under SRC and its size."""
-
-    rel: str
-    size_bytes: int
-
-    @property
-    def ext(self) -> str:
-        """The member extension: the file's own suffix when it is a plain word, else ``bin``."""
-        suffix = Path(self.rel).suffix[1:]
-        return suffix if _EXT.fullmatch(suffix) else "bin"
+_PARTIAL = re.compile(r"\.(?:shard-\d{6}\.tar|index\.json)\.partial-(\d+)")
 
 
 @dataclass(frozen=True)
 class ReshardResult:
-    """What a reshard wrote: samples, shards (and how many were kept from an earlier run), bytes, the index."""
+    """What a reshard wrote: samples and files, shards (and how many were kept from an earlier run), bytes, what
+    it skipped, the index."""
 
     samples: int
+    files: int
     shards: int
     reused_shards: int
     data_bytes: int
-    shard_bytes: int
+    shard_bytes: float
+    bytes_written: int
+    skipped: tuple[Skipped, ...]
+    removed_partials: int
     verified: bool
     index: Path
     elapsed_s: float
 
     def to_json(self) -> dict[str, object]:
-        return {"samples": self.samples, "shards": self.shards, "verified": self.verified,
+        return {"samples": self.samples, "files": self.files, "shards": self.shards, "verified": self.verified,
                 "reused_shards": self.reused_shards, "data_bytes": self.data_bytes,
-                "shard_size_bytes": self.shard_bytes, "index": str(self.index), "elapsed_s": self.elapsed_s}
+                "shard_size_bytes": self.shard_bytes, "bytes_written": self.bytes_written,
+                "skipped": [s.to_json() for s in self.skipped], "removed_partials": self.removed_partials,
+                "index": str(self.index), "elapsed_s": self.elapsed_s}
 
 
 def key_of(i: int) -> str:
-    """The webdataset key of sample ``i``: nine digits (no dot, so the member name splits at the extension)."""
+    """A numbered webdataset key (nine digits, no dot), for generated samples that have no name of their own."""
     return f"{i:09d}"
 
 
 def list_files(src: Path) -> list[SourceFile]:
-    """Every regular, non-hidden file under ``src``, sorted by relative path; errors name the directory."""
-    if not src.exists():
-        raise SpecError(field_error("SRC", str(src), "does not exist: give a directory of files"))
-    if not src.is_dir():
-        raise SpecError(field_error("SRC", str(src), "is not a directory"))
-    found: list[SourceFile] = []
-    for root, dirs, files in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in files:
-            p = Path(root, name)
-            if not name.startswith(".") and p.is_file():
-                found.append(SourceFile(p.relative_to(src).as_posix(), p.stat().st_size))
-    if not found:
-        raise SpecError(field_error("SRC", str(src), "holds no files (hidden names are skipped)"))
-    return sorted(found, key=lambda f: f.rel)
+    """Every file of every sample of ``src``, in the order a reshard writes them."""
+    return scan(src).files
 
 
 @functools.cache
 def header_bytes() -> int:
-    """Bytes of one member's header as this Python's tarfile writes it (measured on a one-member archive: a pax
-    extended header, when tarfile adds one, is part of it)."""
+    """Bytes of one member's header as this Python's tarfile writes it for webdataset's TarWriter (measured on a
+    one-member archive)."""
     buf = io.BytesIO()
     tar_writer(buf).write({"__key__": key_of(0), "bin": b""})
     buf.seek(0)
@@ -112,23 +95,28 @@ def tar_member_bytes(size_bytes: int) -> int:
     return header_bytes() + -(-size_bytes // TAR_BLOCK) * TAR_BLOCK
 
 
+def sample_member_bytes(sample: Sample) -> int:
+    """Bytes a sample's members take in a tar archive."""
+    return sum(tar_member_bytes(p.size_bytes) for p in sample.parts)
+
+
 def tar_file_bytes(member_bytes: int) -> int:
     """An archive's size: its members, two zero blocks, padded to a whole tarfile record."""
     raw = member_bytes + 2 * TAR_BLOCK
     return -(-raw // TAR_RECORD) * TAR_RECORD
 
 
-def plan_shards(files: list[SourceFile], shard_bytes: float) -> list[range]:
+def plan_shards(samples: tuple[Sample, ...] | list[Sample], shard_bytes: float) -> list[range]:
     """Consecutive samples per shard: a shard closes when the next sample would take it past ``shard_bytes``."""
     shards: list[range] = []
     start, members = 0, 0
-    for i, f in enumerate(files):
-        m = tar_member_bytes(f.size_bytes)
+    for i, s in enumerate(samples):
+        m = sample_member_bytes(s)
         if i > start and tar_file_bytes(members + m) > shard_bytes:
             shards.append(range(start, i))
             start, members = i, 0
         members += m
-    shards.append(range(start, len(files)))
+    shards.append(range(start, len(samples)))
     return shards
 
 
@@ -141,7 +129,28 @@ def check_destination(src: Path, dst: Path) -> None:
         raise SpecError(field_error("DST", str(dst), "exists and is not a directory"))
 
 
-def _write_atomic(final: Path, write: Callable[[BinaryIO], None]) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != 0
+
+
+def remove_dead_partials(dst: Path) -> int:
+    """Remove the hidden partial files of reshard runs whose process is gone; how many were removed."""
+    n = 0
+    for p in dst.iterdir():
+        m = _PARTIAL.fullmatch(p.name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            p.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+def write_atomic(final: Path, write: Callable[[BinaryIO], None]) -> None:
     """``write`` into a hidden temporary beside ``final``, fsync, rename; the temporary is removed on any error."""
     tmp = final.with_name(f".{final.name}.partial-{os.getpid()}")
     try:
@@ -180,15 +189,15 @@ def tar_writer(fh: BinaryIO) -> Any:
     return require_webdataset().TarWriter(fh, encoder=False, mtime=0)
 
 
-def write_shard(path: Path, src: Path, files: list[SourceFile], ids: range) -> None:
-    """Samples ``ids`` of ``files`` as one webdataset tar at ``path`` (atomically)."""
+def write_shard(path: Path, src: Path, samples: tuple[Sample, ...], ids: range) -> None:
+    """Samples ``ids`` as one webdataset tar at ``path`` (atomically), every part of a sample together."""
     def body(fh: BinaryIO) -> None:
         tw = tar_writer(fh)
         for i in ids:
-            tw.write({"__key__": key_of(i), files[i].ext: _read_source(src, files[i])})
+            tw.write({"__key__": samples[i].key, **{p.ext: _read_source(src, p) for p in samples[i].parts}})
         tw.close()
 
-    _write_atomic(path, body)
+    write_atomic(path, body)
 
 
 def iter_shard(path: Path) -> Iterator[tuple[str, bytes]]:
@@ -201,25 +210,34 @@ def iter_shard(path: Path) -> Iterator[tuple[str, bytes]]:
             yield sample["fname"], sample["data"]
 
 
-def shard_matches(path: Path, src: Path, files: list[SourceFile], ids: range) -> bool:
-    """True when ``path`` holds exactly samples ``ids``, in order, each byte-equal to its source file."""
-    want = iter(ids)
+def shard_matches(path: Path, src: Path, samples: tuple[Sample, ...], ids: range) -> bool:
+    """True when ``path`` holds exactly the parts of samples ``ids``, in order, each byte-equal to its file."""
+    want = iter([p for i in ids for p in samples[i].parts])
     try:
         for name, data in iter_shard(path):
-            i = next(want, None)
-            if i is None or name != f"{key_of(i)}.{files[i].ext}" or data != _read_source(src, files[i]):
+            f = next(want, None)
+            if f is None or name != f.member or data != _read_source(src, f):
                 return False
     except (OSError, ValueError, EOFError, tarfile.TarError):  # not a tar, or a truncated one
         return False
     return next(want, None) is None
 
 
-def _index(src: Path, files: list[SourceFile], shards: list[range], names: list[str], shard_bytes: float
-           ) -> dict[str, Any]:
-    return {"format": FORMAT, "source": str(src.resolve()), "samples": len(files),
-            "data_bytes": sum(f.size_bytes for f in files), "shard_size_bytes": shard_bytes,
-            "shards": [{"name": n, "first": r.start, "count": len(r)} for n, r in zip(names, shards, strict=True)],
-            "files": [f.rel for f in files]}
+def _index(src: Path, samples: tuple[Sample, ...], shards: list[range], names: list[str], shard_bytes: float,
+           skipped: tuple[Skipped, ...]) -> dict[str, Any]:
+    """The index: per shard its samples (``first``, ``count``) and files (``first_file``, ``file_count``); every
+    file in member order, names reversible (:func:`slowlink.storage.samples.name_json`)."""
+    firsts, n = [], 0
+    for s in samples:
+        firsts.append(n)
+        n += len(s.parts)
+    firsts.append(n)
+    return {"format": FORMAT, "source": str(src.resolve()), "samples": len(samples), "file_count": n,
+            "data_bytes": sum(s.size_bytes for s in samples), "shard_size_bytes": shard_bytes,
+            "shards": [{"name": nm, "first": r.start, "count": len(r), "first_file": firsts[r.start],
+                        "file_count": firsts[r.stop] - firsts[r.start]} for nm, r in zip(names, shards, strict=True)],
+            "files": [name_json(p.rel) for s in samples for p in s.parts],
+            "skipped": [s.to_json() for s in skipped]}
 
 
 def _previous_shards(dst: Path) -> set[str]:
@@ -231,33 +249,35 @@ def _previous_shards(dst: Path) -> set[str]:
 
 
 def reshard(src: Path, dst: Path, shard_bytes: float) -> ReshardResult:
-    """Reshard ``src`` into ``dst`` (module docstring): plan, write or keep each shard, verify, write the index."""
+    """Reshard ``src`` into ``dst`` (module docstring): check, plan, write or keep each shard, verify, index."""
     if not shard_bytes > 0:
         raise SpecError(field_error("--shard-size", f"{shard_bytes:g}", "must be > 0 bytes, e.g. 1GB"))
     t0 = time.perf_counter()
     check_destination(src, dst)
-    files = list_files(src)
-    shards = plan_shards(files, shard_bytes)
+    source = scan(src)
+    samples = source.samples
+    shards = plan_shards(samples, shard_bytes)
     dst.mkdir(parents=True, exist_ok=True)
+    removed = remove_dead_partials(dst)
     names, reused = [], 0
     for n, ids in enumerate(shards):
         path = dst / SHARD_NAME.format(n)
-        if path.exists() and shard_matches(path, src, files, ids):
+        if path.exists() and shard_matches(path, src, samples, ids):
             reused += 1
         else:
-            write_shard(path, src, files, ids)
-            if not shard_matches(path, src, files, ids):
+            write_shard(path, src, samples, ids)
+            if not shard_matches(path, src, samples, ids):
                 path.unlink()
                 raise SpecError(field_error("DST", str(path), "did not read back byte-equal to its source files"))
         names.append(path.name)
-    index = _index(src, files, shards, names, shard_bytes)
+    index = _index(src, samples, shards, names, shard_bytes, source.skipped)
     stale = _previous_shards(dst) - set(names)
-    _write_atomic(dst / INDEX_NAME, lambda fh: _put(fh, json.dumps(index).encode()))
+    write_atomic(dst / INDEX_NAME, lambda fh: _put(fh, json.dumps(index).encode()))
     for name in stale:  # shards of an earlier index that this one no longer lists (another shard size)
         (dst / name).unlink(missing_ok=True)
-    return ReshardResult(len(files), len(shards), reused, index["data_bytes"],
-                         sum((dst / n).stat().st_size for n in names), True, dst / INDEX_NAME,
-                         time.perf_counter() - t0)
+    return ReshardResult(len(samples), index["file_count"], len(shards), reused, index["data_bytes"], shard_bytes,
+                         sum((dst / n).stat().st_size for n in names), source.skipped, removed, True,
+                         dst / INDEX_NAME, time.perf_counter() - t0)
 
 
 def load_index(dst: Path) -> dict[str, Any]:
@@ -269,3 +289,12 @@ def load_index(dst: Path) -> dict[str, Any]:
         raise SpecError(field_error("shards", str(dst), f"has no readable {INDEX_NAME}: run `slowlink reshard` "
                                     "into it first")) from None
     return data
+
+
+def is_shard_dir(path: Path) -> bool:
+    """True when ``path`` holds a webdataset shard index (``index.json`` of this format) and its first shard."""
+    try:
+        idx = load_index(path)
+        return bool(idx.get("format") == FORMAT and idx["shards"] and (path / idx["shards"][0]["name"]).is_file())
+    except (SpecError, KeyError, TypeError, AttributeError):
+        return False
