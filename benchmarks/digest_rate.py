@@ -61,8 +61,8 @@ def main() -> None:
             times["sha256-file"].append(time.perf_counter() - t0)
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"{name:12s} {size / med / units.MB:8.0f} MB/s  (median of {a.repeat}, min {size / max(ts) / units.MB:.0f}, "
-              f"max {size / min(ts) / units.MB:.0f})")
+        lo, hi = size / max(ts) / units.MB, size / min(ts) / units.MB
+        print(f"{name:12s} {size / med / units.MB:8.0f} MB/s  (median of {a.repeat}, min {lo:.0f}, max {hi:.0f})")
 
 
 if __name__ == "__main__":
