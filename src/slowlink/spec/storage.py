@@ -103,6 +103,10 @@ class CheckpointSpec(BaseModel):
     host_link: str | None = Field(
         None, description="async: catalog scale-up link of the GPU-to-host path (e.g. pcie-gen5); default: the "
         "GPU's host interface (its catalog entry's host_link).")
+    verified: bool = Field(
+        False, description="The job seals each checkpoint with a checksum manifest and verifies it before a "
+        "restore (as slowlink drill does): the digest is on the step's critical path in sync mode, in the drain "
+        "in async mode, and before every restore.")
 
     @model_validator(mode="after")
     def _one_interval(self) -> CheckpointSpec:
@@ -152,6 +156,7 @@ class Checkpoint:
     layout: CheckpointLayout
     host_staging_gib: float | None
     host_link: str | None
+    verified: bool = False
 
     @classmethod
     def of(cls, spec: CheckpointSpec | None = None, **given: Any) -> Checkpoint:

@@ -265,7 +265,11 @@ def checkpoint_cost(w: Workload, cluster: Cluster, step_time_s: float) -> Checkp
         blocking = staging_time_s(float(write.max()), host_link_bytes_s(cluster, spec))
         if spec is not None and spec.host_staging_gib is not None:
             host_fits = node_bytes <= spec.host_staging_gib * units.GiB
+    drain = write_s
+    if spec is not None and spec.verified:  # sealed: each rank digests what it wrote, and what it reads back
+        blocking, drain, _ = sealed_times(mode, write_s, blocking, drain, restore_s, digest_time_s(float(write.max())))
+        restore_s += digest_time_s(float(read.max()))
     return CheckpointCost(size, mode, layout, int((write > 0).sum()), int((nodes_w > 0).sum()), node_bytes,
-                          write_s, blocking, write_s, float(read.sum()), restore_s, interval_s(spec, step_time_s),
+                          write_s, blocking, drain, float(read.sum()), restore_s, interval_s(spec, step_time_s),
                           node_bytes, host_fits, binding)
 
