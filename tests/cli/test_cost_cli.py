@@ -130,7 +130,7 @@ def test_reference_network_share_table(cli_fails: Callable[..., str]) -> None:
 
 
 def test_cost_of_a_cluster_with_an_unpriced_server_excludes_it(tmp_path: Path) -> None:
-    """An A100-40GB lab (no server price in the book) still gets its network bill and a cost per token that says
+    """An MI300X cluster (no server price in the book) still gets its network bill and a cost per token that says
     what it excludes; the chain names the exclusion once (unpriced: cost)."""
     lab = _file(tmp_path, REF, "gpu: h100-sxm", "gpu: a100-80gb")
     lab = _file(tmp_path, lab, "link: nvlink4", "link: nvlink3")
@@ -138,10 +138,10 @@ def test_cost_of_a_cluster_with_an_unpriced_server_excludes_it(tmp_path: Path) -
     assert res.exit_code == 0, res.output
     priced = json.loads(res.stdout)
     assert "excluded" not in priced and priced["unpriced"] == []  # an A100-80GB server has a price
-    res = runner.invoke(app, ["cost", lab, LLAMA, "--json", "--tokens", "1T", "--set", "cluster.gpu=a100-40gb",
-                              "--set", "workload.parallel.tp=4", "--set", "workload.parallel.dp=16"])
+    res = runner.invoke(app, ["cost", lab, LLAMA, "--json", "--tokens", "1T", "--set", "cluster.gpu=mi300x",
+                              "--set", "cluster.scale_up.link=xgmi"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    assert "servers.a100-40gb: no price" in d["excluded"][0]
+    assert "servers.mi300x: no price" in d["excluded"][0]
     assert [u["part"] for u in d["unpriced"]] == ["cost"] and "exclude it" in d["unpriced"][0]["why"]
     assert 0 < d["usd_per_million_tokens"] < priced["usd_per_million_tokens"] / 5  # the servers are left out
