@@ -270,7 +270,8 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if full:
         from slowlink.workload.advice import advise
 
-        advice = tuple(advise(w, cluster, step, price, check_memory=check_memory))
+        advice = tuple(advise(w, cluster, step, price, check_memory=check_memory,
+                              bottleneck="storage" if storage.dominates else None))
         if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_stragglers
 

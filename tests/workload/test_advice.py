@@ -56,3 +56,42 @@ def test_tp_overlap_is_advised_with_the_sequence_parallelism_it_needs() -> None:
     both = replace(no_sp, parallel=replace(no_sp.parallel, **{"sequence_parallel": True}),
                    overlap=replace(no_sp.overlap, **{"tp_comm": True}))
     assert tp[0].step_time_s == plan(both, c, check_memory=False).step_time_s < base.step_time_s
+
+
+def test_advice_follows_the_bottleneck_a_pipeline_bubble_gets_virtual_stages_first() -> None:
+    """A bubble-bound plan was followed by TP-overlap advice and no word of virtual stages (issue 39): advice that
+    answers the stated bottleneck comes first, each re-run by the model."""
+    c = load_cluster(EX / "ref-64gpu.yaml")
+    w = load_workload(EX / "llama3-70b.yaml")
+    w = replace(w, training=replace(w.training, global_batch=8), parallel=replace(w.parallel, vp=1))
+    base = plan(w, c)
+    assert base.bottleneck_dim == "pp_bubble"
+    adv = advise(w, c, base)
+    assert adv[0].answers == "pp_bubble" and "parallel.vp: 2" in adv[0].change
+    assert plan(replace(w, parallel=replace(w.parallel, vp=2)), c).step_time_s == adv[0].step_time_s
+    firsts = [a.answers == "pp_bubble" for a in adv]
+    assert firsts == sorted(firsts, reverse=True)  # every bubble answer before the others
+    assert all(a.base_s == base.step_time_s and not a.with_storage for a in adv)
+
+
+def test_a_storage_bound_step_is_advised_on_its_storage() -> None:
+    """Data stall and sync checkpoints: the step with its storage is what the advice shortens; a faster GEMM does
+    not shorten a step that waits on storage, so it is not advice."""
+    from slowlink.storage.plan import plan_storage
+    from slowlink.workload.step import fit_dp
+
+    c = load_cluster(EX / "ref-64gpu-nfs.yaml")
+    w = fit_dp(load_workload(EX / "video-8b-files.yaml"), c)
+    base = plan(w, c)
+    adv = advise(w, c, base, bottleneck="storage")
+    assert [a.answers for a in adv][:1] == ["storage"] and "checkpoint.mode: async" in adv[0].change
+    s = plan_storage(w, c, base)
+    assert adv[0].base_s == s.run_step_s + (s.checkpoint_overhead_s or 0.0) and adv[0].with_storage
+
+
+def test_the_tp_overlap_advice_reads_cleanly() -> None:
+    """'(userbuffers), overlap.tp_comm: true)' had a stray parenthesis (issue 39)."""
+    changes = _changes("ref-64gpu.yaml", "llama3-8b.yaml")
+    tp = next(c for c in changes if c.startswith("overlap TP collectives"))
+    assert tp == "overlap TP collectives with the GEMMs (userbuffers: overlap.tp_comm: true)"
+    assert tp.count("(") == tp.count(")")

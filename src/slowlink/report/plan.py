@@ -59,7 +59,8 @@ def bottleneck_lines(names: list[str], results: list[StepResult], advice: list[l
         if r.tp_spans_nodes:
             lines.append("  warning: a TP group spans nodes; its collectives cross the network every layer")
         for a in adv:
-            lines.append(f"  advice: {a.change}: step {r.step_time_s:.3f} -> {a.step_time_s:.3f} s "
+            step = "step with its storage" if a.with_storage else "step"
+            lines.append(f"  advice: {a.change}: {step} {a.base_s:.3f} -> {a.step_time_s:.3f} s "
                          f"({a.gain:.0%} faster, re-run of the model)")
     return lines
 

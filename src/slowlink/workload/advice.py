@@ -1,13 +1,27 @@
-"""Concrete advice for a plan, each piece checked by re-running the step model with the change.
+"""Concrete advice for a plan, each piece checked by re-running the model with the change.
 
-Candidates (only those that apply): keep TP inside the scale-up domain, turn on the overlaps, compressed
-gradients (BF16, FP8), a larger micro-batch, a non-blocking fabric, an RDMA fabric. A change is kept
-when it fits in memory and cuts the step by more than MIN_GAIN; the list is sorted by gain.
+Each candidate answers one wait (``answers``, a :attr:`StepResult.bottleneck_dim` or ``storage``):
+
+  tp         keep TP inside the scale-up domain; overlap TP collectives with the GEMMs
+  dp         overlap the gradient reduction / parameter gather; BF16 or FP8 gradients
+  ep         keep EP inside the scale-up domain
+  pp         overlap the PP send/recv with compute
+  pp_bubble  virtual stages (interleaved 1F1B), more micro-batches per pipeline (a smaller micro-batch at the
+             same global batch), fewer stages
+  compute    a larger micro-batch (fewer, larger GEMMs)
+  fabric     a non-blocking fabric, an RDMA fabric (every dimension that crosses it)
+  storage    the dataset in shards instead of small files; asynchronous checkpoints (re-run of the storage
+             model: the step with its data stall and checkpoint time per step)
+
+A change is kept when it fits in memory and cuts the step by more than MIN_GAIN; the advice that answers the
+stated bottleneck comes first, then the rest, each group by gain.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from slowlink import units
 from slowlink.errors import SlowlinkError
@@ -15,6 +29,9 @@ from slowlink.spec.cluster import Cluster, with_transport
 from slowlink.spec.workload import Workload
 from slowlink.workload.comm import CommCost
 from slowlink.workload.step import StepResult, plan
+
+if TYPE_CHECKING:
+    from slowlink.storage.plan import StoragePlan
 
 MIN_GAIN = 0.01  # a change must save 1% of the step to be worth saying
 
@@ -24,9 +41,13 @@ class Advice:
     change: str
     step_time_s: float
     gain: float  # share of the current step saved
+    answers: str = ""  # the wait it shortens (module docstring)
+    base_s: float = 0.0  # the step it is compared with
+    with_storage: bool = False  # both steps include the data stall and the checkpoint's time per step
 
     def to_json(self) -> dict[str, object]:
-        return {"change": self.change, "step_time_s": self.step_time_s, "gain": self.gain}
+        return {"change": self.change, "step_time_s": self.step_time_s, "gain": self.gain, "answers": self.answers,
+                "base_step_time_s": self.base_s, "with_storage": self.with_storage}
 
 
 # InfiniBand line rates a suggested NIC may have (HDR, NDR, XDR: the transports catalog's ib-* entries).
@@ -45,62 +66,118 @@ def rdma_nic_gbit(cluster: Cluster) -> float:
     return fits[-1] if fits else IB_SPEEDS_GBIT[0]
 
 
-def _candidates(w: Workload, cluster: Cluster) -> list[tuple[str, Workload, Cluster]]:
+Candidate = tuple[str, str, Workload, Cluster]  # (the change in words, what it answers, workload, cluster)
+
+
+def _candidates(w: Workload, cluster: Cluster) -> list[Candidate]:
     p, t, o, m = w.parallel, w.training, w.overlap, w.model
-    out: list[tuple[str, Workload, Cluster]] = []
+    out: list[Candidate] = []
 
     def upd(section: str, **kv: object) -> Workload:
         return replace(w, **{section: replace(getattr(w, section), **kv)})
 
     dom = cluster.scale_up.domain_gpus
     if p.tp > dom and p.tp % dom == 0:
-        out.append((f"keep TP in the NVLink domain: tp {dom}, dp {p.dp * p.tp // dom}",
+        out.append((f"keep TP in the NVLink domain: tp {dom}, dp {p.dp * p.tp // dom}", "tp",
                     upd("parallel", tp=dom, dp=p.dp * p.tp // dom), cluster))
     for key, words in (("grad_reduce", "overlap the DP gradient reduction with the backward pass"),
                        ("param_gather", "overlap the parameter all-gather with the forward pass")):
         if not getattr(o, key):
-            out.append((f"{words} (overlap.{key}: true)", upd("overlap", **{key: True}), cluster))
+            out.append((f"{words} (overlap.{key}: true)", "dp", upd("overlap", **{key: True}), cluster))
     if not o.tp_comm and p.tp > 1:  # userbuffers overlap needs sequence parallelism (workload.tp_overlap)
         tp_ov = replace(upd("overlap", tp_comm=True), parallel=replace(p, sequence_parallel=True))
-        out.append(("overlap TP collectives with the GEMMs (userbuffers"
-                    + (")" if p.sequence_parallel else "; it needs sequence parallelism: parallel.sequence_parallel: "
-                       "true") + ", overlap.tp_comm: true)", tp_ov, cluster))
+        needs = "" if p.sequence_parallel else ", with sequence parallelism: parallel.sequence_parallel: true"
+        out.append((f"overlap TP collectives with the GEMMs (userbuffers: overlap.tp_comm: true{needs})", "tp",
+                    tp_ov, cluster))
     if t.grad_comm_dtype == "fp32":
-        out.append(("BF16 gradients (training.grad_comm_dtype: bf16)", upd("training", grad_comm_dtype="bf16"),
+        out.append(("BF16 gradients (training.grad_comm_dtype: bf16)", "dp", upd("training", grad_comm_dtype="bf16"),
                     cluster))
     if t.grad_comm_dtype == "bf16" and p.dp_shards > 1:
-        out.append(("FP8 gradient compression (training.grad_comm_dtype: fp8)",
+        out.append(("FP8 gradient compression (training.grad_comm_dtype: fp8)", "dp",
                     upd("training", grad_comm_dtype="fp8"), cluster))
     if not cluster.fabric.transport.rdma:
         speed = rdma_nic_gbit(cluster)
         out.append((f"an RDMA fabric: {speed:g}G InfiniBand NICs instead of "
-                    f"{cluster.compute_nics.speed_bytes_s / units.Gbit:g}G {cluster.fabric.transport.name}",
+                    f"{cluster.compute_nics.speed_bytes_s / units.Gbit:g}G {cluster.fabric.transport.name}", "fabric",
                     w, with_transport(cluster, "infiniband", speed)))
     if p.ep > 1 and p.tp * p.ep > dom and dom % p.tp == 0 and dom // p.tp > 1 and m.moe is not None:
         ep = dom // p.tp
         if m.moe.experts % ep == 0 and p.dp % ep == 0:
-            out.append((f"keep EP in the NVLink domain: ep {ep} (tp {p.tp} x ep {ep} = {dom} GPUs)",
+            out.append((f"keep EP in the NVLink domain: ep {ep} (tp {p.tp} x ep {ep} = {dom} GPUs)", "ep",
                         upd("parallel", ep=ep), cluster))
+    if p.pp > 1:
+        out += _pipeline(w, cluster, upd)
     if t.global_batch % (2 * t.micro_batch * p.dp) == 0:
-        out.append((f"a larger micro-batch (training.micro_batch: {2 * t.micro_batch})",
+        out.append((f"a larger micro-batch (training.micro_batch: {2 * t.micro_batch})", "compute",
                     upd("training", micro_batch=2 * t.micro_batch), cluster))
     if any(r > 1 for r in cluster.fabric.oversubscription):
         fab = replace(cluster.fabric, oversubscription=(1.0,) * len(cluster.fabric.oversubscription))
-        out.append(("a non-blocking fabric (oversubscription 1:1)", w, replace(cluster, fabric=fab)))
+        out.append(("a non-blocking fabric (oversubscription 1:1)", "fabric", w, replace(cluster, fabric=fab)))
+    return out
+
+
+def _pipeline(w: Workload, cluster: Cluster, upd: Callable[..., Workload]) -> list[Candidate]:
+    """What shortens a pipeline's bubble (p-1 stage times over m micro-batches, divided by v virtual stages in
+    interleaved 1F1B: Narayanan et al., SC'21, sec. 2.2) and its send/recv."""
+    p, t, o = w.parallel, w.training, w.overlap
+    out: list[Candidate] = []
+    if p.vp == 1:
+        out.append(("an interleaved pipeline: 2 virtual stages per rank (parallel.vp: 2), a bubble half as long",
+                    "pp_bubble", upd("parallel", vp=2), cluster))
+    if t.micro_batch > 1 and t.micro_batch % 2 == 0:
+        out.append((f"more micro-batches per pipeline: training.micro_batch {t.micro_batch // 2} at the same global "
+                    "batch, a shorter bubble", "pp_bubble", upd("training", micro_batch=t.micro_batch // 2), cluster))
+    if p.pp % 2 == 0:
+        out.append((f"fewer pipeline stages: pp {p.pp // 2}, dp {p.dp * 2}", "pp_bubble",
+                    upd("parallel", pp=p.pp // 2, dp=p.dp * 2, vp=1, first_stage_layers=None,
+                        last_stage_layers=None), cluster))
+    if not o.pp_comm:
+        out.append(("overlap the PP send/recv with compute (overlap.pp_comm: true)", "pp", upd("overlap", pp_comm=True),
+                    cluster))
+    return out
+
+
+def _storage(w: Workload) -> list[tuple[str, Workload]]:
+    """What shortens the storage's part of a step: the data stall and the checkpoint's time per step."""
+    out: list[tuple[str, Workload]] = []
+    if w.data is not None and w.data.layout == "files":
+        out.append(("the dataset in shards instead of small files (data.layout: shards; slowlink reshard)",
+                    replace(w, data=replace(w.data, layout="shards"))))
+    if w.checkpoint is not None and w.checkpoint.mode == "sync":
+        out.append(("asynchronous checkpoints (checkpoint.mode: async; torch.distributed.checkpoint.async_save)",
+                    replace(w, checkpoint=replace(w.checkpoint, mode="async"))))
     return out
 
 
 def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | None = None,
-           *, check_memory: bool = True) -> list[Advice]:
-    """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step, best first (``w`` resolved
-    on ``cluster``: :func:`~slowlink.workload.step.fit_dp`)."""
+           *, check_memory: bool = True, bottleneck: str | None = None) -> list[Advice]:
+    """Every candidate change that fits and saves more than MIN_GAIN of ``base``'s step (with the storage's part
+    where the cluster has storage), those that answer ``bottleneck`` (default: the step's) first, each group best
+    first (``w`` resolved on ``cluster``: :func:`~slowlink.workload.step.fit_dp`)."""
+    from slowlink.storage.plan import plan_storage
+
     out: list[Advice] = []
-    for words, w2, c2 in _candidates(w, cluster):
+    stored = cluster.storage is not None and (w.data is not None or w.checkpoint is not None)
+    base_s = _with_storage(plan_storage(w, cluster, base)) if stored else base.step_time_s
+    for words, answers, w2, c2 in _candidates(w, cluster):
         try:
             r = plan(w2, c2, cost if c2 is cluster else None, check_memory=check_memory)
+            t = _with_storage(plan_storage(w2, c2, r)) if stored else r.step_time_s
         except SlowlinkError:
             continue  # does not fit or breaks a divisibility rule: not advice
-        gain = 1.0 - r.step_time_s / base.step_time_s
-        if gain > MIN_GAIN:
-            out.append(Advice(words, r.step_time_s, gain))
-    return sorted(out, key=lambda a: -a.gain)
+        if (gain := 1.0 - t / base_s) > MIN_GAIN:
+            out.append(Advice(words, t, gain, answers, base_s, stored))
+    for words, w2 in _storage(w) if stored else []:
+        try:
+            t = _with_storage(plan_storage(w2, cluster, base))
+        except SlowlinkError:
+            continue
+        if (gain := 1.0 - t / base_s) > MIN_GAIN:
+            out.append(Advice(words, t, gain, "storage", base_s, stored))
+    first = bottleneck if bottleneck is not None else base.bottleneck_dim
+    return sorted(out, key=lambda a: (a.answers != first, -a.gain))
+
+
+def _with_storage(s: StoragePlan) -> float:
+    """The step as it runs with its storage: the data stall, and the checkpoint's stop per step."""
+    return s.run_step_s + (s.checkpoint_overhead_s or 0.0)
