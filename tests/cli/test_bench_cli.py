@@ -175,3 +175,13 @@ def test_delayed_rank_is_named_by_compare_nodes_and_find_slow(tmp_path: Path,
     res = runner.invoke(app, ["find-slow", "--record", rec, "--json"])
     found = sorted(json.loads(res.stdout)["suspects"], key=lambda s: -s["slowdown"])
     assert found[0]["id"] == "rank 2" and all(s["slowdown"] < found[0]["slowdown"] / 2 for s in found[1:])
+
+
+def test_no_record_is_written_unasked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench collectives wrote ./results/ into whatever folder it ran from (issue 39): only --results DIR writes."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["bench", "collectives", "--nproc", "2", "-b", "4KiB", "-e", "4KiB", "-w", "0",
+                              "--backend", "gloo"])
+    assert res.exit_code == 0, res.output
+    assert list(tmp_path.iterdir()) == []

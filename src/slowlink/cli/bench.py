@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from slowlink.cli.bench_record import save_record
+from slowlink.cli.bench_record import RESULTS, save_record
 from slowlink.cli.bench_storage import checkpoint, storage
 from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import BenchError
@@ -19,7 +19,7 @@ bench_app = typer.Typer(help="Measure collectives, GEMMs and a small training jo
 _NPROC = typer.Option(None, "--nproc", help="Local ranks to launch (default 2; under torchrun: this rank).")
 _BACKEND = typer.Option("auto", "--backend", help="auto (nccl with a GPU, else gloo), gloo or nccl.")
 _TIMEOUT = typer.Option(300.0, "--timeout", help="Seconds before a rendezvous or the run is given up.")
-_RESULTS = typer.Option(Path("results"), "--results", help="Folder for the JSON record.")
+_RESULTS = RESULTS
 _NO_RESULTS = typer.Option(False, "--no-results", help="Do not write a record.")
 _CLUSTER = typer.Option(None, "--cluster", help="Cluster file this run describes (kept in the record).")
 _SLURM = typer.Option(None, "--emit-slurm", help="Write an sbatch script for this command and exit.")
@@ -99,7 +99,7 @@ def collectives(
     backend: str = _BACKEND,
     timeout_s: float = _TIMEOUT,
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-    results: Path = _RESULTS,
+    results: Path | None = _RESULTS,
     no_results: bool = _NO_RESULTS,
     cluster: Path | None = _CLUSTER,
     emit: Path | None = _SLURM,
@@ -172,7 +172,7 @@ def compute(
     catalog_out: Path | None = _CATALOG_OUT,
     name: str = typer.Option("measured-device", "--name", help="--catalog-out: the GPU entry's name."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-    results: Path = _RESULTS,
+    results: Path | None = _RESULTS,
     no_results: bool = _NO_RESULTS,
     cluster: Path | None = _CLUSTER,
 ) -> None:
@@ -232,7 +232,7 @@ def train(
                                  "against plan's split with --cluster."),
     profile_dir: Path | None = _PROFILE_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-    results: Path = _RESULTS,
+    results: Path | None = _RESULTS,
     no_results: bool = _NO_RESULTS,
 ) -> None:
     """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""

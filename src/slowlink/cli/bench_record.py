@@ -6,17 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import typer
+
 from slowlink.cli.common import err
+
+# Every bench command's --results: no record is written unless a folder is given.
+RESULTS = typer.Option(None, "--results", help="Write the run's JSON record into this folder (for compare, "
+                       "calibrate and the exporter); none is written unless asked.")
 
 
 def save_record(kind: str, label: str, result: dict[str, Any], config: dict[str, Any], backend: str,
-                cluster: Path | None, results: Path, no_results: bool,
+                cluster: Path | None, results: Path | None, no_results: bool,
                 summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Build the record, write it unless ``no_results``, and return it."""
+    """Build the record, write it into ``results`` when a folder is given (and not ``no_results``), and return
+    it; nothing is written unasked (issue 39: ``./results/`` appeared in whatever folder a bench ran from)."""
     from slowlink.bench.record import environment, make_record, write_record
 
     rec = make_record(kind, environment(backend, result.get("hostnames"), cluster), config, result["rows"],
                       summary)
-    if not no_results:
+    if results is not None and not no_results:
         err.print(f"record: {write_record(rec, results, label)}")
     return rec

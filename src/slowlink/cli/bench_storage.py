@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
+from slowlink.cli.bench_record import RESULTS
 from slowlink.cli.common import clean_errors, err, out, print_json
 from slowlink.errors import SpecError, field_error
 from slowlink.units import parse_size
 
 _SHARDS = typer.Option(None, "--shards", help="Shard folder (default DIR-shards next to DIR); made with "
                        "`reshard` unless its index names this dataset.")
-_RESULTS = typer.Option(Path("results"), "--results", help="Folder for the JSON record.")
+_RESULTS = RESULTS
 
 
 def size_option(name: str, text: str) -> float:
@@ -42,7 +43,7 @@ def storage(
     probe_files: int = typer.Option(10_000, "--probe-files", help="One-byte files of the files/s probe."),
     seed: int = typer.Option(0, "--seed", help="Seed of --make and of the shuffles."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-    results: Path = _RESULTS,
+    results: Path | None = _RESULTS,
     no_results: bool = typer.Option(False, "--no-results", help="Do not write a record."),
 ) -> None:
     """Read small files vs the same samples in tar shards (DataLoader, page cache defeated) beside the model."""
@@ -87,7 +88,7 @@ def checkpoint(
     probe_size: str = typer.Option("128MiB", "--probe-size", help="Bytes of the disk probe."),
     timeout_s: float = typer.Option(300.0, "--timeout", help="Seconds before a run is given up."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-    results: Path = _RESULTS,
+    results: Path | None = _RESULTS,
     no_results: bool = typer.Option(False, "--no-results", help="Do not write a record."),
 ) -> None:
     """Save and load a sharded state with torch.distributed.checkpoint, sync vs async, beside the model."""
