@@ -187,3 +187,17 @@ def test_logits_bytes_match_pytorchs_peak_on_this_machine() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads(out.stdout)
     assert set(result) >= {"megatron", "gathered"}
+
+
+def test_a_nearly_full_gpu_is_warned_of_fragmentation_and_nccl_buffers() -> None:
+    """A plan at 98% of HBM said nothing of the allocator's fragmentation or NCCL's buffers (issue 39): under
+    GMLake's measured average (9.2 GB held unusable) free, the sentence says what it leaves out."""
+    from slowlink.workload.memory import FRAGMENTATION_BYTES
+
+    w = workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 8},
+                               "parallel": {"tp": 1, "pp": 1, "zero": 0}})
+    m = memory(w)
+    tight = m.sentence(m.total_bytes / 0.98)
+    assert "GiB free" in tight and "9.2 GB" in tight and "expandable_segments" in tight and "NCCL_BUFFSIZE" in tight
+    roomy = m.sentence(m.total_bytes + 2 * FRAGMENTATION_BYTES)
+    assert "free" not in roomy and "GMLake" not in roomy

@@ -31,6 +31,10 @@ from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
 Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
 MAIN_GRAD_BYTES = units.PRECISION_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
 WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
+# What PyTorch's caching allocator held but could not use, on average over eight LLM trainings on A100-80GB:
+# 9.2 GB (up to 25 GB; GMLake, Guo et al., ASPLOS 2024, arXiv 2401.08156). A plan with less free than this is
+# told so: the model counts only WORKSPACE_BYTES for it.
+FRAGMENTATION_BYTES = 9.2e9
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,16 @@ class Memory:
     def sentence(self, hbm_bytes: float) -> str:
         """How full the most loaded GPU is, where it sits in the pipeline and what fills it."""
         where = "" if self.stage == "only" else f", on the {self.stage} pipeline stage (the most loaded)"
-        return (f"memory per GPU {self.total_bytes / units.GiB:.1f} of {hbm_bytes / units.GiB:.1f} GiB "
+        text = (f"memory per GPU {self.total_bytes / units.GiB:.1f} of {hbm_bytes / units.GiB:.1f} GiB "
                 f"({self.total_bytes / hbm_bytes:.0%}){where}: {self.breakdown()}")
+        free = hbm_bytes - self.total_bytes
+        if free < FRAGMENTATION_BYTES:
+            text += (f"; only {free / units.GiB:.1f} GiB free: PyTorch's caching allocator alone held "
+                     f"{FRAGMENTATION_BYTES / units.GB:.1f} GB it could not use on average in LLM training (GMLake, "
+                     "ASPLOS 2024), and NCCL's buffers (NCCL_BUFFSIZE per channel and peer) come on top of the "
+                     f"{WORKSPACE_BYTES / units.GiB:.0f} GiB workspace counted here: expect an out-of-memory error "
+                     "unless PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or a smaller micro-batch leaves room")
+        return text
 
     def to_json(self) -> dict[str, float | str]:
         out: dict[str, float | str] = {f"{k}_gib": v / units.GiB for k, v in self.parts.items()}
