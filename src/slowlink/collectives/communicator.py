@@ -15,6 +15,7 @@ or its shift by one (odd count).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -115,7 +116,7 @@ class Placed:
     domains: np.ndarray
 
 
-def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | None = None,
+def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int] | None = None,
           ring_order: bool = True) -> Placed:
     """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
     given, for ``[src, dst]`` pairs)."""
@@ -301,7 +302,7 @@ def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
-def communicator(cluster: Cluster, op: str, groups: list[list[int]],
+def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
                  node_of_block: list[int] | None = None) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 

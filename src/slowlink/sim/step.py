@@ -20,7 +20,7 @@ Shortcuts, each exact where stated:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from slowlink.sim.collectives import choose_algorithm
 from slowlink.sim.flows import phases
@@ -30,7 +30,7 @@ from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
 
-CostFn = Callable[[str, float, list[list[int]]], float]
+CostFn = Callable[[str, float, Sequence[list[int]]], float]
 
 
 def _drain_s(topo: Topology, ph: Phase) -> float:
@@ -45,7 +45,7 @@ def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
     tp = topo or build(cluster)
     cache: dict[tuple[str, float, tuple[tuple[int, ...], ...]], float] = {}
 
-    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+    def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
         groups = [list(g) for g in groups if len(g) > 1]
         if size_bytes <= 0 or not groups:
             return 0.0
