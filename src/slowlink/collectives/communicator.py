@@ -121,16 +121,17 @@ def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int
     """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
     given, for ``[src, dst]`` pairs)."""
     gpn = cluster.gpus_per_node
-    blocks = np.asarray(node_of_block if node_of_block is not None else placement_nodes(cluster))
+    blocks = np.asarray(node_of_block) if node_of_block is not None else _blocks(cluster)
     try:
         ranks = np.asarray(groups, dtype=np.int64)
     except ValueError:  # unequal groups (a scenario's own lists): the first one's size stands
         ranks = np.asarray([g for g in groups if len(g) == len(groups[0])], dtype=np.int64)
-    if ring_order:
+    if ring_order and not (ranks[:, 1:] >= ranks[:, :-1]).all():  # rows of dimension_array come sorted
         ranks = np.sort(ranks, axis=1)
     nodes = blocks[ranks // gpn]
     dom_gpus = max(1, min(cluster.scale_up.domain_gpus, cluster.gpus))
-    domains = (nodes * gpn + ranks % gpn) // dom_gpus
+    # a domain of one node is that node (the general rule below gives the same numbers)
+    domains = nodes if dom_gpus == gpn else (nodes * gpn + ranks % gpn) // dom_gpus
     if ring_order and dom_gpus > gpn:  # a domain spans nodes: keep its ranks together, domains by their lowest rank
         g, n = ranks.shape
         first = np.empty_like(domains)
@@ -141,6 +142,20 @@ def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int
         rows = np.arange(g)[:, None]
         ranks, nodes, domains = ranks[rows, order], nodes[rows, order], domains[rows, order]
     return Placed(ranks, nodes, domains)
+
+
+_BLOCKS: dict[str, np.ndarray] = {}
+
+
+def _blocks(cluster: Cluster) -> np.ndarray:
+    """:func:`placement_nodes` as a read-only array, cached by the cluster's value (a few recent clusters)."""
+    hit = _BLOCKS.get(cluster.key)
+    if hit is None:
+        if len(_BLOCKS) >= 8:
+            _BLOCKS.clear()
+        hit = _BLOCKS[cluster.key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
+        hit.setflags(write=False)
+    return hit
 
 
 def domain_channels(ranks: list[int], nodes: list[int], gpus_per_node: int,

@@ -26,7 +26,7 @@ from typing import overload
 import numpy as np
 
 from slowlink.collectives import Group, Prediction, predict
-from slowlink.collectives.communicator import communicator
+from slowlink.collectives.communicator import communicator, patterns_of
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
 from slowlink.workload.placement import Dimension, dimension_array
@@ -88,7 +88,7 @@ def group_key(groups: Sequence[list[int]]) -> object:
     return groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
 
 
-_SHAPES: dict[tuple[str, object, str], Group] = {}
+_SHAPES: dict[tuple[str, object, tuple[str, ...]], Group] = {}
 # Cleared when either bound is passed: entries, and ranks held in the keys of groups not made by groups_of
 # (2**22 ranks: ~150 MB at most), so a long search cannot grow it.
 _SHAPES_MAX = 1024
@@ -100,13 +100,14 @@ def group_shape(cluster: Cluster, op: str, groups: Sequence[list[int]]) -> Group
     """The collective model's :class:`Group` of ``groups`` on the placed cluster (one rule for both models:
     :func:`slowlink.collectives.communicator.communicator`).
 
-    Cached by value: the cluster's :attr:`~slowlink.spec.cluster.Cluster.key`, the op and the groups, named
+    Cached by value: the cluster's :attr:`~slowlink.spec.cluster.Cluster.key`, the op's traffic patterns (all_gather and
+    reduce_scatter place alike: :func:`~slowlink.collectives.communicator.patterns_of`) and the groups, named
     by their :class:`Groups` key when :func:`groups_of` made them (every rank otherwise), so a plan repeated
     on an equal cluster places each communicator once.
     """
     global _shapes_ranks
     named = isinstance(groups, Groups)
-    key = (cluster.key, group_key(groups), op)
+    key = (cluster.key, group_key(groups), patterns_of(op))  # the Group reads op through its patterns only
     hit = _SHAPES.get(key)
     if hit is None:
         ranks = 0 if named or not groups else len(groups) * len(groups[0])
