@@ -87,39 +87,50 @@ def max_min_rates(incidence: sp.csr_matrix, capacity: FloatArray) -> FloatArray:
 
     Progressive filling: with ``n_l`` unfrozen flows on link ``l`` and residual ``r_l``, every unfrozen
     flow gains ``min_l r_l / n_l``; links reaching zero residual freeze their flows. A flow on no link
-    (an empty path) gets an infinite rate.
+    (an empty path) gets an infinite rate. An entry of ``incidence`` above 1 counts that many flows (a class of
+    identical flows in one row). Each round works on the flows still unfrozen and the links they use only (the
+    others can no longer bind), so a round costs what is left of the problem.
     """
     n_flows = incidence.shape[0]
     rates = np.zeros(n_flows)
     if n_flows == 0:
         return rates
-    inc_t = incidence.T.tocsr()
-    residual = capacity.astype(np.float64).copy()
-    unfrozen = np.diff(incidence.indptr) > 0
-    rates[~unfrozen] = np.inf
-    link_alive = np.ones(capacity.size, dtype=bool)
-    while unfrozen.any():
-        counts = inc_t @ unfrozen.astype(np.float64)
-        active = (counts > 0) & link_alive
+    rates[np.diff(incidence.indptr) == 0] = np.inf
+    # the unfrozen flows' entries (flow, link, flows it counts), shrunk as flows freeze and links die
+    row = np.repeat(np.arange(n_flows), np.diff(incidence.indptr))
+    col, count = incidence.indices.astype(np.int64), incidence.data.astype(np.float64)
+    cap = capacity.astype(np.float64)
+    residual = cap.copy()
+    alive = np.ones(cap.size, dtype=bool)
+    acc = 0.0  # what every unfrozen flow has gained so far
+    while row.size:
+        counts = np.bincount(col, count, minlength=cap.size)
+        active = (counts > 0) & alive
         if not active.any():
             break
-        share = np.full(capacity.size, np.inf)
+        share = np.full(cap.size, np.inf)
         share[active] = residual[active] / counts[active]
-        inc = float(share.min())
-        rates[unfrozen] += inc
-        residual -= inc * counts
-        tight = active & ((residual <= _REL_EPS * capacity) | (share <= inc * (1 + 1e-12)))
-        link_alive &= ~tight
-        frozen_now = (incidence @ tight.astype(np.float64)) > 0
-        unfrozen &= ~frozen_now
+        step = float(share.min())
+        acc += step
+        residual -= step * counts
+        tight = active & ((residual <= _REL_EPS * cap) | (share <= step * (1 + 1e-12)))
+        alive &= ~tight
+        frozen = np.zeros(n_flows, dtype=bool)
+        frozen[row[tight[col]]] = True
+        rates[frozen] = acc
+        keep = ~frozen[row]
+        row, col, count = row[keep], col[keep], count[keep]
+    rates[np.unique(row)] = acc
     return rates
 
 
 def _rates(sub: sp.csr_matrix, cap: FloatArray) -> FloatArray:
     """Max-min rates on the links the active flows use only (the others cannot bind)."""
-    cols = np.unique(sub.indices)
-    if cols.size == cap.size:
+    used = np.zeros(cap.size, dtype=bool)
+    used[sub.indices] = True
+    if used.all():
         return max_min_rates(sub, cap)
+    cols = np.flatnonzero(used)
     remap = np.full(cap.size, -1, dtype=np.int64)
     remap[cols] = np.arange(cols.size)
     small = sp.csr_matrix((sub.data, remap[sub.indices], sub.indptr), shape=(sub.shape[0], cols.size))

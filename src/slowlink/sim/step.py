@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from slowlink.sim.collectives import choose_algorithm
 from slowlink.sim.flows import phases
-from slowlink.sim.phase import Phase, phase_drain, time_from_drain_s
+from slowlink.sim.phase import Phase, lockstep_drain_s, phase_drain, time_from_drain_s
 from slowlink.sim.symmetry import solve
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
@@ -36,8 +36,8 @@ CostFn = Callable[[str, float, Sequence[list[int]]], float]
 def _drain_s(topo: Topology, ph: Phase) -> float:
     """Slowest drain of one phase: lockstep when pipelined, else distinct components through the engine."""
     if ph.pipelined:
-        return phase_drain(topo, ph)[0]
-    return solve(topo.capacity_bytes_s, topo.latency_s, ph.flows).drain_s
+        return lockstep_drain_s(topo, ph.arrays) if ph.arrays is not None else phase_drain(topo, ph)[0]
+    return solve(topo.capacity_bytes_s, topo.latency_s, ph.materialize().flows).drain_s
 
 
 def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
@@ -53,7 +53,7 @@ def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
         if key not in cache:
             algo = choose_algorithm(cluster, tp, op, size_bytes, groups).algorithm
             total = 0.0
-            for ph in phases(tp, op, algo, groups, size_bytes):
+            for ph in phases(tp, op, algo, groups, size_bytes, arrays=True):
                 total += time_from_drain_s(ph, _drain_s(tp, ph))
             cache[key] = total
         return cache[key]
