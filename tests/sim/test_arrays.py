@@ -11,7 +11,8 @@ import pytest
 from slowlink import units
 from slowlink.sim.flows import ring_phase, send_recv_phase
 from slowlink.sim.phase import Phase, lockstep_drain_s, phase_drain
-from slowlink.sim.symmetry import solve
+from slowlink.sim.engine import Flow
+from slowlink.sim.symmetry import drain_s, solve
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
 from slowlink.topology.build import build
@@ -75,3 +76,34 @@ def test_three_tier_rails_with_pods(make_cluster: Callable[..., Cluster], routin
         groups = dimension_groups(Parallel.of(tp=2, pp=4, dp=16), dim)  # type: ignore[arg-type]
         fast, slow = ring_phase(topo, groups, units.MiB, 1, arrays=True), ring_phase(topo, groups, units.MiB, 1)
         _same(fast, slow)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "adaptive"])
+def test_components_advanced_together_drain_as_alone(make_cluster: Callable[..., Cluster], routing: str) -> None:
+    # > 512 flows: split into link-disjoint components; every component on its own clock, all at once
+    c = make_cluster(nodes=128, gpn=8, nics=8, topology="rail-optimized", tiers=3, switch_radix=8,
+                     oversubscription=[1, 1, 4], routing=routing)
+    topo = build(c)
+    pp = np.asarray(dimension_groups(Parallel.of(tp=8, pp=8, dp=16), "pp"))
+    pairs = np.stack((pp[:, :-1], pp[:, 1:]), axis=2).reshape(-1, 2).tolist()
+    fast = send_recv_phase(topo, pairs, units.MiB, arrays=True)
+    assert fast.arrays is not None and len(fast.arrays) >= 512
+    alone = solve(topo.capacity_bytes_s, topo.latency_s, fast.materialize().flows)
+    assert alone.components > 1
+    assert drain_s(topo.capacity_bytes_s, topo.latency_s, fast.arrays.links, fast.arrays.size_bytes) == alone.drain_s
+
+
+def test_random_components_drain_as_alone() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n_links = int(rng.integers(20, 200))
+        cap = rng.choice([1.0, 2.0, 3.0, 10.0 / 7], n_links) * 1e9
+        paths = [tuple(int(x) for x in rng.choice(n_links, size=int(rng.integers(0, 5)), replace=False))
+                 for _ in range(int(rng.integers(512, 900)))]
+        sizes = rng.choice([1e6, 3e6, 2.5e6], len(paths))
+        links = np.full((len(paths), 4), -1, dtype=np.int64)
+        for i, p in enumerate(paths):
+            links[i, :len(p)] = p
+        flows = [Flow(p, s) for p, s in zip(paths, sizes.tolist(), strict=True)]
+        lat = [0.0] * n_links
+        assert drain_s(cap.tolist(), lat, links, sizes) == solve(cap.tolist(), lat, flows).drain_s

@@ -246,3 +246,89 @@ def simulate(
         link_capacity_bytes_s=cap, peak_utilisation=peak, segments_s=np.array(seg_t),
         link_rate_bytes_s=timeline, events=events, tags=tuple(f.tag for f in flows),
     )
+
+
+def _batched_rates(row: NDArray[np.int64], col: NDArray[np.int64], n_flows: int, cap: FloatArray,
+                   comp: NDArray[np.int64], n_comp: int) -> FloatArray:
+    """:func:`max_min_rates` of independent problems at once: flow ``row[e]`` crosses link ``col[e]``; link ``l``
+    belongs to problem ``comp[l]``, the links numbered problem by problem (``comp`` ascending). Each problem fills
+    with its own step, round by round, exactly as :func:`max_min_rates` alone on it would (the same operations on
+    the same numbers), so the rounds cost the slowest problem's count instead of their sum."""
+    rates = np.zeros(n_flows)
+    has = np.zeros(n_flows, dtype=bool)
+    has[row] = True
+    rates[~has] = np.inf
+    residual = cap.copy()
+    acc = np.zeros(n_comp)
+    while row.size:
+        # the links still in play only (an unfrozen flow's links are all alive and active); counts are whole
+        # numbers, the same as max_min_rates' sums of ones
+        counts = np.bincount(col, minlength=cap.size)
+        active = counts > 0
+        starts = np.flatnonzero(np.diff(comp, prepend=-1))
+        share = np.full(cap.size, np.inf)
+        share[active] = residual[active] / counts[active]
+        step = np.full(n_comp, np.inf)
+        step[comp[starts]] = np.minimum.reduceat(share, starts)
+        going = np.isfinite(step)
+        acc[going] += step[going]
+        link_step = np.where(going, step, 0.0)[comp]
+        residual -= link_step * counts
+        tight = active & ((residual <= _REL_EPS * cap) | (share <= link_step * (1 + 1e-12)))
+        hit = tight[col]
+        frozen_rows = row[hit]
+        rates[frozen_rows] = acc[comp[col[hit]]]
+        frozen = np.zeros(n_flows, dtype=bool)
+        frozen[frozen_rows] = True
+        keep = ~frozen[row]
+        live = active & ~tight
+        renumber = np.cumsum(live) - 1
+        row, col = row[keep], renumber[col[keep]]
+        cap, residual, comp = cap[live], residual[live], comp[live]
+    return rates
+
+
+def component_drains(inc: sp.csr_matrix, size_bytes: FloatArray, capacity_bytes_s: FloatArray,
+                     comp_of_flow: NDArray[np.int64], n_comp: int) -> FloatArray:
+    """Per problem, the time its last flow drains: flows (rows of the 0/1 flow x link ``inc``) that all start
+    at 0 with no ``after``, in independent problems (``comp_of_flow``; problems share no link), each run on its
+    own clock exactly as :func:`simulate` runs it alone (the same events and the same arithmetic), all problems
+    advanced together: the event rounds cost the busiest problem's count instead of their sum."""
+    cap_all = np.asarray(capacity_bytes_s, dtype=np.float64)
+    n = inc.shape[0]
+    row_all = np.repeat(np.arange(n), np.diff(inc.indptr))
+    # the links in use, numbered problem by problem
+    used = np.unique(inc.indices)
+    link_comp = np.zeros(cap_all.size, dtype=np.int64)
+    link_comp[inc.indices] = comp_of_flow[row_all]
+    used = used[np.argsort(link_comp[used], kind="stable")]
+    remap = np.empty(cap_all.size, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    col_all, comp, cap = remap[inc.indices], link_comp[used], cap_all[used]
+    size = np.asarray(size_bytes, dtype=np.float64)
+    remaining = size.copy()
+    drain = np.zeros(n)
+    done = remaining <= 0  # finished at 0
+    t = np.zeros(n_comp)
+    while not done.all():
+        idx = np.flatnonzero(~done)
+        keep = ~done[row_all]
+        pos = np.cumsum(~done) - 1  # flow index -> position in idx
+        rates = _batched_rates(pos[row_all[keep]], col_all[keep], idx.size, cap, comp, n_comp)
+        cf = comp_of_flow[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ttf = np.where(rates > 0, remaining[idx] / rates, np.inf)
+        first = np.full(n_comp, np.inf)
+        np.minimum.at(first, cf, ttf)
+        t_next = t + first
+        dt = t_next - t
+        finite = np.where(np.isinf(rates), 0.0, rates)
+        remaining[idx] -= np.where(np.isinf(rates), remaining[idx], finite * dt[cf])
+        fin = (remaining[idx] <= _REL_EPS * size[idx]) | (ttf <= dt[cf] * (1 + 1e-12))
+        drain[idx[fin]] = t_next[cf[fin]]
+        done[idx[fin]] = True
+        moving = np.isfinite(first)
+        t[moving] = t_next[moving]
+    out = np.zeros(n_comp)
+    np.maximum.at(out, comp_of_flow, drain)
+    return out

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from slowlink.sim.collectives import choose_algorithm
 from slowlink.sim.flows import phases
 from slowlink.sim.phase import Phase, lockstep_drain_s, phase_drain, time_from_drain_s
-from slowlink.sim.symmetry import solve
+from slowlink.sim.symmetry import drain_s, solve
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.build import build
 from slowlink.topology.fabric import Topology
@@ -37,7 +37,9 @@ def _drain_s(topo: Topology, ph: Phase) -> float:
     """Slowest drain of one phase: lockstep when pipelined, else distinct components through the engine."""
     if ph.pipelined:
         return lockstep_drain_s(topo, ph.arrays) if ph.arrays is not None else phase_drain(topo, ph)[0]
-    return solve(topo.capacity_bytes_s, topo.latency_s, ph.materialize().flows).drain_s
+    if ph.arrays is not None:
+        return drain_s(topo.capacity_bytes_s, topo.latency_s, ph.arrays.links, ph.arrays.size_bytes)
+    return solve(topo.capacity_bytes_s, topo.latency_s, ph.flows).drain_s
 
 
 def flow_cost(cluster: Cluster, topo: Topology | None = None) -> CostFn:
