@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from slowlink import units
+from slowlink.sim.engine import Flow
 from slowlink.sim.flows import ring_phase, send_recv_phase
 from slowlink.sim.phase import Phase, lockstep_drain_s, phase_drain
-from slowlink.sim.engine import Flow
 from slowlink.sim.symmetry import drain_s, solve
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
