@@ -248,43 +248,60 @@ def simulate(
     )
 
 
-def _batched_rates(row: NDArray[np.int64], col: NDArray[np.int64], n_flows: int, cap: FloatArray,
-                   comp: NDArray[np.int64], n_comp: int) -> FloatArray:
-    """:func:`max_min_rates` of independent problems at once: flow ``row[e]`` crosses link ``col[e]``; link ``l``
-    belongs to problem ``comp[l]``, the links numbered problem by problem (``comp`` ascending). Each problem fills
-    with its own step, round by round, exactly as :func:`max_min_rates` alone on it would (the same operations on
-    the same numbers), so the rounds cost the slowest problem's count instead of their sum."""
-    rates = np.zeros(n_flows)
-    has = np.zeros(n_flows, dtype=bool)
-    has[row] = True
-    rates[~has] = np.inf
+def _ranges(starts: NDArray[np.int64], lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, in order."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offsets, lengths) + np.arange(total)
+
+
+def _batched_rates(row: NDArray[np.int64], col: NDArray[np.int64], by_link: NDArray[np.int64], n_flows: int,
+                   cap: FloatArray, comp: NDArray[np.int64], n_comp: int) -> FloatArray:
+    """:func:`max_min_rates` of independent problems at once: entry ``e`` puts flow ``row[e]`` (ascending) on
+    link ``col[e]``; ``by_link`` orders the entries by link; link ``l`` belongs to problem ``comp[l]``, the links
+    numbered problem by problem. Each problem fills with its own step, round by round, exactly as
+    :func:`max_min_rates` alone on it would (the same operations on the same numbers: the unfrozen counts are
+    whole numbers, kept up to date by subtracting the flows each round freezes), so the rounds cost the slowest
+    problem's count instead of their sum, and a round costs the links in play plus the entries it freezes."""
+    rates = np.full(n_flows, np.inf)  # a flow on no link: infinite
+    flow_start = np.searchsorted(row, np.arange(n_flows))
+    flow_len = np.bincount(row, minlength=n_flows)
+    link_len = np.bincount(col, minlength=cap.size)
+    link_start = np.cumsum(link_len) - link_len
+    counts = link_len.astype(np.float64)
+    frozen = flow_len == 0
     residual = cap.copy()
     acc = np.zeros(n_comp)
-    while row.size:
-        # the links still in play only (an unfrozen flow's links are all alive and active); counts are whole
-        # numbers, the same as max_min_rates' sums of ones
-        counts = np.bincount(col, minlength=cap.size)
+    starts = np.flatnonzero(np.diff(comp, prepend=-1))
+    seg_comp = comp[starts]
+    left = int((~frozen).sum())
+    while left:
         active = counts > 0
-        starts = np.flatnonzero(np.diff(comp, prepend=-1))
         share = np.full(cap.size, np.inf)
         share[active] = residual[active] / counts[active]
         step = np.full(n_comp, np.inf)
-        step[comp[starts]] = np.minimum.reduceat(share, starts)
+        step[seg_comp] = np.minimum.reduceat(share, starts)
         going = np.isfinite(step)
         acc[going] += step[going]
         link_step = np.where(going, step, 0.0)[comp]
         residual -= link_step * counts
-        tight = active & ((residual <= _REL_EPS * cap) | (share <= link_step * (1 + 1e-12)))
-        hit = tight[col]
-        frozen_rows = row[hit]
-        rates[frozen_rows] = acc[comp[col[hit]]]
-        frozen = np.zeros(n_flows, dtype=bool)
-        frozen[frozen_rows] = True
-        keep = ~frozen[row]
-        live = active & ~tight
-        renumber = np.cumsum(live) - 1
-        row, col = row[keep], renumber[col[keep]]
-        cap, residual, comp = cap[live], residual[live], comp[live]
+        tight = np.flatnonzero(active & ((residual <= _REL_EPS * cap) | (share <= link_step * (1 + 1e-12))))
+        flows = row[by_link[_ranges(link_start[tight], link_len[tight])]]
+        flows = np.unique(flows[~frozen[flows]])
+        frozen[flows] = True
+        left -= flows.size
+        rates[flows] = acc[comp[col[flow_start[flows]]]]
+        np.subtract.at(counts, col[_ranges(flow_start[flows], flow_len[flows])], 1.0)
+        live = counts > 0
+        if live.sum() * 2 < cap.size:  # drop the links no unfrozen flow uses any more, now and then
+            renumber = np.cumsum(live) - 1
+            col = np.where(live[col], renumber[col], -1)  # entries of frozen flows only lose their link
+            cap, residual, counts, comp = cap[live], residual[live], counts[live], comp[live]
+            link_start, link_len = link_start[live], link_len[live]
+            starts = np.flatnonzero(np.diff(comp, prepend=-1))
+            seg_comp = comp[starts]
     return rates
 
 
@@ -305,6 +322,7 @@ def component_drains(inc: sp.csr_matrix, size_bytes: FloatArray, capacity_bytes_
     remap = np.empty(cap_all.size, dtype=np.int64)
     remap[used] = np.arange(used.size)
     col_all, comp, cap = remap[inc.indices], link_comp[used], cap_all[used]
+    order = np.argsort(col_all, kind="stable")  # the entries link by link
     size = np.asarray(size_bytes, dtype=np.float64)
     remaining = size.copy()
     drain = np.zeros(n)
@@ -314,7 +332,9 @@ def component_drains(inc: sp.csr_matrix, size_bytes: FloatArray, capacity_bytes_
         idx = np.flatnonzero(~done)
         keep = ~done[row_all]
         pos = np.cumsum(~done) - 1  # flow index -> position in idx
-        rates = _batched_rates(pos[row_all[keep]], col_all[keep], idx.size, cap, comp, n_comp)
+        renumber = np.cumsum(keep) - 1  # entry -> position among the kept ones
+        by_link = renumber[order[keep[order]]]
+        rates = _batched_rates(pos[row_all[keep]], col_all[keep], by_link, idx.size, cap, comp, n_comp)
         cf = comp_of_flow[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
             ttf = np.where(rates > 0, remaining[idx] / rates, np.inf)
