@@ -314,14 +314,25 @@ def component_drains(inc: sp.csr_matrix, size_bytes: FloatArray, capacity_bytes_
     cap_all = np.asarray(capacity_bytes_s, dtype=np.float64)
     n = inc.shape[0]
     row_all = np.repeat(np.arange(n), np.diff(inc.indptr))
+    cols = inc.indices.astype(np.int64)
+    # A flow's private links (no other flow crosses them) of one capacity fill alike, round by round (count 1,
+    # the same residual), and freeze it in the same round: one of them stands for all.
+    private = np.bincount(cols, minlength=cap_all.size)[cols] == 1
+    if private.any():
+        _, cap_id = np.unique(cap_all[cols], return_inverse=True)
+        key = row_all * (int(cap_id.max()) + 1) + cap_id
+        first = np.zeros(cols.size, dtype=bool)
+        first[np.unique(np.where(private, key, -1), return_index=True)[1]] = True
+        keep = ~private | first
+        row_all, cols = row_all[keep], cols[keep]
     # the links in use, numbered problem by problem
-    used = np.unique(inc.indices)
+    used = np.unique(cols)
     link_comp = np.zeros(cap_all.size, dtype=np.int64)
-    link_comp[inc.indices] = comp_of_flow[row_all]
+    link_comp[cols] = comp_of_flow[row_all]
     used = used[np.argsort(link_comp[used], kind="stable")]
     remap = np.empty(cap_all.size, dtype=np.int64)
     remap[used] = np.arange(used.size)
-    col_all, comp, cap = remap[inc.indices], link_comp[used], cap_all[used]
+    col_all, comp, cap = remap[cols], link_comp[used], cap_all[used]
     order = np.argsort(col_all, kind="stable")  # the entries link by link
     size = np.asarray(size_bytes, dtype=np.float64)
     remaining = size.copy()
