@@ -3,7 +3,8 @@ finish in under 5 minutes on a 2-core machine, on a Dask ``LocalCluster`` of ``-
 (``0``: in this process); cluster start-up is included. Reports configurations per second, the feasible
 count and the cheapest design; exits 1 when the goal is missed or the Dask result differs from the
 in-process one (``--check``). ``--configs N``: the first designs of the space worth N configurations (past its
-51,200, a second NIC speed, 200G, doubles the hardware axes); ``--scheduler ADDRESS``: a running
+51,200, a second NIC speed, 200G, doubles the hardware axes; past 102,400, more node counts, NIC counts, ratios,
+cp and micro-batches make 1,382,400); ``--scheduler ADDRESS``: a running
 ``dask.distributed`` scheduler instead of a local cluster. Run as
 ``python benchmarks/bench_search.py [--workers N] [--configs N] [--scheduler ADDRESS] [--check]``."""
 
@@ -33,6 +34,12 @@ def sized_space(configs: int | None) -> Space:
     if configs > space.size:
         raw = read_mapping(SPACE)
         raw["hardware"]["nic_speed_gbit_s"] = [400, 200]
+        if configs > 2 * space.size:  # towards 10^6: more sizes, NIC counts and ratios, cp and micro-batches
+            raw["hardware"]["nodes"] = [64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536]
+            raw["hardware"]["nics_per_node"] = [4, 8, 2]
+            raw["hardware"]["oversubscription"] = [1, 2, 4]
+            raw["parallel"]["cp"] = [1, 2]
+            raw["parallel"]["micro_batch"] = [1, 2, 4]
         space = space_from_mapping(raw, str(SPACE), SPACE.parent)
     designs = -(-configs // len(space.layouts))
     return replace(space, hardware=space.hardware[:designs])
