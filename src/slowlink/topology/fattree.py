@@ -56,10 +56,11 @@ def build_fat_tree(topo: Topology, cluster: Cluster, endpoints: list[str], caps:
     sw = f.switch_latency_s
     shape = fabric_shape(cluster)
     leaf_of = _leaf_of(cluster, shape, len(endpoints))
-    for e, name in enumerate(endpoints):
-        up, down = topo.add_link(name, f"leaf:{leaf_of[e]}", caps[e], f.transport.latency_s / 2 + sw)
-        topo.nic_up.append(up)
-        topo.nic_down.append(down)
+    lat = f.transport.latency_s / 2 + sw
+    ids = topo.add_links(endpoints, [f"leaf:{leaf_of[e]}" for e in range(len(endpoints))], caps,
+                         [lat] * len(endpoints))
+    topo.nic_up.extend(up for up, _ in ids)
+    topo.nic_down.extend(down for _, down in ids)
     n_leaves = max(leaf_of) + 1
     if n_leaves == 1:
         topo.route = lambda a, b, h: [(1.0, (topo.nic_up[a], topo.nic_down[b]))]
