@@ -23,6 +23,7 @@ over NVLink to the right rail for free).
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -169,13 +170,10 @@ class Topology:
         out: np.ndarray = self.block_array[ranks // g] * g + ranks % g
         return out
 
-    @property
+    @functools.cached_property
     def block_array(self) -> np.ndarray:
-        """``node_of_block`` as an array (made once)."""
-        arr = self.__dict__.get("_block_array")
-        if arr is None or arr.size != len(self.node_of_block):
-            arr = self.__dict__["_block_array"] = np.asarray(self.node_of_block, dtype=np.int64)
-        return arr
+        """``node_of_block`` as an array (made once: the placement is set when the topology is built)."""
+        return np.asarray(self.node_of_block, dtype=np.int64)
 
     def nic_index(self, rank: int, local_nic: int) -> int:
         return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node
