@@ -59,23 +59,28 @@ def _start_local(workers: int) -> tuple[threading.Thread, dict[str, object]]:
 
 def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None, done: Done) -> list[Point]:
     """The chunks on Dask. A local cluster starts in the background while this process evaluates chunks itself
-    (its seconds of start-up are not waited for, and a search that ends before it is up never uses it); the
-    chunks left when it is up go to its workers."""
+    (its seconds of start-up are not waited for, and a search that ends before it is up never uses it); once it
+    is up each worker holds one chunk at a time, the next sent as one comes back, and this process keeps taking
+    chunks itself while it waits."""
     try:
-        from dask.distributed import Client, as_completed
+        from dask.distributed import Client, wait
     except ImportError:
         raise SpecError("--workers / --scheduler need dask.distributed: pip install 'slowlink[sweep]', or run "
                         "in this process with --workers 0") from None
     out: list[Point] = []
     todo = list(parts)
+
+    def here() -> None:
+        part = todo.pop(0)
+        points = evaluate_hardware(space, part)
+        done(part, points)
+        out.extend(points)
+
     cluster = None
     if scheduler is None:
         th, box = _start_local(workers)
         while todo and th.is_alive():
-            part = todo.pop(0)
-            points = evaluate_hardware(space, part)
-            done(part, points)
-            out += points
+            here()
         th.join()
         if "error" in box:
             raise box["error"]  # type: ignore[misc]
@@ -86,12 +91,22 @@ def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str 
         client = Client(scheduler or cluster)  # type: ignore[no-untyped-call]
         try:
             shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
-            futures = client.map(evaluate_hardware, [shared] * len(todo), todo, pure=False)
-            part_of = {fut.key: part for fut, part in zip(futures, todo, strict=True)}
-            for fut in as_completed(futures):  # type: ignore[no-untyped-call]
-                points = fut.result()
-                done(part_of[fut.key], points)
-                out += points
+            slots = max(1, len(client.scheduler_info()["workers"]))
+            running: dict[object, list[int]] = {}
+            while todo or running:
+                while todo and len(running) < slots:
+                    part = todo.pop(0)
+                    running[client.submit(evaluate_hardware, shared, part, pure=False)] = part
+                finished = [f for f in running if f.done()]  # type: ignore[attr-defined]
+                if not finished and todo:
+                    here()  # this process works too while the workers are busy
+                    continue
+                if not finished:
+                    finished = list(wait(list(running), return_when="FIRST_COMPLETED").done)  # type: ignore[no-untyped-call]
+                for fut in finished:
+                    points = fut.result()  # type: ignore[attr-defined]
+                    done(running.pop(fut), points)
+                    out += points
             return out
         finally:
             client.close()  # type: ignore[no-untyped-call]
