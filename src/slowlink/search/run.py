@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -61,7 +62,7 @@ def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str 
     """The chunks on Dask. A local cluster starts in the background while this process evaluates chunks itself
     (its seconds of start-up are not waited for, and a search that ends before it is up never uses it); once it
     is up each worker holds one chunk at a time, the next sent as one comes back, and this process keeps taking
-    chunks itself while it waits."""
+    chunks itself while it waits (on a remote cluster, or when the local workers leave a core free)."""
     try:
         from dask.distributed import Client, wait
     except ImportError:
@@ -93,13 +94,14 @@ def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str 
             shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
             slots = max(1, len(client.scheduler_info()["workers"]))
             running: dict[object, list[int]] = {}
+            spare = scheduler is not None or workers < (os.cpu_count() or 1)
             while todo or running:
                 while todo and len(running) < slots:
                     part = todo.pop(0)
                     running[client.submit(evaluate_hardware, shared, part, pure=False)] = part
                 finished = [f for f in running if f.done()]  # type: ignore[attr-defined]
-                if not finished and todo:
-                    here()  # this process works too while the workers are busy
+                if not finished and todo and spare:
+                    here()  # this process works too while the workers are busy, on a core they leave free
                     continue
                 if not finished:
                     finished = list(wait(list(running), return_when="FIRST_COMPLETED").done)  # type: ignore[no-untyped-call]
