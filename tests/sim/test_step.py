@@ -47,3 +47,18 @@ def test_send_recv_pairs_and_empty_inputs(make_cluster: Callable[..., Cluster]) 
     assert units.GiB / nic < t < 1.01 * units.GiB / nic + 1e-4
     assert cost("send_recv", 0.0, pairs) == 0.0
     assert cost("all_reduce", units.GiB, [[3]]) == 0.0
+
+
+def test_a_size_a_power_of_two_away_reuses_the_drains_exactly(make_cluster: Callable[..., Cluster]) -> None:
+    # FP8 gradients or a doubled micro-batch (advice) price the same groups at half or twice the size: the reused
+    # drains give the very number a fresh simulation gives
+    c = make_cluster(nodes=16, gpn=4, nics=2, switch_radix=4, tiers=3, oversubscription=[1, 1, 2])
+    p = Parallel.of(tp=2, pp=4, dp=8)
+    pp = dimension_groups(p, "pp")
+    pairs = [[g[i], g[i + 1]] for g in pp for i in range(len(g) - 1)]
+    for op, groups in (("reduce_scatter", dimension_groups(p, "dp")), ("all_gather", dimension_groups(p, "tp")),
+                       ("send_recv", pairs), ("all_to_all", dimension_groups(p, "dp"))):
+        warm = flow_cost(c)
+        warm(op, 3 * units.MiB, groups)
+        for scale in (0.5, 2.0, 4.0, 3.0):
+            assert warm(op, 3 * units.MiB * scale, groups) == flow_cost(c)(op, 3 * units.MiB * scale, groups)

@@ -15,6 +15,7 @@ or its shift by one (odd count).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -115,21 +116,22 @@ class Placed:
     domains: np.ndarray
 
 
-def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | None = None,
+def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int] | None = None,
           ring_order: bool = True) -> Placed:
     """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
     given, for ``[src, dst]`` pairs)."""
     gpn = cluster.gpus_per_node
-    blocks = np.asarray(node_of_block if node_of_block is not None else placement_nodes(cluster))
+    blocks = np.asarray(node_of_block) if node_of_block is not None else _blocks(cluster)
     try:
         ranks = np.asarray(groups, dtype=np.int64)
     except ValueError:  # unequal groups (a scenario's own lists): the first one's size stands
         ranks = np.asarray([g for g in groups if len(g) == len(groups[0])], dtype=np.int64)
-    if ring_order:
+    if ring_order and not (ranks[:, 1:] >= ranks[:, :-1]).all():  # rows of dimension_array come sorted
         ranks = np.sort(ranks, axis=1)
     nodes = blocks[ranks // gpn]
     dom_gpus = max(1, min(cluster.scale_up.domain_gpus, cluster.gpus))
-    domains = (nodes * gpn + ranks % gpn) // dom_gpus
+    # a domain of one node is that node (the general rule below gives the same numbers)
+    domains = nodes if dom_gpus == gpn else (nodes * gpn + ranks % gpn) // dom_gpus
     if ring_order and dom_gpus > gpn:  # a domain spans nodes: keep its ranks together, domains by their lowest rank
         g, n = ranks.shape
         first = np.empty_like(domains)
@@ -140,6 +142,20 @@ def place(cluster: Cluster, groups: list[list[int]], node_of_block: list[int] | 
         rows = np.arange(g)[:, None]
         ranks, nodes, domains = ranks[rows, order], nodes[rows, order], domains[rows, order]
     return Placed(ranks, nodes, domains)
+
+
+_BLOCKS: dict[str, np.ndarray] = {}
+
+
+def _blocks(cluster: Cluster) -> np.ndarray:
+    """:func:`placement_nodes` as a read-only array, cached by the cluster's value (a few recent clusters)."""
+    hit = _BLOCKS.get(cluster.key)
+    if hit is None:
+        if len(_BLOCKS) >= 8:
+            _BLOCKS.clear()
+        hit = _BLOCKS[cluster.key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
+        hit.setflags(write=False)
+    return hit
 
 
 def domain_channels(ranks: list[int], nodes: list[int], gpus_per_node: int,
@@ -301,7 +317,7 @@ def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
-def communicator(cluster: Cluster, op: str, groups: list[list[int]],
+def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
                  node_of_block: list[int] | None = None) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 

@@ -22,6 +22,7 @@ ZeRO stage, recomputation or interleaving ask the collective model the same ques
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from slowlink.assess import Budget, assess
@@ -65,7 +66,7 @@ def memo_cost(cluster: Cluster) -> CommCost:
     price = analytical_cost(cluster)
     memo: dict[tuple[str, float, object], float] = {}
 
-    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+    def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
         key = (op, size_bytes, group_key(groups))
         hit = memo.get(key)
         if hit is None:

@@ -2,8 +2,10 @@
 Pareto front of training-run cost vs time-to-train, what each constraint costs, and which rule removed what.
 
 Chunks of hardware designs (each with all its parallel layouts) are tasks on a ``dask.distributed`` client:
-a ``LocalCluster`` of ``workers`` processes, or a running scheduler at ``scheduler``; ``workers=0`` runs
-in this process. Points come back sorted by index, so the result does not depend on the workers. With a
+a ``LocalCluster`` of ``workers`` processes, started in the background while this process works through the
+first chunks itself, or a running scheduler at ``scheduler``; ``workers=0`` runs in this process. Each worker
+process keeps the model's caches (placed groups, collective shapes, catalog) from one task to the next.
+Points come back sorted by index, so the result does not depend on the workers. With a
 ``resume`` folder each finished chunk is kept, and a rerun evaluates only what is missing.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,29 +39,82 @@ def chunks(space: Space, per_task: int = CHUNK_CONFIGS) -> list[list[int]]:
 Done = Callable[[list[int], list[Point]], None]  # called with each finished chunk and its points
 
 
+def _start_local(workers: int) -> tuple[threading.Thread, dict[str, object]]:
+    """Start a ``LocalCluster`` of ``workers`` processes in a thread; the box gets ``cluster`` or ``error``."""
+    from dask.distributed import LocalCluster
+
+    box: dict[str, object] = {}
+
+    def start() -> None:
+        try:
+            box["cluster"] = LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    th = threading.Thread(target=start, name="slowlink-local-cluster", daemon=True)
+    th.start()
+    return th, box
+
+
 def _on_dask(space: Space, parts: list[list[int]], workers: int, scheduler: str | None, done: Done) -> list[Point]:
+    """The chunks on Dask. A local cluster starts in the background while this process evaluates chunks itself
+    (its seconds of start-up are not waited for, and a search that ends before it is up never uses it); once it
+    is up each worker holds one chunk at a time, the next sent as one comes back, and this process keeps taking
+    chunks itself while it waits (on a remote cluster, or when the local workers leave a core free)."""
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, wait
     except ImportError:
         raise SpecError("--workers / --scheduler need dask.distributed: pip install 'slowlink[sweep]', or run "
                         "in this process with --workers 0") from None
-    cluster = None if scheduler else LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
-    client = Client(scheduler or cluster)  # type: ignore[no-untyped-call]
+    out: list[Point] = []
+    todo = list(parts)
+
+    def here() -> None:
+        part = todo.pop(0)
+        points = evaluate_hardware(space, part)
+        done(part, points)
+        out.extend(points)
+
+    cluster = None
+    if scheduler is None:
+        th, box = _start_local(workers)
+        while todo and th.is_alive():
+            here()
+        th.join()
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        cluster = box["cluster"]
     try:
-        shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
-        futures = client.map(evaluate_hardware, [shared] * len(parts), parts, pure=False)
-        part_of = {fut.key: part for fut, part in zip(futures, parts, strict=True)}
-        out: list[Point] = []
-        for fut in as_completed(futures):  # type: ignore[no-untyped-call]
-            points = fut.result()
-            done(part_of[fut.key], points)
-            out += points
-        return out
+        if not todo:
+            return out
+        client = Client(scheduler or cluster)  # type: ignore[no-untyped-call]
+        try:
+            shared = client.scatter(space, broadcast=True)  # type: ignore[no-untyped-call]
+            slots = max(1, len(client.scheduler_info()["workers"]))
+            running: dict[object, list[int]] = {}
+            spare = scheduler is not None or workers < (os.cpu_count() or 1)
+            while todo or running:
+                while todo and len(running) < slots:
+                    part = todo.pop(0)
+                    running[client.submit(evaluate_hardware, shared, part, pure=False)] = part
+                finished = [f for f in running if f.done()]  # type: ignore[attr-defined]
+                if not finished and todo and spare:
+                    here()  # this process works too while the workers are busy, on a core they leave free
+                    continue
+                if not finished:
+                    finished = list(wait(list(running), return_when="FIRST_COMPLETED").done)  # type: ignore[no-untyped-call]
+                for fut in finished:
+                    points = fut.result()  # type: ignore[attr-defined]
+                    done(running.pop(fut), points)
+                    out += points
+            return out
+        finally:
+            client.close()  # type: ignore[no-untyped-call]
     finally:
-        client.close()  # type: ignore[no-untyped-call]
         if cluster is not None:
-            cluster.close()
+            cluster.close()  # type: ignore[attr-defined]
 
 
 def evaluate_space(space: Space, workers: int = 0, scheduler: str | None = None,

@@ -87,39 +87,50 @@ def max_min_rates(incidence: sp.csr_matrix, capacity: FloatArray) -> FloatArray:
 
     Progressive filling: with ``n_l`` unfrozen flows on link ``l`` and residual ``r_l``, every unfrozen
     flow gains ``min_l r_l / n_l``; links reaching zero residual freeze their flows. A flow on no link
-    (an empty path) gets an infinite rate.
+    (an empty path) gets an infinite rate. An entry of ``incidence`` above 1 counts that many flows (a class of
+    identical flows in one row). Each round works on the flows still unfrozen and the links they use only (the
+    others can no longer bind), so a round costs what is left of the problem.
     """
     n_flows = incidence.shape[0]
     rates = np.zeros(n_flows)
     if n_flows == 0:
         return rates
-    inc_t = incidence.T.tocsr()
-    residual = capacity.astype(np.float64).copy()
-    unfrozen = np.diff(incidence.indptr) > 0
-    rates[~unfrozen] = np.inf
-    link_alive = np.ones(capacity.size, dtype=bool)
-    while unfrozen.any():
-        counts = inc_t @ unfrozen.astype(np.float64)
-        active = (counts > 0) & link_alive
+    rates[np.diff(incidence.indptr) == 0] = np.inf
+    # the unfrozen flows' entries (flow, link, flows it counts), shrunk as flows freeze and links die
+    row = np.repeat(np.arange(n_flows), np.diff(incidence.indptr))
+    col, count = incidence.indices.astype(np.int64), incidence.data.astype(np.float64)
+    cap = capacity.astype(np.float64)
+    residual = cap.copy()
+    alive = np.ones(cap.size, dtype=bool)
+    acc = 0.0  # what every unfrozen flow has gained so far
+    while row.size:
+        counts = np.bincount(col, count, minlength=cap.size)
+        active = (counts > 0) & alive
         if not active.any():
             break
-        share = np.full(capacity.size, np.inf)
+        share = np.full(cap.size, np.inf)
         share[active] = residual[active] / counts[active]
-        inc = float(share.min())
-        rates[unfrozen] += inc
-        residual -= inc * counts
-        tight = active & ((residual <= _REL_EPS * capacity) | (share <= inc * (1 + 1e-12)))
-        link_alive &= ~tight
-        frozen_now = (incidence @ tight.astype(np.float64)) > 0
-        unfrozen &= ~frozen_now
+        step = float(share.min())
+        acc += step
+        residual -= step * counts
+        tight = active & ((residual <= _REL_EPS * cap) | (share <= step * (1 + 1e-12)))
+        alive &= ~tight
+        frozen = np.zeros(n_flows, dtype=bool)
+        frozen[row[tight[col]]] = True
+        rates[frozen] = acc
+        keep = ~frozen[row]
+        row, col, count = row[keep], col[keep], count[keep]
+    rates[np.unique(row)] = acc
     return rates
 
 
 def _rates(sub: sp.csr_matrix, cap: FloatArray) -> FloatArray:
     """Max-min rates on the links the active flows use only (the others cannot bind)."""
-    cols = np.unique(sub.indices)
-    if cols.size == cap.size:
+    used = np.zeros(cap.size, dtype=bool)
+    used[sub.indices] = True
+    if used.all():
         return max_min_rates(sub, cap)
+    cols = np.flatnonzero(used)
     remap = np.full(cap.size, -1, dtype=np.int64)
     remap[cols] = np.arange(cols.size)
     small = sp.csr_matrix((sub.data, remap[sub.indices], sub.indptr), shape=(sub.shape[0], cols.size))
@@ -235,3 +246,120 @@ def simulate(
         link_capacity_bytes_s=cap, peak_utilisation=peak, segments_s=np.array(seg_t),
         link_rate_bytes_s=timeline, events=events, tags=tuple(f.tag for f in flows),
     )
+
+
+def _ranges(starts: NDArray[np.int64], lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every range, in order."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offsets, lengths) + np.arange(total)
+
+
+def _batched_rates(row: NDArray[np.int64], col: NDArray[np.int64], by_link: NDArray[np.int64], n_flows: int,
+                   cap: FloatArray, comp: NDArray[np.int64], n_comp: int) -> FloatArray:
+    """:func:`max_min_rates` of independent problems at once: entry ``e`` puts flow ``row[e]`` (ascending) on
+    link ``col[e]``; ``by_link`` orders the entries by link; link ``l`` belongs to problem ``comp[l]``, the links
+    numbered problem by problem. Each problem fills with its own step, round by round, exactly as
+    :func:`max_min_rates` alone on it would (the same operations on the same numbers: the unfrozen counts are
+    whole numbers, kept up to date by subtracting the flows each round freezes), so the rounds cost the slowest
+    problem's count instead of their sum, and a round costs the links in play plus the entries it freezes."""
+    rates = np.full(n_flows, np.inf)  # a flow on no link: infinite
+    flow_start = np.searchsorted(row, np.arange(n_flows))
+    flow_len = np.bincount(row, minlength=n_flows)
+    link_len = np.bincount(col, minlength=cap.size)
+    link_start = np.cumsum(link_len) - link_len
+    counts = link_len.astype(np.float64)
+    frozen = flow_len == 0
+    residual = cap.copy()
+    acc = np.zeros(n_comp)
+    starts = np.flatnonzero(np.diff(comp, prepend=-1))
+    seg_comp = comp[starts]
+    left = int((~frozen).sum())
+    while left:
+        active = counts > 0
+        share = np.full(cap.size, np.inf)
+        share[active] = residual[active] / counts[active]
+        step = np.full(n_comp, np.inf)
+        step[seg_comp] = np.minimum.reduceat(share, starts)
+        going = np.isfinite(step)
+        acc[going] += step[going]
+        link_step = np.where(going, step, 0.0)[comp]
+        residual -= link_step * counts
+        tight = np.flatnonzero(active & ((residual <= _REL_EPS * cap) | (share <= link_step * (1 + 1e-12))))
+        flows = row[by_link[_ranges(link_start[tight], link_len[tight])]]
+        flows = np.unique(flows[~frozen[flows]])
+        frozen[flows] = True
+        left -= flows.size
+        rates[flows] = acc[comp[col[flow_start[flows]]]]
+        np.subtract.at(counts, col[_ranges(flow_start[flows], flow_len[flows])], 1.0)
+        live = counts > 0
+        if live.sum() * 2 < cap.size:  # drop the links no unfrozen flow uses any more, now and then
+            renumber = np.cumsum(live) - 1
+            col = np.where(live[col], renumber[col], -1)  # entries of frozen flows only lose their link
+            cap, residual, counts, comp = cap[live], residual[live], counts[live], comp[live]
+            link_start, link_len = link_start[live], link_len[live]
+            starts = np.flatnonzero(np.diff(comp, prepend=-1))
+            seg_comp = comp[starts]
+    return rates
+
+
+def component_drains(inc: sp.csr_matrix, size_bytes: FloatArray, capacity_bytes_s: FloatArray,
+                     comp_of_flow: NDArray[np.int64], n_comp: int) -> FloatArray:
+    """Per problem, the time its last flow drains: flows (rows of the 0/1 flow x link ``inc``) that all start
+    at 0 with no ``after``, in independent problems (``comp_of_flow``; problems share no link), each run on its
+    own clock exactly as :func:`simulate` runs it alone (the same events and the same arithmetic), all problems
+    advanced together: the event rounds cost the busiest problem's count instead of their sum."""
+    cap_all = np.asarray(capacity_bytes_s, dtype=np.float64)
+    n = inc.shape[0]
+    row_all = np.repeat(np.arange(n), np.diff(inc.indptr))
+    cols = inc.indices.astype(np.int64)
+    # A flow's private links (no other flow crosses them) of one capacity fill alike, round by round (count 1,
+    # the same residual), and freeze it in the same round: one of them stands for all.
+    private = np.bincount(cols, minlength=cap_all.size)[cols] == 1
+    if private.any():
+        _, cap_id = np.unique(cap_all[cols], return_inverse=True)
+        key = row_all * (int(cap_id.max()) + 1) + cap_id
+        first = np.zeros(cols.size, dtype=bool)
+        first[np.unique(np.where(private, key, -1), return_index=True)[1]] = True
+        keep = ~private | first
+        row_all, cols = row_all[keep], cols[keep]
+    # the links in use, numbered problem by problem
+    used = np.unique(cols)
+    link_comp = np.zeros(cap_all.size, dtype=np.int64)
+    link_comp[cols] = comp_of_flow[row_all]
+    used = used[np.argsort(link_comp[used], kind="stable")]
+    remap = np.empty(cap_all.size, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    col_all, comp, cap = remap[cols], link_comp[used], cap_all[used]
+    order = np.argsort(col_all, kind="stable")  # the entries link by link
+    size = np.asarray(size_bytes, dtype=np.float64)
+    remaining = size.copy()
+    drain = np.zeros(n)
+    done = remaining <= 0  # finished at 0
+    t = np.zeros(n_comp)
+    while not done.all():
+        idx = np.flatnonzero(~done)
+        keep = ~done[row_all]
+        pos = np.cumsum(~done) - 1  # flow index -> position in idx
+        renumber = np.cumsum(keep) - 1  # entry -> position among the kept ones
+        by_link = renumber[order[keep[order]]]
+        rates = _batched_rates(pos[row_all[keep]], col_all[keep], by_link, idx.size, cap, comp, n_comp)
+        cf = comp_of_flow[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ttf = np.where(rates > 0, remaining[idx] / rates, np.inf)
+        first = np.full(n_comp, np.inf)
+        np.minimum.at(first, cf, ttf)
+        t_next = t + first
+        dt = t_next - t
+        finite = np.where(np.isinf(rates), 0.0, rates)
+        remaining[idx] -= np.where(np.isinf(rates), remaining[idx], finite * dt[cf])
+        fin = (remaining[idx] <= _REL_EPS * size[idx]) | (ttf <= dt[cf] * (1 + 1e-12))
+        drain[idx[fin]] = t_next[cf[fin]]
+        done[idx[fin]] = True
+        moving = np.isfinite(first)
+        t[moving] = t_next[moving]
+    out = np.zeros(n_comp)
+    np.maximum.at(out, comp_of_flow, drain)
+    return out

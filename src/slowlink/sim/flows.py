@@ -24,6 +24,7 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
 
 from __future__ import annotations
 
+from slowlink.sim.arrays import ring_arrays, send_recv_arrays
 from slowlink.sim.engine import Flow
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.sim.trees import Channel, channels, nvls_phase, tree_phase
@@ -46,8 +47,12 @@ def exit_paths(topo: Topology, a: list[Channel], b: list[Channel], key: int) -> 
 
 
 def ring_phase(topo: Topology, groups: list[list[int]], chunk_bytes: float, steps: int,
-               tag: str = "ring") -> Phase:
-    """One ring step of every group (``chunk_bytes`` per rank), to be repeated ``steps`` times."""
+               tag: str = "ring", arrays: bool = False) -> Phase:
+    """One ring step of every group (``chunk_bytes`` per rank), to be repeated ``steps`` times; ``arrays``: as
+    :class:`~slowlink.sim.arrays.FlowArrays` where :func:`~slowlink.sim.arrays.ring_arrays` applies."""
+    built = ring_arrays(topo, groups, chunk_bytes, tag) if arrays else None
+    if built is not None:
+        return Phase(steps=steps, name=tag, step_latency_s=built[1], arrays=built[0])
     ph = Phase(steps=steps, name=tag)
     key = tag_id(tag)
     for gi, g in enumerate(groups):
@@ -101,8 +106,12 @@ def _spread(topo: Topology, src: int, dst: int, nics: list[int], key: int) -> Pa
     return [(w / len(nics), p) for c, ln in enumerate(nics) for w, p in topo.gpu_paths(src, dst, ln, key + c, ln)]
 
 
-def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, tag: str = "p2p") -> Phase:
-    """Each pair ``[src, dst]`` moves ``size_bytes`` at once."""
+def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, tag: str = "p2p",
+                    arrays: bool = False) -> Phase:
+    """Each pair ``[src, dst]`` moves ``size_bytes`` at once (``arrays``: as in :func:`ring_phase`)."""
+    built = send_recv_arrays(topo, pairs, size_bytes, tag) if arrays else None
+    if built is not None:
+        return Phase(name=tag, pipelined=False, step_latency_s=built[1], arrays=built[0])
     ph = Phase(name=tag, pipelined=False)
     key = tag_id(tag)
     for gi, pair in enumerate(pairs):
@@ -113,7 +122,8 @@ def send_recv_phase(topo: Topology, pairs: list[list[int]], size_bytes: float, t
     return ph
 
 
-def hierarchical_phases(topo: Topology, groups: list[list[int]], op: str, size_bytes: float) -> list[Phase]:
+def hierarchical_phases(topo: Topology, groups: list[list[int]], op: str, size_bytes: float,
+                        arrays: bool = False) -> list[Phase]:
     """Intra reduce-scatter, inter ring on ``S/r`` (one ring per local position), intra all-gather."""
     intra = [dm for g in groups for dm in domains(topo, g)]
     r = max(len(dm) for dm in intra)
@@ -124,11 +134,11 @@ def hierarchical_phases(topo: Topology, groups: list[list[int]], op: str, size_b
     d = max(len(x) for x in inter)
     out: list[Phase] = []
     if op in ("all_reduce", "reduce_scatter"):
-        out.append(ring_phase(topo, intra, size_bytes / r, r - 1, "hier-intra-rs"))
+        out.append(ring_phase(topo, intra, size_bytes / r, r - 1, "hier-intra-rs", arrays))
     inter_steps = 2 * (d - 1) if op == "all_reduce" else d - 1
-    out.append(ring_phase(topo, inter, size_bytes / r / d, inter_steps, "hier-inter"))
+    out.append(ring_phase(topo, inter, size_bytes / r / d, inter_steps, "hier-inter", arrays))
     if op in ("all_reduce", "all_gather"):
-        out.append(ring_phase(topo, intra, size_bytes / r, r - 1, "hier-intra-ag"))
+        out.append(ring_phase(topo, intra, size_bytes / r, r - 1, "hier-intra-ag", arrays))
     return out
 
 
@@ -136,13 +146,16 @@ RING_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1
               "reduce_scatter": lambda n: n - 1}
 
 
-def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], size_bytes: float) -> list[Phase]:
-    """The phases of ``op`` with ``algorithm`` (the analytical model's pick) over concurrent ``groups``."""
+def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], size_bytes: float,
+           arrays: bool = False) -> list[Phase]:
+    """The phases of ``op`` with ``algorithm`` (the analytical model's pick) over concurrent ``groups``;
+    ``arrays``: ring and send_recv phases as arrays where they can be (:mod:`slowlink.sim.arrays`; the same flows,
+    for a caller that only times them)."""
     n = max(len(g) for g in groups)
     if op == "all_to_all":
         return [all_to_all_phase(topo, groups, size_bytes)]
     if op == "send_recv":
-        return [send_recv_phase(topo, groups, size_bytes)]
+        return [send_recv_phase(topo, groups, size_bytes, arrays=arrays)]
     if op not in RING_STEPS:
         raise ValueError(f"op ({op!r}) is not simulated: use all_reduce, all_gather, reduce_scatter, "
                          "all_to_all or send_recv")
@@ -151,5 +164,5 @@ def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], siz
     if algorithm in ("nvls", "nvls_tree") and op == "all_reduce":
         return [nvls_phase(topo, groups, size_bytes)]
     if algorithm == "hierarchical" and min(len(domains(topo, g)) for g in groups) > 1:
-        return hierarchical_phases(topo, groups, op, size_bytes)
-    return [ring_phase(topo, groups, size_bytes / n, RING_STEPS[op](n))]
+        return hierarchical_phases(topo, groups, op, size_bytes, arrays)
+    return [ring_phase(topo, groups, size_bytes / n, RING_STEPS[op](n), arrays=arrays)]

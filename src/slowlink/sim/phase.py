@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from slowlink.sim import lockstep
+from slowlink.sim.arrays import FlowArrays
 from slowlink.sim.engine import Flow, SimResult, simulate
 from slowlink.topology.fabric import Paths, Topology
 
@@ -29,6 +31,17 @@ class Phase:
     name: str = ""
     group_of: list[int] = field(default_factory=list)
     pipelined: bool = True
+    arrays: FlowArrays | None = None  # the flows as arrays instead (sim.arrays): flows and group_of stay empty
+
+    def materialize(self) -> Phase:
+        """This phase with its :attr:`arrays` as :attr:`flows` and :attr:`group_of` (itself if it has none)."""
+        if self.arrays is None:
+            return self
+        a = self.arrays
+        paths = [tuple(x for x in row if x >= 0) for row in a.links.tolist()]
+        flows = [Flow(pth, s, 0.0, self.name) for pth, s in zip(paths, a.size_bytes.tolist(), strict=True)]
+        return Phase(flows, self.steps, self.step_latency_s, self.fill_fraction, self.name, a.group.tolist(),
+                     self.pipelined)
 
     def add(self, paths: Paths, size_bytes: float, tag: str, group: int) -> None:
         """One transfer of ``size_bytes`` of ``group``, split over weighted ``paths``."""
@@ -80,6 +93,27 @@ def lockstep_result(topo: Topology, ph: Phase) -> tuple[float, SimResult]:
                     segments_s=np.array([0.0, end]), link_rate_bytes_s=None, events=sol.events,
                     tags=tuple(f.tag for f in ph.flows))
     return end, res
+
+
+def array_loads(topo: Topology, a: FlowArrays) -> sp.csr_matrix:
+    """:func:`slowlink.sim.lockstep.group_loads` of flows given as arrays (the same matrix, entry by entry)."""
+    keep = a.links >= 0
+    lengths = keep.sum(axis=1)
+    rows = np.repeat(a.group.astype(np.int64), lengths)
+    data = np.repeat(a.size_bytes.astype(np.float64), lengths)
+    n_groups = int(a.group.max()) + 1 if len(a) else 0
+    m = sp.csr_matrix((data, (rows, a.links[keep])), shape=(n_groups, len(topo.capacity_bytes_s)))
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    return m
+
+
+def lockstep_drain_s(topo: Topology, a: FlowArrays) -> float:
+    """The slowest group's drain (s) of a pipelined phase given as arrays (:func:`lockstep_result`'s first value)."""
+    if not len(a):
+        return 0.0
+    sol = lockstep.solve(np.asarray(topo.capacity_bytes_s, dtype=np.float64), array_loads(topo, a))
+    return float(sol.finish_s.max(initial=0.0))
 
 
 def time_from_drain_s(ph: Phase, drain_s: float) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from slowlink.sim.engine import Flow, SimResult, _incidence, simulate
+from slowlink.sim.engine import Flow, SimResult, _incidence, component_drains, simulate
 
 
 @dataclass(frozen=True)
@@ -68,3 +68,30 @@ def solve(capacity: list[float], latency: list[float], flows: list[Flow]) -> Sol
                 largest, largest_n = res, len(idx)
         worst = max(worst, cache[sig])
     return Solved(worst, len(cache), k, largest)
+
+
+def padded_incidence(links: np.ndarray, n_links: int) -> sp.csr_matrix:
+    """The engine's flow x link incidence of paths given as rows of link ids padded with -1."""
+    keep = links >= 0
+    rows = np.repeat(np.arange(links.shape[0]), keep.sum(axis=1))
+    m = sp.csr_matrix((np.ones(int(keep.sum())), (rows, links[keep])), shape=(links.shape[0], n_links))
+    m.sum_duplicates()
+    m.data[:] = 1.0  # a path that crosses a link twice still takes one share of it (the engine's shortcut)
+    return m
+
+
+def drain_s(capacity: list[float], latency: list[float], links: np.ndarray, size_bytes: np.ndarray) -> float:
+    """:func:`solve`'s ``drain_s`` of flows given as padded link rows and sizes (all starting at 0): the same
+    number, from every link-disjoint component advanced together (:func:`~slowlink.sim.engine.component_drains`)
+    instead of one engine run per distinct component."""
+    n = links.shape[0]
+    if n == 0:
+        return 0.0
+    if n < 512:
+        flows = [Flow(tuple(x for x in row if x >= 0), s) for row, s in zip(links.tolist(), size_bytes.tolist(),
+                                                                            strict=True)]
+        return solve(capacity, latency, flows).drain_s
+    inc = padded_incidence(links, len(capacity))
+    adj = sp.bmat([[None, inc], [inc.T, None]], format="csr")
+    k, labels = connected_components(adj, directed=False)
+    return float(component_drains(inc, size_bytes, np.asarray(capacity), labels[:n].astype(np.int64), k).max())

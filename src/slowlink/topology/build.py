@@ -18,10 +18,11 @@ from slowlink.topology.shape import placement_nodes
 def _scale_up(topo: Topology, cluster: Cluster) -> None:
     bw = cluster.scale_up.bw_bytes_s * SCALE_UP_EFFICIENCY
     lat = cluster.scale_up.link.latency_s / 2
-    for g in range(cluster.gpus):
-        up, down = topo.add_link(f"gpu:{g}", f"nvsw:{g // topo.domain_gpus}", bw, lat)
-        topo.gpu_up.append(up)
-        topo.gpu_down.append(down)
+    n = cluster.gpus
+    ids = topo.add_links([f"gpu:{g}" for g in range(n)], [f"nvsw:{g // topo.domain_gpus}" for g in range(n)],
+                         [bw] * n, [lat] * n)
+    topo.gpu_up.extend(up for up, _ in ids)
+    topo.gpu_down.extend(down for _, down in ids)
 
 
 def _nics(topo: Topology, cluster: Cluster) -> list[str]:

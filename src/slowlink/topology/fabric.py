@@ -23,10 +23,13 @@ over NVLink to the right rail for free).
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from slowlink.errors import SpecError
 from slowlink.topology.nic import affine_nics, peer_nics  # the one rule, shared with the analytical model
@@ -46,6 +49,20 @@ def mix(*values: int) -> int:
         h = (h ^ (v & _MASK)) * 0xBF58476D1CE4E5B9 & _MASK
         h = (h ^ (h >> 31)) * 0x94D049BB133111EB & _MASK
         h ^= h >> 29
+    return h
+
+
+_C0, _C1, _C2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def mix_array(*values: np.ndarray | int) -> np.ndarray:
+    """:func:`mix` of arrays of non-negative integers, element by element (uint64 wraps as ``& _MASK`` does)."""
+    h: np.ndarray = np.full(np.broadcast(*[np.asarray(v) for v in values]).shape, _C0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for v in values:
+            h = (h ^ np.asarray(v).astype(np.uint64)) * _C1
+            h = (h ^ (h >> np.uint64(31))) * _C2
+            h ^= h >> np.uint64(29)
     return h
 
 
@@ -80,6 +97,9 @@ class Topology:
     gpu_up: list[int] = field(default_factory=list)
     gpu_down: list[int] = field(default_factory=list)
     route: Callable[[int, int, int], Paths] | None = None
+    route_array: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+    # route of many (NIC a, NIC b, hash) at once, one path each: (flows, hops) link ids padded with -1 (a fabric
+    # whose routes may split a flow over several paths leaves it None; callers then route flow by flow)
     storage_targets: int = 0
     storage_shared: bool = False
     storage_endpoint0: int = 0
@@ -94,6 +114,18 @@ class Topology:
             self.latency_s.append(lat)
             self.names.append(f"{a}->{b}")
         return ids[0], ids[1]
+
+    def add_links(self, us: list[str], vs: list[str], caps: list[float], lats: list[float]) -> list[tuple[int, int]]:
+        """:meth:`add_link` of many links at once (the same ids, names and order; one call instead of one per
+        link, for the hundreds of thousands of GPU and NIC links of a large cluster)."""
+        base = len(self.capacity_bytes_s)
+        ids = [(base + 2 * i, base + 2 * i + 1) for i in range(len(us))]
+        self.capacity_bytes_s.extend(x for c in caps for x in (c, c))
+        self.latency_s.extend(x for t in lats for x in (t, t))
+        self.names.extend(x for u, v in zip(us, vs, strict=True) for x in (f"{u}->{v}", f"{v}->{u}"))
+        self.link_id.update(kv for (u, v), (a, b) in zip(zip(us, vs, strict=True), ids, strict=True)
+                            for kv in (((u, v), a), ((v, u), b)))
+        return ids
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -132,6 +164,17 @@ class Topology:
         g = self.gpus_per_node
         return peer_nics(self.nics_per_node, g, src % g, dst % g, node_gpus)
 
+    def gpu_array(self, ranks: np.ndarray) -> np.ndarray:
+        """:meth:`gpu_of` of an array of ranks."""
+        g = self.gpus_per_node
+        out: np.ndarray = self.block_array[ranks // g] * g + ranks % g
+        return out
+
+    @functools.cached_property
+    def block_array(self) -> np.ndarray:
+        """``node_of_block`` as an array (made once: the placement is set when the topology is built)."""
+        return np.asarray(self.node_of_block, dtype=np.int64)
+
     def nic_index(self, rank: int, local_nic: int) -> int:
         return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node
 
@@ -159,3 +202,17 @@ class Topology:
         a = self.nic_index(src, ln)
         b = self.nic_index(dst, ln if dst_nic is None else dst_nic)
         return self.nic_paths(a, b, mix(self.ecmp_seed, gs, gd, ln, key))
+
+    def gpu_path_array(self, src: np.ndarray, dst: np.ndarray, local_nic: np.ndarray, key: np.ndarray,
+                       dst_nic: np.ndarray) -> np.ndarray | None:
+        """:meth:`gpu_paths` of many (src, dst, local NIC, key, destination NIC) in different scale-up domains,
+        one path each, as (flows, hops) link ids padded with -1; None where the fabric has no array router."""
+        if self.route_array is None:
+            return None
+        gs, gd = self.gpu_array(src), self.gpu_array(dst)
+        nics = self.nics_per_node
+        a = self.block_array[src // self.gpus_per_node] * nics + local_nic % nics
+        b = self.block_array[dst // self.gpus_per_node] * nics + dst_nic % nics
+        out = self.route_array(a, b, mix_array(self.ecmp_seed, gs, gd, local_nic, key))
+        out[a == b] = -1  # the same NIC: no link (nic_paths)
+        return out

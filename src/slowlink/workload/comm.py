@@ -20,17 +20,18 @@ per layer unless said otherwise (b sequences, s tokens, h hidden, activations in
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
 from slowlink.collectives import Group, Prediction, predict
-from slowlink.collectives.communicator import communicator
+from slowlink.collectives.communicator import communicator, patterns_of
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
 from slowlink.workload.placement import Dimension, dimension_array
 
-CommCost = Callable[[str, float, list[list[int]]], float]
+CommCost = Callable[[str, float, Sequence[list[int]]], float]
 # (op, size_bytes in the nccl-tests convention, groups = every concurrent communicator of that
 #  dimension as lists of RANKS) -> seconds until all of them finish. op in all_reduce, all_gather,
 #  reduce_scatter, all_to_all, send_recv; for send_recv each group is [src_rank, dst_rank].
@@ -38,23 +39,56 @@ CommCost = Callable[[str, float, list[list[int]]], float]
 _Key = tuple[int, int, int, int, int, str]
 
 
-class Groups(list[list[int]]):
-    """Every communicator of one dimension as lists of ranks, named by ``key``: the layout and dimension
-    they were made from, a value that identifies them without reading every rank (:func:`group_shape`)."""
+class Groups(Sequence[list[int]]):
+    """Every communicator of one dimension: a read-only (groups, size) array of ranks, each row sorted, named by
+    ``key`` (the layout and dimension they were made from: a value that identifies them without reading every
+    rank, :func:`group_shape`). Indexing gives lists of ranks, made on demand, so a caller that reads one group
+    (the analytical model places the array as it is, ``np.asarray(groups)``) pays for that group only."""
 
-    __slots__ = ("key",)
+    __slots__ = ("_lists", "array", "key")
 
-    def __init__(self, groups: list[list[int]], key: tuple[_Key, str]) -> None:
-        super().__init__(groups)
+    def __init__(self, array: np.ndarray, key: tuple[_Key, str]) -> None:
+        self.array = array
         self.key = key
+        self._lists: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.array.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> list[int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[list[int]]: ...
+
+    def __getitem__(self, i: int | slice) -> list[int] | list[list[int]]:
+        out: list[int] | list[list[int]] = self.array[i].tolist()
+        return out
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.lists())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and self.lists() == [list(g) for g in other]
+
+    __hash__ = None  # type: ignore[assignment]  # a sequence of lists, compared by value like one
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return self.array if dtype is None else self.array.astype(dtype, copy=False)
+
+    def lists(self) -> list[list[int]]:
+        """Every group as a list of ranks (made once)."""
+        if self._lists is None:
+            self._lists = self.array.tolist()
+        return self._lists
 
 
-def group_key(groups: list[list[int]]) -> object:
+def group_key(groups: Sequence[list[int]]) -> object:
     """A value naming ``groups``: their :class:`Groups` key when :func:`groups_of` made them, else every rank."""
     return groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
 
 
-_SHAPES: dict[tuple[str, object, str], Group] = {}
+_SHAPES: dict[tuple[str, object, tuple[str, ...]], Group] = {}
 # Cleared when either bound is passed: entries, and ranks held in the keys of groups not made by groups_of
 # (2**22 ranks: ~150 MB at most), so a long search cannot grow it.
 _SHAPES_MAX = 1024
@@ -62,17 +96,18 @@ _SHAPES_MAX_RANKS = 2**22
 _shapes_ranks = 0
 
 
-def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
+def group_shape(cluster: Cluster, op: str, groups: Sequence[list[int]]) -> Group:
     """The collective model's :class:`Group` of ``groups`` on the placed cluster (one rule for both models:
     :func:`slowlink.collectives.communicator.communicator`).
 
-    Cached by value: the cluster's :attr:`~slowlink.spec.cluster.Cluster.key`, the op and the groups, named
+    Cached by value: the cluster's :attr:`~slowlink.spec.cluster.Cluster.key`, the op's traffic patterns (all_gather and
+    reduce_scatter place alike: :func:`~slowlink.collectives.communicator.patterns_of`) and the groups, named
     by their :class:`Groups` key when :func:`groups_of` made them (every rank otherwise), so a plan repeated
     on an equal cluster places each communicator once.
     """
     global _shapes_ranks
     named = isinstance(groups, Groups)
-    key = (cluster.key, group_key(groups), op)
+    key = (cluster.key, group_key(groups), patterns_of(op))  # the Group reads op through its patterns only
     hit = _SHAPES.get(key)
     if hit is None:
         ranks = 0 if named or not groups else len(groups) * len(groups[0])
@@ -88,7 +123,7 @@ def group_shape(cluster: Cluster, op: str, groups: list[list[int]]) -> Group:
 def analytical_cost(cluster: Cluster) -> CommCost:
     """The :data:`CommCost` of the analytical collective model (``slowlink.collectives.predict``)."""
 
-    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+    def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
         if not groups or len(groups[0]) < 2 or size_bytes <= 0:
             return 0.0
         return predict(cluster, op, size_bytes, group_shape(cluster, op, groups)).time_s
@@ -96,7 +131,7 @@ def analytical_cost(cluster: Cluster) -> CommCost:
     return cost
 
 
-def explain(cluster: Cluster, op: str, size_bytes: float, groups: list[list[int]]) -> Prediction | None:
+def explain(cluster: Cluster, op: str, size_bytes: float, groups: Sequence[list[int]]) -> Prediction | None:
     """The analytical prediction (algorithm, bottleneck link in words) of one priced collective."""
     if not groups or len(groups[0]) < 2 or size_bytes <= 0:
         return None
@@ -113,12 +148,6 @@ def _array(key: _Key, dim: Dimension) -> np.ndarray:
     return dimension_array(Parallel.of(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, order=order), dim)
 
 
-@functools.lru_cache(maxsize=256)
-def _groups(key: _Key, dim: Dimension) -> list[list[int]]:
-    out: list[list[int]] = _array(key, dim).tolist()
-    return out
-
-
 def groups_of(p: Parallel, dim: str) -> Groups:
     """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
 
@@ -130,24 +159,24 @@ def groups_of(p: Parallel, dim: str) -> Groups:
 
 @functools.lru_cache(maxsize=256)
 def _derived(key: _Key, dim: str) -> Groups:
-    return Groups(_made(key, dim), (key, dim))
+    made = _made(key, dim)
+    made.setflags(write=False)  # shared by every caller of this layout
+    return Groups(made, (key, dim))
 
 
-def _made(key: _Key, dim: str) -> list[list[int]]:
+def _made(key: _Key, dim: str) -> np.ndarray:
     ep = key[4]
-    if dim == "edp":
-        return [g[k::ep] for g in _groups(key, "dp") for k in range(ep)]
-    # The pairs are built as arrays (one list per pair in Python is ~10x slower on thousands of ranks).
+    if dim == "edp":  # g[k::ep] for each dp group g and k < ep
+        a = _array(key, "dp")
+        return a.reshape(a.shape[0], -1, ep).transpose(0, 2, 1).reshape(-1, a.shape[1] // ep)
     if dim == "pp_pairs":  # [g[i], g[i + 1]] for each group g and stage boundary i
         a = _array(key, "pp")
-        pp_pairs: list[list[int]] = np.stack((a[:, :-1], a[:, 1:]), axis=2).reshape(-1, 2).tolist()
-        return pp_pairs
+        return np.stack((a[:, :-1], a[:, 1:]), axis=2).reshape(-1, 2)
     if dim == "cp_pairs":  # [g[i], g[(i + 1) % len(g)]] for each group g and ring position i
         a = _array(key, "cp")
-        cp_pairs: list[list[int]] = np.stack((a, np.roll(a, -1, axis=1)), axis=2).reshape(-1, 2).tolist()
-        return cp_pairs
+        return np.stack((a, np.roll(a, -1, axis=1)), axis=2).reshape(-1, 2)
     if dim in ("tp", "cp", "dp", "dp_cp", "tp_cp", "ep", "pp"):
-        return _groups(key, dim)
+        return _array(key, dim)
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")
 
 

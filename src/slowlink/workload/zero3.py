@@ -79,6 +79,8 @@ Two implementations, chosen by ``parallel.zero3_impl``:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from slowlink.catalog import Gpu
 from slowlink.spec.workload import Model, Workload
 from slowlink.units import PRECISION_BYTES
@@ -178,7 +180,7 @@ def post_step_hbm_bytes(size_bytes: float, ranks: int) -> float:
     return size_bytes * RW_BYTES_PER_BYTE * (2.0 + 1.0 / ranks)
 
 
-def post_step_gather_s(w: Workload, cost: CommCost, grp: list[list[int]], layers: int, gpu: Gpu) -> float:
+def post_step_gather_s(w: Workload, cost: CommCost, grp: Sequence[list[int]], layers: int, gpu: Gpu) -> float:
     """Seconds of ``_post_step``'s gather of the persistent tensors: one list all_gather of all of them
     (NCCL time + one copy per rank + its HBM bytes at ``gpu``'s HBM bandwidth), one narrow per rank, then
     4 eager calls per persistent tensor and rank."""

@@ -1,0 +1,91 @@
+"""Cost of a plan as a function of the GPU count: a flow-level plan of Llama 3 405B on Llama 3's own fabric
+(RoCE, ECMP, a 3-tier fat tree with 1:7 above 3,072-GPU pods; Dubey et al. 2024, Sec. 3.3) and the cold
+(first) analytical plan on a new cluster. Goals: flow plan at 131,072 GPUs < 15 s, cold analytical plan at
+131,072 GPUs < 20 ms, on a 2-core machine. Each time is the best of ``--repeat`` runs, each on a fresh
+cluster value (nothing cached from the run before). Exits 1 when a goal is missed.
+
+Run: PYTHONPATH=src python benchmarks/bench_flow_plan.py [--flow 16384,65536,131072] [--cold 1024,16384,131072]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+
+from bench_plan import llama3_405b
+
+from slowlink.sim.step import flow_cost
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.workload.step import plan
+
+TOPOLOGY = "rail-optimized"  # examples/fat3-llama3-style.yaml; --topology fat-tree: bench_plan.py's cluster
+FLOW_GOAL_S = 15.0  # 131,072 GPUs
+COLD_GOAL_S = 0.020  # 131,072 GPUs
+
+
+def llama3_fabric(nodes: int, topology: str = TOPOLOGY) -> Cluster:
+    """``examples/fat3-llama3-style.yaml`` at ``nodes`` H100 nodes: 8 x 400G RoCE rails, ECMP, 3 tiers, full
+    bisection inside 3,072-GPU pods and 1:7 above them (Dubey et al. 2024, Sec. 3.3.1)."""
+    return cluster_from_mapping({
+        "name": f"llama3-fabric-{nodes * 8}", "nodes": nodes, "gpus_per_node": 8, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": 8},
+        "nics": {"compute": {"per_node": 8, "speed_gbit_s": 400}},
+        "fabric": {"transport": "roce", "topology": topology, "tiers": 3, "oversubscription": [1, 1, 7],
+                   "pod_gpus": 3072}})
+
+
+def cold_plan_s(gpus: int, repeat: int, topology: str) -> tuple[float, float, float]:
+    """Wall time of the first analytical plan of a layout on a new cluster (its rank groups built too), the best
+    of ``repeat`` first plans on new cluster values (the groups known), and the step time."""
+    times, step = [], 0.0
+    for i in range(repeat):
+        c = replace(llama3_fabric(gpus // 8, topology), name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
+        w = llama3_405b(gpus // 128)
+        t0 = time.perf_counter()
+        r = plan(w, c, check_memory=False)
+        times.append(time.perf_counter() - t0)
+        step = float(r.step_time_s)
+    return times[0], min(times[1:] or times), step
+
+
+def flow_plan_s(gpus: int, repeat: int, topology: str) -> tuple[float, float, float]:
+    """Best wall and CPU time of a flow-level plan (graph built inside), and the step time."""
+    best, cpu, step = float("inf"), float("inf"), 0.0
+    for _ in range(repeat):
+        c, w = llama3_fabric(gpus // 8, topology), llama3_405b(gpus // 128)
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = plan(w, c, cost=flow_cost(c), check_memory=False)
+        best, cpu = min(best, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+        step = float(r.step_time_s)
+    return best, cpu, step
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--flow", default="16384,65536,131072", help="GPU counts of the flow plans ('' for none)")
+    ap.add_argument("--cold", default="1024,16384,131072", help="GPU counts of the cold plans ('' for none)")
+    ap.add_argument("--topology", default=TOPOLOGY, choices=("rail-optimized", "fat-tree"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--flow-repeat", type=int, default=1)
+    args = ap.parse_args()
+    plan(llama3_405b(1), llama3_fabric(16), check_memory=False)  # imports and the model's tables
+    ok = True
+    for g in [int(x) for x in args.cold.split(",") if x]:
+        first, dt, step = cold_plan_s(g, args.repeat, args.topology)
+        miss = g >= 131072 and max(first, dt) >= COLD_GOAL_S
+        ok = ok and not miss
+        print(f"cold analytical plan {g:>7} GPUs: {first * 1e3:8.1f} ms first (groups built), {dt * 1e3:8.1f} ms "
+              f"on a new cluster  step {step!r}{'  MISSED' if miss else ''}", flush=True)
+    for g in [int(x) for x in args.flow.split(",") if x]:
+        dt, cpu, step = flow_plan_s(g, args.flow_repeat, args.topology)
+        miss = g >= 131072 and dt >= FLOW_GOAL_S
+        ok = ok and not miss
+        print(f"flow plan {g:>7} GPUs: {dt:8.2f} s wall, {cpu:8.2f} s CPU  step {step!r}"
+              f"{'  MISSED' if miss else ''}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
