@@ -88,7 +88,11 @@ class Gpu:
             )
         return self.peak_flops[precision]
 
+    def gemm_share(self, precision: str) -> float:
+        """The measured share of the peak a large square GEMM sustains in ``precision`` (the entry's default
+        where the catalog gives none for it)."""
+        return float((self.gemm_fraction or {}).get(precision, GpuEntry.model_fields["gemm_fraction"].default))
+
     def sustained(self, precision: str) -> float:
         """FLOP/s a large square GEMM sustains in ``precision``: peak x the measured GEMM fraction."""
-        frac = (self.gemm_fraction or {}).get(precision, 0.85)
-        return self.peak(precision) * frac
+        return self.peak(precision) * self.gemm_share(precision)

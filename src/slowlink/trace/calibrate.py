@@ -19,7 +19,7 @@ beside it. Collectives the model prices but the trace has no sized call of stay 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ class TraceCalibration:
         target = base if base is not None else analytical_cost(c)
         trace_cost, scale, most = self.trace_cost, self.comm_scale, self.trace_gpus
 
-        def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+        def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
             t = target(op, size_bytes, groups)
             k = scale.get(op)
             if k is None or not groups:
@@ -100,7 +100,7 @@ def slower(c: Cluster, k: float) -> Cluster:
     """``c`` with every compute rate of its GPU divided by ``k`` (peak FLOP/s untouched, so MFU keeps its
     meaning)."""
     g = c.gpu
-    frac = {p: (g.gemm_fraction or {}).get(p, 0.85) / k for p in g.peak_flops}
+    frac = {p: g.gemm_share(p) / k for p in g.peak_flops}
     gpu = replace(g, gemm_fraction=frac, hbm_bw_bytes_s=g.hbm_bw_bytes_s / k,
                   elementwise_bw=None if g.elementwise_bw is None else g.elementwise_bw / k,
                   adam_s_per_param=None if g.adam_s_per_param is None else g.adam_s_per_param * k)
@@ -110,7 +110,7 @@ def slower(c: Cluster, k: float) -> Cluster:
 def scaled(base: CommCost, scale: dict[str, float], asked: set[str] | None = None) -> CommCost:
     """``base`` with op ``op``'s time x ``scale[op]``; the ops asked for are added to ``asked``."""
 
-    def cost(op: str, size_bytes: float, groups: list[list[int]]) -> float:
+    def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
         if asked is not None and groups and len(groups[0]) > 1 and size_bytes > 0:
             asked.add(op)
         return base(op, size_bytes, groups) * scale.get(op, 1.0)
