@@ -62,7 +62,7 @@ def search_inputs(r: SearchResult) -> str:
     s = r.space
     hw = _axes_rows([(f.name, [getattr(d, f.name) for d in s.hardware]) for f in fields(s.hardware[0])])
     par = _axes_rows([(k, [lay[i] for lay in s.layouts]) for i, k in enumerate(PARALLEL_KEYS)])
-    limits = [(k, f"{v:g}") for k, v in s.constraints.model_dump().items() if v is not None] or [("none", "")]
+    limits = [(k, f"{v:g}") for k, v in s.constraints.given().items()] or [("none", "")]
     return ("<h2>Inputs</h2>"
             f"<p><b>space</b> {html.escape(s.name)}: {len(s.hardware):,} hardware designs x {len(s.layouts):,} "
             f"layouts = {s.size:,} configurations, {s.tokens:.3g} tokens</p>"

@@ -1,6 +1,6 @@
-"""The design space of `slowlink search`: hardware axes x parallel axes, a workload, a token budget and
-constraints; validated with pydantic, then frozen into a :class:`Space` whose configurations are numbered
-hardware-major (configuration ``i`` = hardware ``i // P``, parallel layout ``i % P``).
+"""The design space of `slowlink search`: the search file (its schema: :mod:`slowlink.spec.space`) resolved into a
+:class:`Space` whose configurations are numbered hardware-major (configuration ``i`` = hardware ``i // P``,
+parallel layout ``i % P``).
 """
 
 from __future__ import annotations
@@ -9,86 +9,16 @@ import copy
 import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
 from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, format_validation_error, read_mapping
-from slowlink.spec.reliability import ReliabilitySpec
-from slowlink.spec.storage import StorageSpec
+from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.spec.space import Limits, SpaceSpec
 from slowlink.spec.workload import Workload, load_workload
-
-Count = Annotated[int, Field(ge=1)]
-Positive = Annotated[float, Field(gt=0)]
-
-
-def _nonempty(v: list[Any]) -> list[Any]:
-    if not v:
-        raise ValueError("must list at least one value")
-    if len(set(map(repr, v))) != len(v):
-        raise ValueError(f"lists a value twice ({v})")
-    return v
-
-
-class HardwareAxes(BaseModel):
-    model_config = SPEC_CONFIG
-    gpu: list[str] = Field(description="Catalog GPU names with a server in the price book.")
-    nodes: list[Count] = Field(description="Servers (NVL72: compute trays).")
-    nics_per_node: list[Count] = Field(default_factory=lambda: [8], description="Compute NICs per server.")
-    nic_speed_gbit_s: list[Positive] = Field(default_factory=lambda: [400.0], description="NIC line rates.")
-    transport: list[Literal["infiniband", "roce"]] = Field(["infiniband"],
-                                                           description="Scale-out transports.")
-    topology: list[Literal["fat-tree", "rail-optimized"]] = Field(["rail-optimized"],
-                                                                  description="Fabric shapes.")
-    oversubscription: list[Annotated[float, Field(ge=1)]] = Field(default_factory=lambda: [1.0],
-                                                                  description="Leaf ratios (down:up), >= 1.")
-
-    _check = field_validator("*")(_nonempty)
-
-
-class ParallelAxes(BaseModel):
-    model_config = SPEC_CONFIG
-    tp: list[Count] = Field(default_factory=lambda: [1], description="Tensor-parallel sizes.")
-    pp: list[Count] = Field(default_factory=lambda: [1], description="Pipeline stages.")
-    cp: list[Count] = Field(default_factory=lambda: [1], description="Context-parallel sizes.")
-    ep: list[Count] = Field(default_factory=lambda: [1], description="Expert-parallel sizes.")
-    vp: list[Count] = Field(default_factory=lambda: [1], description="Virtual stages per pipeline rank.")
-    micro_batch: list[Count] = Field(default_factory=lambda: [1], description="Micro-batch sizes.")
-    zero: list[Annotated[int, Field(ge=0, le=3)]] = Field(default_factory=lambda: [1], description="ZeRO stages.")
-    recompute: list[Literal["none", "selective", "full"]] = Field(["selective"],
-                                                                  description="Activation recomputation.")
-
-    _check = field_validator("*")(_nonempty)
-
-
-class Constraints(BaseModel):
-    model_config = SPEC_CONFIG
-    budget_usd: float | None = Field(None, gt=0, description="Most capex, USD.")
-    power_kw: float | None = Field(None, gt=0, description="Most facility power, kW.")
-    max_gpus: int | None = Field(None, ge=1, description="Most GPUs.")
-    deadline_days: float | None = Field(None, gt=0, description="Train the token budget within this, days.")
-
-
-class SpaceSpec(BaseModel):
-    """The search file, as written."""
-
-    model_config = SPEC_CONFIG
-    name: str = Field(description="Name shown in reports.")
-    workload: str = Field(description="Workload file, relative to the search file; its parallel section is "
-                          "replaced by each configuration's (dp = GPUs / (tp pp cp)).")
-    tokens: float = Field(gt=0, description="Token budget of the training run.")
-    prices: str | None = Field(None, description="Your quotes, relative to the search file (--prices keys).")
-    hardware: HardwareAxes = Field(description="Hardware axes.")
-    parallel: ParallelAxes = Field(default_factory=ParallelAxes, description="Parallel-layout axes.")
-    constraints: Constraints = Field(default_factory=Constraints, description="Limits a design must meet.")
-    storage: StorageSpec | None = Field(None, description="The shared storage every design gets (the cluster "
-                                        "file's storage: section): prices the data stall and the checkpoints.")
-    reliability: ReliabilitySpec | None = Field(None, description="Failure rates and recovery times of every "
-                                                "design (the cluster file's reliability: section).")
-
 
 PARALLEL_KEYS = ("tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "recompute")
 
@@ -131,7 +61,7 @@ class Space:
     prices: PriceBook
     hardware: tuple[Design, ...]
     layouts: tuple[tuple[Any, ...], ...]   # one tuple per layout, in PARALLEL_KEYS order
-    constraints: Constraints
+    constraints: Limits
     shared: dict[str, Any] = field(default_factory=dict)   # storage: and reliability: of every design, as written
     workload_file: dict[str, Any] = field(default_factory=dict)  # the workload file as written (--emit)
     prices_path: Path | None = None
@@ -177,7 +107,7 @@ def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Spa
     p = spec.parallel
     layouts = tuple(itertools.product(*(getattr(p, k) for k in PARALLEL_KEYS)))
     shared = {k: data[k] for k in ("storage", "reliability") if data.get(k) is not None}
-    return Space(spec.name, workload, spec.tokens, prices, hardware, layouts, spec.constraints, shared,
+    return Space(spec.name, workload, spec.tokens, prices, hardware, layouts, Limits.of(spec.constraints), shared,
                  read_mapping(workload_path, "workload"), prices_path)
 
 
