@@ -193,3 +193,15 @@ def test_a_document_nested_past_python_s_stack_is_refused(tmp_path: Path, cli_fa
     with pytest.raises(SpecError, match="nested too deeply"):
         read_mapping(deep)
     cli_fails(["plan", str(deep), str(EXAMPLES / "llama3-8b.yaml")], "nested too deeply")
+
+
+def test_a_file_too_large_to_be_a_spec_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A multi-GB file given as a spec was read whole (issue 39): past MAX_SPEC_BYTES it is refused from its size."""
+    from slowlink.errors import SpecError
+    from slowlink.fileio import MAX_SPEC_BYTES, read_mapping
+
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as f:  # sparse: no disk used
+        f.truncate(MAX_SPEC_BYTES + 1)
+    with pytest.raises(SpecError, match=r"must be at most 67,108,864 bytes: a spec holds a few kB"):
+        read_mapping(big)

@@ -70,6 +70,9 @@ class _TooLarge(Exception):
 # project holds at most a few thousand; an "alias bomb" (nested anchors, each alias repeating the last: 12 lines
 # of 9 x 9 x ...) expands to billions and would take minutes to build and walk.
 MAX_YAML_NODES = 1_000_000
+# A spec file's largest size: specs are a few kB; 64 MiB leaves room for generated ones (a share scenario listing
+# a hundred thousand jobs is ~10 MB) and refuses a log or a dump given by mistake before it is read.
+MAX_SPEC_BYTES = 64 * 2**20
 TOO_DEEP = ("nested too deeply to read (lists or mappings inside each other hundreds of levels deep): a spec nests "
             "a few levels")
 
@@ -229,6 +232,9 @@ def read_mapping(path: Path | str, kind: str | None = None) -> dict[str, Any]:
     (:func:`overriding`) are applied to the mapping before anything validates it.
     """
     p = Path(path)
+    if p.is_file() and (size := p.stat().st_size) > MAX_SPEC_BYTES:
+        raise SpecError(f"{p} ({size:,} bytes) must be at most {MAX_SPEC_BYTES:,} bytes: a spec holds a few kB (the "
+                        "bundled catalog ~20 kB); refused before reading it")
     data = parse_text(read_text(p), str(p), p.suffix == ".json")
     if data is None:
         raise SpecError(f"{p}: the file is empty: write the {kind or 'spec'}'s keys (key: value, one per line)")
