@@ -14,7 +14,8 @@ Each candidate answers one wait (``answers``, a :attr:`StepResult.bottleneck_dim
              model: the step with its data stall and checkpoint time per step)
 
 A change is kept when it fits in memory and cuts the step by more than MIN_GAIN; the advice that answers the
-stated bottleneck comes first, then the rest, each group by gain.
+stated bottleneck comes first (a faster fabric answers every communication bottleneck), then the rest, each
+group by gain.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from slowlink.errors import SlowlinkError
 from slowlink.spec.cluster import Cluster, with_transport
 from slowlink.spec.workload import Workload
 from slowlink.workload.comm import CommCost
-from slowlink.workload.step import StepResult, plan
+from slowlink.workload.step import DIM_WORDS, StepResult, plan
 
 if TYPE_CHECKING:
     from slowlink.storage.plan import StoragePlan
@@ -175,7 +176,13 @@ def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | Non
         if (gain := 1.0 - t / base_s) > MIN_GAIN:
             out.append(Advice(words, t, gain, "storage", base_s, stored))
     first = bottleneck if bottleneck is not None else base.bottleneck_dim
-    return sorted(out, key=lambda a: (a.answers != first, -a.gain))
+    return sorted(out, key=lambda a: (not _answers(a.answers, first), -a.gain))
+
+
+def _answers(answers: str, bottleneck: str) -> bool:
+    """Whether advice that ``answers`` one wait shortens ``bottleneck``: its own, or a faster fabric for any
+    communication (the scale-out fabric carries every dimension that crosses it)."""
+    return answers == bottleneck or (answers == "fabric" and bottleneck in DIM_WORDS)
 
 
 def _with_storage(s: StoragePlan) -> float:
