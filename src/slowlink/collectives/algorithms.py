@@ -316,18 +316,27 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     return Candidate("hierarchical", p, t, lat, size / max(t - lat, 1e-30), where)
 
 
-def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
-    """All peers at once: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
+def p2p_waves(peers: int) -> int:
+    """Batch waves NCCL needs to send to and receive from ``peers`` peers: ceil(peers / (P2P_CHANNELS /
+    P2P_CHANNELS_PER_PEER x P2P_WORKS_PER_BATCH)), 128 peers a wave (constants.P2P_CHANNELS); each wave pays
+    one message latency. 16,383 peers: 128 waves."""
+    at_once = c.P2P_CHANNELS // c.P2P_CHANNELS_PER_PEER * c.P2P_WORKS_PER_BATCH
+    return max(1, -(-peers // at_once))
 
-    time = base + one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each bandwidth
-    under the protocol's ring factor.
+
+def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
+    """A send and a receive per peer: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
+
+    time = base + waves x one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each
+    bandwidth under the protocol's ring factor; waves = :func:`p2p_waves` (n - 1), NCCL's per-peer cost.
     """
     n, r = links.ranks, links.ranks_per_domain
     f = proto.ring_bw(1.0, p, "all_to_all", links.domains > 1, r < 2, arch)
     t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
     t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
     hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
-    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
+    hop = proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
+    lat = proto.base_lat_s("ring", p) + p2p_waves(n - 1) * hop
     bw_term = max(t_in, t_net)
     where = "network" if t_net >= t_in else "scale-up"
     return Candidate(P2P, p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)

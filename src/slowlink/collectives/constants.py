@@ -26,6 +26,18 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 # a transfer runs on one channel, so the test is bytes per peer <= 16 KiB.
 P2P_PROTOCOLS = ("LL", "Simple")
 P2P_LL_THRESHOLD_BYTES = 16384
+# How many peers an all_to_all serves at once. nccl-tests alltoall posts one ncclSend and one ncclRecv per peer
+# (src/alltoall.cu); NCCL schedules them as n - 1 p2p rounds (init.cc ncclP2pSchedule) onto its p2p channels,
+# each peer on p2pnChannelsPerPeer of them (graph/paths.cc ncclTopoComputeP2pChannels: p2pnChannels =
+# min(nChannels, NCCL_MAX_P2P_NCHANNELS), powers of two), and a channel runs at most
+# NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 p2p works per batch, never two of one round (enqueue.cc
+# addWorkBatchToPlan: "newBatch |= chan->wipBatch.nP2ps == NCCL_MAX_DEV_WORK_P2P_PER_BATCH"); a channel's batches
+# run one after the other, each waiting on its peers' flags: one message latency per batch. NCCL's INFO line
+# "32 p2p channels, 2 p2p channels per peer" (nccl issue 1706 prints the same fields; 2 per peer is the default
+# NCCL_NCHANNELS_PER_NET_PEER, nccl issue 1272) gives 32 / 2 x 8 = 128 peers per batch wave.
+P2P_CHANNELS = 32
+P2P_CHANNELS_PER_PEER = 2
+P2P_WORKS_PER_BATCH = 8
 
 # NCCL baseLat[algorithm][protocol], microseconds: launch + protocol set-up cost of one collective.
 BASE_LAT_US: dict[str, dict[str, float]] = {
