@@ -46,6 +46,14 @@ def tree_net_factor(domains: int) -> float:
     return c.TREE_TWO_DOMAIN_NET_FACTOR if domains == 2 else 1.0
 
 
+def two_domain_tree_cap_bytes_s(links: Links, arch: str) -> float:
+    """The bus bandwidth a plain tree over two domains cannot pass: one channel per NIC of the domain x NCCL's
+    two-node per-channel tree ceiling (constants.TREE_PER_CHANNEL_MAX_GBYTE_S); infinite elsewhere."""
+    if links.domains != 2 or arch not in c.TREE_PER_CHANNEL_MAX_GBYTE_S:
+        return math.inf
+    return max(1, links.domain_nics) * c.TREE_PER_CHANNEL_MAX_GBYTE_S[arch][1] * units.GB
+
+
 def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
     """Per-step wait of a ring: (steps - 1) x min(step bytes / bw, RING_STEP_WAIT_US).
 
@@ -129,12 +137,16 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     """Double binary tree across domains, chain inside (all_reduce, > 1 domain).
 
     lat = base + 2((ranks/domain - 1) x intra hop + log2(domains) x net hop);
-    algbw = 0.5 x tree bus bw (NCCL ratio), the network's share x :func:`tree_net_factor` (two domains);
+    algbw = 0.5 x tree bus bw (NCCL ratio), the network's share x :func:`tree_net_factor` (two domains), the bus
+    bandwidth x 0.92 at most :func:`two_domain_tree_cap_bytes_s` (NCCL's per-channel tree ceiling);
     time = lat + size / algbw + the tree's fill (:func:`tree_fill_s`).
     """
     if op != "all_reduce" or links.domains < 2:
         return None
     bus, where = bus_link(links, tree_net_factor(links.domains))
+    cap = two_domain_tree_cap_bytes_s(links, arch)
+    if bus * c.TREE_BW_FACTOR > cap:  # NCCL: min(busBw x .92, nChannels x perChMaxTreeBw)
+        bus, where = cap / c.TREE_BW_FACTOR, "network"
     algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
     depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
     intra = proto.hop_lat_s(links.intra_hw, "tree", p)
