@@ -12,10 +12,10 @@ One efficiency model for every case (constants below, no per-case fitting):
   elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
                 memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2);
                 a device measured by `slowlink bench compute` divides by its measured elementwise rate
-Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp) (MLA: its five
-matrices, Model.attention_matrices), MLP in (T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention
-scores (s/cp, s, d) and context (s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the
-data-gradient (m, k, n) and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
+Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp) (MLA: its five matrices,
+Model.attention_matrices), MLP in (T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s,
+d) and context (s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k,
+n) and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
 Fused (flash) attention: the attention core costs FLASH_CAUSAL of it (causal blocks skipped), 2.5x forward
 backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
