@@ -46,6 +46,14 @@ def tree_net_factor(domains: int) -> float:
     return c.TREE_TWO_DOMAIN_NET_FACTOR if domains == 2 else 1.0
 
 
+def two_domain_tree_cap_bytes_s(links: Links, arch: str) -> float:
+    """The bus bandwidth a plain tree over two domains cannot pass: one channel per NIC of the domain x NCCL's
+    two-node per-channel tree ceiling (constants.TREE_PER_CHANNEL_MAX_GBYTE_S); infinite elsewhere."""
+    if links.domains != 2 or arch not in c.TREE_PER_CHANNEL_MAX_GBYTE_S:
+        return math.inf
+    return max(1, links.domain_nics) * c.TREE_PER_CHANNEL_MAX_GBYTE_S[arch][1] * units.GB
+
+
 def ring_step_wait_s(steps: int, step_bytes: float, bw: float) -> float:
     """Per-step wait of a ring: (steps - 1) x min(step bytes / bw, RING_STEP_WAIT_US).
 
@@ -129,12 +137,16 @@ def tree(links: Links, op: str, size: float, p: str, arch: str) -> Candidate | N
     """Double binary tree across domains, chain inside (all_reduce, > 1 domain).
 
     lat = base + 2((ranks/domain - 1) x intra hop + log2(domains) x net hop);
-    algbw = 0.5 x tree bus bw (NCCL ratio), the network's share x :func:`tree_net_factor` (two domains);
+    algbw = 0.5 x tree bus bw (NCCL ratio), the network's share x :func:`tree_net_factor` (two domains), the bus
+    bandwidth x 0.92 at most :func:`two_domain_tree_cap_bytes_s` (NCCL's per-channel tree ceiling);
     time = lat + size / algbw + the tree's fill (:func:`tree_fill_s`).
     """
     if op != "all_reduce" or links.domains < 2:
         return None
     bus, where = bus_link(links, tree_net_factor(links.domains))
+    cap = two_domain_tree_cap_bytes_s(links, arch)
+    if bus * c.TREE_BW_FACTOR > cap:  # NCCL: min(busBw x .92, nChannels x perChMaxTreeBw)
+        bus, where = cap / c.TREE_BW_FACTOR, "network"
     algbw = proto.tree_bw(bus, p, True, arch) * c.TREE_ALGBW_RATIO
     depth = (links.ranks_per_domain - 1) + int(math.log2(links.domains))
     intra = proto.hop_lat_s(links.intra_hw, "tree", p)
@@ -316,18 +328,27 @@ def hierarchical(links: Links, op: str, size: float, p: str, arch: str) -> Candi
     return Candidate("hierarchical", p, t, lat, size / max(t - lat, 1e-30), where)
 
 
-def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
-    """All peers at once: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
+def p2p_waves(peers: int) -> int:
+    """Batch waves NCCL needs to send to and receive from ``peers`` peers: ceil(peers / (P2P_CHANNELS /
+    P2P_CHANNELS_PER_PEER x P2P_WORKS_PER_BATCH)), 128 peers a wave (constants.P2P_CHANNELS); each wave pays
+    one message latency. 16,383 peers: 128 waves."""
+    at_once = c.P2P_CHANNELS // c.P2P_CHANNELS_PER_PEER * c.P2P_WORKS_PER_BATCH
+    return max(1, -(-peers // at_once))
 
-    time = base + one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each bandwidth
-    under the protocol's ring factor.
+
+def all_to_all(links: Links, size: float, p: str, arch: str) -> Candidate:
+    """A send and a receive per peer: per rank S(r-1)/n bytes over scale-up and S(n-r)/n over its NIC share.
+
+    time = base + waves x one hop + max(intra bytes / scale-up bw, inter bytes / (network / r)), each
+    bandwidth under the protocol's ring factor; waves = :func:`p2p_waves` (n - 1), NCCL's per-peer cost.
     """
     n, r = links.ranks, links.ranks_per_domain
     f = proto.ring_bw(1.0, p, "all_to_all", links.domains > 1, r < 2, arch)
     t_in = size * (r - 1) / n / (f * links.intra_bw_bytes_s)
     t_net = size * (n - r) / n / (f * links.net_bw_bytes_s / r) if links.domains > 1 else 0.0
     hw, scale = ("net", links.net_lat_scale) if links.domains > 1 else (links.intra_hw, 1.0)
-    lat = proto.base_lat_s("ring", p) + proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
+    hop = proto.hop_lat_s(hw, "ring", p, scale) + links.degraded.extra_hop_lat_s
+    lat = proto.base_lat_s("ring", p) + p2p_waves(n - 1) * hop
     bw_term = max(t_in, t_net)
     where = "network" if t_net >= t_in else "scale-up"
     return Candidate(P2P, p, lat + bw_term, lat, size / max(bw_term, 1e-30), where)

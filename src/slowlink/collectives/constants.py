@@ -26,6 +26,18 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 # a transfer runs on one channel, so the test is bytes per peer <= 16 KiB.
 P2P_PROTOCOLS = ("LL", "Simple")
 P2P_LL_THRESHOLD_BYTES = 16384
+# How many peers an all_to_all serves at once. nccl-tests alltoall posts one ncclSend and one ncclRecv per peer
+# (src/alltoall.cu); NCCL schedules them as n - 1 p2p rounds (init.cc ncclP2pSchedule) onto its p2p channels,
+# each peer on p2pnChannelsPerPeer of them (graph/paths.cc ncclTopoComputeP2pChannels: p2pnChannels =
+# min(nChannels, NCCL_MAX_P2P_NCHANNELS), powers of two), and a channel runs at most
+# NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 p2p works per batch, never two of one round (enqueue.cc
+# addWorkBatchToPlan: "newBatch |= chan->wipBatch.nP2ps == NCCL_MAX_DEV_WORK_P2P_PER_BATCH"); a channel's batches
+# run one after the other, each waiting on its peers' flags: one message latency per batch. NCCL's INFO line
+# "32 p2p channels, 2 p2p channels per peer" (nccl issue 1706 prints the same fields; 2 per peer is the default
+# NCCL_NCHANNELS_PER_NET_PEER, nccl issue 1272) gives 32 / 2 x 8 = 128 peers per batch wave.
+P2P_CHANNELS = 32
+P2P_CHANNELS_PER_PEER = 2
+P2P_WORKS_PER_BATCH = 8
 
 # NCCL baseLat[algorithm][protocol], microseconds: launch + protocol set-up cost of one collective.
 BASE_LAT_US: dict[str, dict[str, float]] = {
@@ -84,6 +96,17 @@ TREE_ALGBW_RATIO = 0.5
 # bwInter, for nNodes <= 2 (search.cc ncclTopoCompute raises a tree's bwIntra to at most 2 x bwInter) and
 # doubles NVLS_TREE's interBw ("Handle 2 node case of NVLSTree"). Factor on the network's tree bandwidth.
 TREE_TWO_DOMAIN_NET_FACTOR = 2.0
+# ... but a tree channel never passes NCCL's per-channel tree ceiling (tuning.cc perChMaxTreeBws[compCap][N1/N2/N4],
+# GB/s of bus bandwidth, NCCL 2.19-2.29: Volta {26.5, 18.5, 10.0}, Ampere {24.0, 23.6, 17.8}, Hopper {38.7, 41.4,
+# 36.0}, Blackwell 2x Hopper; ncclTopoTuneModel: busBw = min(busBw x .92, nChannels x perChMaxTreeBw)). The two-node
+# value bounds the doubling above. A two-node tree graph has one channel per NIC of the domain: search.cc's first
+# pass finds one per NIC at the NIC's speed (not duplicated below 25 GB/s a channel, ncclTopoDupChannels), and its
+# second pass raises only the tree's bwIntra (to at most 2 x bwInter). With 4 HDR NICs (24 GB/s each) a 2-node A100
+# tree tops out at 4 x 23.6 / 2 = 47.2 GB/s algbw, below the ring's 96 x 16/30 = 51: NCCL runs the ring there, which
+# the NIC binds (nccl-tests issue 175 / nccl issue 1048: 2 x 8 A100, 4 x 200G HDR, 86 GB/s busbw).
+TREE_PER_CHANNEL_MAX_GBYTE_S: dict[str, tuple[float, float, float]] = {
+    "volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
+    "blackwell": (2 * 38.7, 2 * 41.4, 2 * 36.0)}
 # NCCL llMaxBws, GB/s per GPU: the LL protocol cannot exceed this, by GPU generation (one node).
 LL_MAX_GBYTE_S: dict[str, float] = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 141.0}
 LL_MAX_DEFAULT_GBYTE_S = 87.7

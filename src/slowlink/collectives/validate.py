@@ -129,8 +129,17 @@ def maintainer_points() -> list[Point]:
     ]
 
 
+def two_node_points() -> list[Point]:
+    """Two HGX A100 nodes, 8 GPUs and 4 x 200G HDR each, 16 ranks: all_reduce busbw 86 GB/s, the top of an
+    all_reduce_perf sweep to 4 GiB (NVIDIA/nccl-tests issue 175, the same run as NVIDIA/nccl issue 1048; a user
+    report, checked at its top size). NCCL runs the ring there: its two-node tree tops out at 4 channels x 23.6
+    GB/s (constants.TREE_PER_CHANNEL_MAX_GBYTE_S)."""
+    c = node_cluster("a100-2node-4hdr", "a100-80gb", "nvlink3", 2, 4, 200)
+    return [Point("a100_2node_4hdr", 4 * units.GiB, _busbw(c, 4 * units.GiB), 86.0, "nccl-tests #175")]
+
+
 def validate() -> list[Point]:
     """Every published point with the model's prediction."""
     data = load_published()
     return (a100_curve(data) + node_curves(data) + gb200_curves(data) + multi_node_curves(data)
-            + maintainer_points())
+            + maintainer_points() + two_node_points())

@@ -15,7 +15,8 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
   nvls (NVLS in one domain, NVLS-tree across): :mod:`slowlink.sim.trees`.
 * hierarchical: intra-domain reduce-scatter ring, then ``r`` concurrent inter-domain rings on ``S/r``,
   then an intra-domain all-gather ring (three phases).
-* all_to_all: one flow per ordered pair, ``size/n`` each, one step; a cross-node pair leaves by the NICs of
+* all_to_all: one flow per ordered pair, ``size/n`` each, one step (its latency once per wave of peers);
+  a cross-node pair leaves by the NICs of
   the destination's rail when the source node holds a member on it (PXN), else by the source GPU's own,
   its channels spread over them (:func:`slowlink.topology.nic.peer_nics`, the rule the analytical
   model prices).
@@ -24,6 +25,7 @@ ranks) so that groups sharing links contend; each flow records its group (``Phas
 
 from __future__ import annotations
 
+from slowlink.collectives.algorithms import p2p_waves
 from slowlink.sim.arrays import ring_arrays, send_recv_arrays
 from slowlink.sim.engine import Flow
 from slowlink.sim.phase import Phase, domains, path_latency
@@ -79,7 +81,9 @@ def ring_step_flows(topo: Topology, ranks: list[int], chunk_bytes: float, tag: s
 
 
 def all_to_all_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "a2a") -> Phase:
-    """Every rank of each group sends ``size_bytes / n`` to every other rank of its group."""
+    """Every rank of each group sends ``size_bytes / n`` to every other rank of its group; its latency is the
+    slowest path's, once per wave of peers NCCL serves at once (:func:`slowlink.collectives.algorithms.p2p_waves`,
+    the analytical model's per-peer cost)."""
     ph = Phase(name=tag, pipelined=False)
     key = tag_id(tag)
     gpn = topo.gpus_per_node
@@ -94,7 +98,7 @@ def all_to_all_phase(topo: Topology, groups: list[list[int]], size_bytes: float,
                     nics = topo.peer_nics(src, dst, on[topo.node_of(src)])
                     paths = _spread(topo, src, dst, nics, key)
                     ph.add(paths, size_bytes / n, tag, gi)
-                    ph.step_latency_s = max(ph.step_latency_s, path_latency(topo, paths))
+                    ph.step_latency_s = max(ph.step_latency_s, p2p_waves(n - 1) * path_latency(topo, paths))
     return ph
 
 

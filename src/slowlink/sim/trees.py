@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from slowlink import units
 from slowlink.collectives.algorithms import (
     nvls_channels,
     nvls_fill_fraction,
@@ -44,7 +45,12 @@ from slowlink.collectives.algorithms import (
     tree_fill_fraction,
 )
 from slowlink.collectives.communicator import btree_parent, domain_channels, dtree_edges
-from slowlink.collectives.constants import NVLS_TREE_NET_FACTOR, SCALE_UP_EFFICIENCY, TREE_BW_FACTOR
+from slowlink.collectives.constants import (
+    NVLS_TREE_NET_FACTOR,
+    SCALE_UP_EFFICIENCY,
+    TREE_BW_FACTOR,
+    TREE_PER_CHANNEL_MAX_GBYTE_S,
+)
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.topology.fabric import Topology, tag_id
 
@@ -118,6 +124,17 @@ def _chains(topo: Topology, ph: Phase, group: int, dom: list[int], chans: list[C
             ph.add([(1.0, (topo.gpu_up[gpu],)), (1.0, (topo.gpu_down[gpu],))], b, ph.name, group)
 
 
+def _two_domain_slowdown(topo: Topology, n_domains: int, chans: list[list[Channel]]) -> float:
+    """How much longer NCCL's per-channel tree ceiling makes a two-domain tree's network part than its NICs
+    would (a kernel limit, no link's: expressed as more bytes, as the NVLS phase does): each channel moves 2 x
+    its NIC's rate of bus bandwidth at most, capped at TREE_PER_CHANNEL_MAX_GBYTE_S (the analytical model's
+    :func:`slowlink.collectives.algorithms.two_domain_tree_cap_bytes_s`, same ceiling and channels)."""
+    if n_domains != 2 or topo.arch not in TREE_PER_CHANNEL_MAX_GBYTE_S:
+        return 1.0
+    nic = min(topo.capacity_bytes_s[topo.nic_up[topo.nic_index(r, ln)]] for c in chans for r, ln in c)
+    return max(1.0, 2.0 * TREE_BW_FACTOR * nic / (TREE_PER_CHANNEL_MAX_GBYTE_S[topo.arch][1] * units.GB))
+
+
 def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "tree") -> Phase:
     """NCCL's double binary tree all_reduce (Simple): chains inside domains, trees across, per channel."""
     ph = Phase(name=tag)
@@ -127,7 +144,8 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         doms = domains(topo, g)
         chans = [channels(topo, dm) for dm in doms]
         k = max(len(c) for c in chans)
-        net = _network_trees(topo, ph, gi, chans, wire / (2 * k), key) if len(doms) > 1 else 0.0
+        share = wire / (2 * k) * _two_domain_slowdown(topo, len(doms), chans)
+        net = _network_trees(topo, ph, gi, chans, share, key) if len(doms) > 1 else 0.0
         for dm, ch in zip(doms, chans, strict=True):
             _chains(topo, ph, gi, dm, ch, wire / k)
         chain = max(len(dm) for dm in doms) - 1

@@ -29,6 +29,7 @@ GradAccumulation = Literal["fused", "autograd", "autograd_fp32"]
 Zero3Impl = Literal["fsdp", "deepspeed-2021"]
 CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
+AttentionKind = Literal["mha", "mla"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -36,6 +37,8 @@ class MoESpec(BaseModel):
     top_k: int = Field(ge=1, description="Experts each token is routed to.")
     expert_ffn_hidden: int = Field(ge=1, description="Hidden size of one expert's MLP.")
     shared_experts: int = Field(0, ge=0, description="Always-active shared experts (DeepSeek style).")
+    dense_layers: int = Field(0, ge=0, description="The first layers whose MLP is dense (model.ffn_hidden), not "
+                              "MoE (DeepSeek-V3 config.json first_k_dense_replace: 3).")
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> MoESpec:
@@ -60,6 +63,18 @@ class ModelSpec(BaseModel):
                                  "0.1: their 1-byte masks are kept for backward); default true, false in the "
                                  "Llama, Mixtral and DeepSeek presets (none in their reference code).")
     moe: MoESpec | None = Field(None, description="Mixture-of-experts MLP; absent for a dense model.")
+    attention: AttentionKind | None = Field(
+        None, description="mha = multi-head attention, grouped-query when kv_heads < heads (default); mla = "
+        "multi-head latent attention (DeepSeek-V2/V3: low-rank Q and joint KV projections, the fields below).")
+    q_lora_rank: int | None = Field(None, ge=0, description="MLA: rank of the query's down-projection; 0 = none "
+                                    "(one h x heads*(nope+rope) matrix). DeepSeek-V3: 1536.")
+    kv_lora_rank: int | None = Field(None, ge=1, description="MLA: rank of the joint key/value latent. "
+                                     "DeepSeek-V3: 512.")
+    qk_nope_head_dim: int | None = Field(None, ge=1, description="MLA: per-head query/key width without RoPE. "
+                                         "DeepSeek-V3: 128.")
+    qk_rope_head_dim: int | None = Field(None, ge=0, description="MLA: per-head query/key width carrying RoPE "
+                                         "(the key's part shared by all heads). DeepSeek-V3: 64.")
+    v_head_dim: int | None = Field(None, ge=1, description="MLA: per-head value width. DeepSeek-V3: 128.")
 
 
 class TrainingSpec(BaseModel):
@@ -212,6 +227,18 @@ class Moe:
     top_k: int
     expert_ffn_hidden: int
     shared_experts: int
+    dense_layers: int = 0
+
+
+@dataclass(frozen=True)
+class Mla:
+    """Multi-head latent attention's widths (DeepSeek-V2 Sec. 2.1; DeepSeek-V3 Sec. 2.1.1, config.json)."""
+
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
 
 
 @dataclass(frozen=True)
@@ -229,6 +256,55 @@ class Model:
     gated_mlp: bool
     moe: Moe | None
     dropout: bool = True
+    mla: Mla | None = None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head width of a query and a key: h/heads, or under MLA nope + rope."""
+        return self.hidden // self.heads if self.mla is None else self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim
+
+    @property
+    def v_head_dim(self) -> int:
+        """Per-head width of a value (and of the attention output): h/heads, or MLA's v_head_dim."""
+        return self.hidden // self.heads if self.mla is None else self.mla.v_head_dim
+
+    @property
+    def k_width(self) -> int:
+        """Key columns per token the attention core reads: kv_heads x d; MLA decompresses a key for every head."""
+        return (self.kv_heads if self.mla is None else self.heads) * self.qk_head_dim
+
+    @property
+    def v_width(self) -> int:
+        """Value columns per token the attention core reads (kv_heads x d; MLA: heads x v_head_dim)."""
+        return (self.kv_heads if self.mla is None else self.heads) * self.v_head_dim
+
+    @property
+    def attn_out_width(self) -> int:
+        """Columns of the attention output, the output projection's input: heads x v_head_dim (h for MHA)."""
+        return self.heads * self.v_head_dim
+
+    def attention_matrices(self) -> tuple[tuple[int, int, bool], ...]:
+        """(out, in, split by TP) of each attention weight matrix, in forward order.
+
+        MHA/GQA (Megatron): fused QKV h x (h + 2 h_kv), column-parallel; output projection h x h, row-parallel.
+        MLA (DeepSeek-V3 inference/model.py ``MLA``: wq_a and wkv_a plain ``Linear``, wq_b and wkv_b
+        ``ColumnParallelLinear``, wo ``RowParallelLinear``): q down h -> q_lora, q up q_lora -> heads (nope +
+        rope), kv down h -> kv_lora + rope (the shared RoPE key), kv up kv_lora -> heads (nope + v), output
+        heads v -> h. With q_lora_rank 0 the query is one h -> heads (nope + rope) matrix.
+        """
+        h = self.hidden
+        if self.mla is None:
+            return ((h + 2 * self.kv_heads * (h // self.heads), h, True), (h, h, True))
+        a, q = self.mla, self.heads * self.qk_head_dim
+        query = ((a.q_lora_rank, h, False), (q, a.q_lora_rank, True)) if a.q_lora_rank else ((q, h, True),)
+        return (*query, (a.kv_lora_rank + a.qk_rope_head_dim, h, False),
+                (self.heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, True),
+                (h, self.attn_out_width, True))
+
+    @property
+    def attention_norm_params(self) -> int:
+        """MLA's RMSNorms on its latents (q_a_layernorm, kv_a_layernorm): q_lora + kv_lora weights; else 0."""
+        return 0 if self.mla is None else self.mla.q_lora_rank + self.mla.kv_lora_rank
 
 
 @dataclass(frozen=True)
@@ -382,10 +458,31 @@ def resolve_model(spec: ModelSpec) -> Model:
     kv = merged.get("kv_heads", merged["heads"])
     if merged["heads"] % kv:
         raise SpecError(f"model.kv_heads ({kv}) must divide model.heads ({merged['heads']})")
+    if m is not None and m.dense_layers >= merged["layers"]:
+        raise SpecError(f"model.moe.dense_layers ({m.dense_layers}) must be < model.layers ({merged['layers']})")
     return Model(name=spec.preset or "custom", layers=merged["layers"], hidden=merged["hidden"],
                  heads=merged["heads"], kv_heads=kv, ffn_hidden=merged["ffn_hidden"], vocab=merged["vocab"],
                  seq_len=merged["seq_len"], gated_mlp=bool(merged["gated_mlp"]), moe=m,
-                 dropout=bool(merged.get("dropout", True)))
+                 dropout=bool(merged.get("dropout", True)), mla=_resolve_mla(merged))
+
+
+_MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _resolve_mla(merged: dict[str, Any]) -> Mla | None:
+    """MLA's widths when ``attention: mla``: every field given; they are refused under mha."""
+    given = [f for f in _MLA_FIELDS if merged.get(f) is not None]
+    if merged.get("attention", "mha") != "mla":
+        if given:
+            raise SpecError(f"model: {', '.join(given)} need attention mla, not {merged.get('attention', 'mha')}")
+        return None
+    missing = [f for f in _MLA_FIELDS if merged.get(f) is None]
+    if missing:
+        raise SpecError(f"model: attention mla needs {', '.join(missing)}")
+    if merged.get("kv_heads", merged["heads"]) != merged["heads"]:
+        raise SpecError(f"model.kv_heads ({merged['kv_heads']}) must equal model.heads ({merged['heads']}) under "
+                        "attention mla: every head decompresses its own key and value from the latent")
+    return Mla(**{f: int(merged[f]) for f in _MLA_FIELDS})
 
 
 def check_context_parallel(model: Model, parallel: ParallelSpec) -> None:

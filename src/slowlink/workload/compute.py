@@ -12,10 +12,10 @@ One efficiency model for every case (constants below, no per-case fitting):
   elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
                 memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2);
                 a device measured by `slowlink bench compute` divides by its measured elementwise rate
-Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp), MLP in
-(T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s, d) and context
-(s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k, n)
-and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
+Forward GEMMs per GPU, T = b*s/cp tokens: QKV (T, (h+2h_kv)/tp, h), output (T, h, h/tp) (MLA: its five matrices,
+Model.attention_matrices), MLP in (T, f*(2 if gated else 1)/tp, h), MLP out (T, h, f/tp); attention scores (s/cp, s,
+d) and context (s/cp, d, s), batched over b*heads/tp (unfused, Megatron 2021/2022). Backward: the data-gradient (m, k,
+n) and the weight-gradient (k, n, m) GEMM of each forward GEMM; attention core and elementwise twice forward.
 Fused (flash) attention: the attention core costs FLASH_CAUSAL of it (causal blocks skipped), 2.5x forward
 backward (scores recomputed), and no softmax/dropout traffic (Dao et al. 2022).
 Recomputation adds the forward terms (full) or the attention core with its softmax/dropout traffic
@@ -119,9 +119,11 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     m, p = w.model, w.parallel
     tokens = w.micro_batch_tokens
     h, tp = m.hidden, p.tp
-    h_kv = h * m.kv_heads / m.heads
     mats = 2 if m.gated_mlp else 1
-    out = [Gemm(tokens, (h + 2 * h_kv) / tp, h), Gemm(tokens, h, h / tp)]
+    # attention: column-parallel matrices split their output over TP, the row-parallel output projection its
+    # input; MLA's down-projections are replicated (Model.attention_matrices)
+    *cols, (o_out, o_in, _) = m.attention_matrices()
+    out = [*(Gemm(tokens, o / tp if split else o, i) for o, i, split in cols), Gemm(tokens, o_out, o_in / tp)]
     if m.moe is None:
         return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
@@ -142,10 +144,9 @@ def layer_gemms(w: Workload) -> list[Gemm]:
 def attention_gemms(w: Workload) -> list[Gemm]:
     """Forward attention-core GEMMs (scores and context), batched over micro-batch x local heads."""
     m, p, t = w.model, w.parallel, w.training
-    d = m.hidden / m.heads
     batch = t.micro_batch * m.heads / p.tp
     q = m.seq_len / p.cp
-    return [Gemm(q, m.seq_len, d, batch), Gemm(q, d, m.seq_len, batch)]
+    return [Gemm(q, m.seq_len, m.qk_head_dim, batch), Gemm(q, m.v_head_dim, m.seq_len, batch)]
 
 
 def elementwise_bw_bytes_s(gpu: Gpu) -> float:

@@ -3,8 +3,11 @@
 Per layer forward (Narayanan et al. 2021, Eq. 3; Korthikanti et al. 2022, Sec. 6), with b sequences of s
 tokens, hidden h, T = b*s tokens:
   attention projections  2*T*h*(h + 2*h_kv) + 2*T*h*h   (Q, K, V with h_kv = h*kv_heads/heads; output)
-  attention core         4*b*s^2*h                       (Q K^T and attention x V; the s/(6h) term)
-  MLP                    2*T*h*f*(3 if gated else 2)     (MoE: top_k routed + shared experts, + router)
+                         MLA: 2*T x the elements of its five matrices (``Model.attention_matrices``)
+  attention core         2*b*s^2*a*(d_qk + d_v)          (Q K^T and attention x V; MHA d = h/a: 4*b*s^2*h,
+                                                          the s/(6h) term; MLA d_qk = nope + rope, d_v)
+  MLP                    2*T*h*f*(3 if gated else 2)     (MoE: top_k routed + shared experts, + router;
+                                                          averaged over the layers with moe.dense_layers dense)
 Backward is twice the forward; full recomputation adds one forward, selective one attention core.
 For GPT (f = 4h, MHA) the sum is 24*T*h^2 + 4*b*s^2*h, i.e. 72*B*s*l*h^2*(1 + s/(6h)) per step with logits.
 """
@@ -32,15 +35,15 @@ def layer_forward(model: Model, micro_batch: int) -> LayerFlops:
     """Forward FLOPs of one transformer layer on ``micro_batch`` sequences (see module docstring)."""
     h, s = model.hidden, model.seq_len
     tokens = micro_batch * s
-    h_kv = h * model.kv_heads // model.heads
-    attn = 2.0 * tokens * h * (h + 2 * h_kv) + 2.0 * tokens * h * h
+    attn = 2.0 * tokens * sum(out * inp for out, inp, _ in model.attention_matrices())
     mats = 3 if model.gated_mlp else 2
-    if model.moe is None:
-        mlp = 2.0 * tokens * h * model.ffn_hidden * mats
-    else:
+    mlp = 2.0 * tokens * h * model.ffn_hidden * mats
+    if model.moe is not None:
         active = model.moe.top_k + model.moe.shared_experts
-        mlp = 2.0 * tokens * h * model.moe.expert_ffn_hidden * mats * active + 2.0 * tokens * h * model.moe.experts
-    core = 4.0 * micro_batch * s * s * h
+        moe = 2.0 * tokens * h * model.moe.expert_ffn_hidden * mats * active + 2.0 * tokens * h * model.moe.experts
+        dense = model.moe.dense_layers
+        mlp = (dense * mlp + (model.layers - dense) * moe) / model.layers
+    core = 2.0 * micro_batch * s * s * model.heads * (model.qk_head_dim + model.v_head_dim)
     return LayerFlops(gemm=attn + mlp, attn_core=core)
 
 
@@ -63,15 +66,30 @@ def hardware_flops_per_step(model: Model, global_batch: int, recompute: str) -> 
 
 
 def params(model: Model) -> tuple[float, float]:
-    """(dense parameters, expert parameters): layers' matrices, embeddings and logits (untied)."""
+    """(dense parameters, expert parameters): layers' matrices, embeddings and logits (untied).
+
+    Dense: per layer the attention matrices (MLA's latent norms too), 4h of norms, and the MLP: dense layers
+    their f-wide MLP, MoE layers their shared experts and the router (h x experts); expert: the routed experts
+    of the MoE layers. DeepSeek-V3 (config.json) comes to 671.0e9 (tests/workload/test_mla.py).
+    """
     h = model.hidden
-    h_kv = h * model.kv_heads // model.heads
     mats = 3 if model.gated_mlp else 2
-    attn = h * (h + 2 * h_kv) + h * h
-    dense_mlp = 0.0 if model.moe else float(mats * h * model.ffn_hidden)
+    attn = sum(out * inp for out, inp, _ in model.attention_matrices()) + model.attention_norm_params
+    dense_mlp = float(model.layers * mats * h * model.ffn_hidden)
     expert = 0.0
     if model.moe:
-        dense_mlp = float(mats * h * model.moe.expert_ffn_hidden * model.moe.shared_experts + h * model.moe.experts)
-        expert = float(model.layers * mats * h * model.moe.expert_ffn_hidden * model.moe.experts)
-    dense = model.layers * (attn + dense_mlp + 4 * h) + 2.0 * model.vocab * h
+        moe_layers = model.layers - model.moe.dense_layers
+        dense_mlp = float(model.moe.dense_layers * mats * h * model.ffn_hidden + moe_layers * (
+            mats * h * model.moe.expert_ffn_hidden * model.moe.shared_experts + h * model.moe.experts))
+        expert = float(moe_layers * mats * h * model.moe.expert_ffn_hidden * model.moe.experts)
+    dense = model.layers * (attn + 4 * h) + dense_mlp + 2.0 * model.vocab * h
     return dense, expert
+
+
+def active_params(model: Model) -> float:
+    """Parameters one token's forward multiplies by: every dense parameter but the input embedding (a lookup),
+    and top_k of each MoE layer's routed experts."""
+    dense, expert = params(model)
+    if model.moe is not None:
+        expert *= model.moe.top_k / model.moe.experts
+    return dense - model.vocab * model.hidden + expert

@@ -137,8 +137,10 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     is /t under sequence parallelism (the tensors TP replicates), else 1:
       two norms' inputs             2 h e /T   (LayerNorm; an RMSNorm keeps its input too)
       QKV GEMM input                h e /T
-      Q, K, V (QK^T and AV inputs)  (h + 2 h_kv) e / t   (h_kv = h kv_heads/heads; MHA: Korthikanti's 4 + 2)
-      output projection input       h e / t
+      Q, K, V (QK^T and AV inputs)  (h + 2 h_kv) e / t   (h_kv = h kv_heads/heads; MHA: Korthikanti's 4 + 2;
+                                    MLA: a (2 d_qk + d_v), the per-head tensors decompressed from the latents)
+      output projection input       h e / t              (MLA a d_v)
+      MLA latents                   (q_lora + kv_lora) e, the up-projections' inputs (replicated over TP)
       MLP                           :func:`mlp_kept_per_token` (h/T, ffn, gated, fused_swiglu) x e
       dropout masks                 2 h / T after attention and MLP, if ``model.dropout``
       attention core                a s/t x (e softmax output + with dropout its mask 1 and output e)
@@ -152,10 +154,12 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     tokens = w.micro_batch_tokens
     e = kept_bytes(t.precision)
     split = w.sp_split
-    h, h_kv = m.hidden, m.hidden * m.kv_heads / m.heads
+    h = m.hidden
     if mode == "full":
         return tokens * e * h / split
-    per_token = e * (3.0 * h / split + (2.0 * h + 2.0 * h_kv) / p.tp
+    qkv_out = m.heads * m.qk_head_dim + m.k_width + m.v_width + m.attn_out_width
+    latents = 0.0 if m.mla is None else float(m.mla.q_lora_rank + m.mla.kv_lora_rank)
+    per_token = e * (3.0 * h / split + qkv_out / p.tp + latents
                      + mlp_kept_per_token(h / split, m.ffn_hidden, m.gated_mlp, p.tp, t.fused_swiglu))
     if m.dropout:
         per_token += MASK_BYTES * 2.0 * h / split

@@ -165,7 +165,7 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
     p, m = w.parallel, w.model
     if p.cp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "cp_pairs")
-    kv = 2.0 * w.micro_batch_tokens * m.hidden * m.kv_heads / m.heads / p.tp * kept_bytes(
+    kv = w.micro_batch_tokens * (m.k_width + m.v_width) / p.tp * kept_bytes(
         w.training.precision)
     if p.cp_impl == "all_gather":  # full-sequence K/V gathered forward (again under full recompute), dK/dV
         full, grp = kv * p.cp, groups_of(p, "cp")  # reduce-scattered backward; all on the critical path

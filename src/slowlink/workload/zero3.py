@@ -116,9 +116,9 @@ RW_BYTES_PER_BYTE = 2.0
 def layer_tensors(m: Model, tp: int) -> list[float]:
     """Elements of each weight matrix of one layer on one GPU, in forward order: QKV, output projection, MLP in
     (gate and up fused, as Megatron stores them), MLP out; for MoE the router and each expert's in/out."""
-    h, h_kv = m.hidden, m.hidden * m.kv_heads // m.heads
+    h = m.hidden
     up = 2 if m.gated_mlp else 1
-    out = [h * (h + 2 * h_kv) / tp, h * h / tp]
+    out = [o * i / (tp if split else 1) for o, i, split in m.attention_matrices()]
     if m.moe is None:
         return [*out, up * h * m.ffn_hidden / tp, h * m.ffn_hidden / tp]
     f = m.moe.expert_ffn_hidden
