@@ -252,7 +252,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     w = fit_dp(w, cluster)
     price = comm if comm is not None else comm_cost(fidelity, cluster)
     step = plan(w, cluster, price, check_memory=check_memory)
-    cross = None
+    cross, alone = None, step  # alone: the step as one site would run it (what the advice re-runs compare with)
     if cluster.sites is not None:  # the step waits for the long haul too
         from slowlink.sites.plan import cross_site, with_cross_site
 
@@ -280,7 +280,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if full:
         from slowlink.workload.advice import advise
 
-        advice = tuple(advise(w, cluster, step, price, check_memory=check_memory,
+        advice = tuple(advise(w, cluster, alone, price, check_memory=check_memory,
                               bottleneck="storage" if storage.dominates else None))
         if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_stragglers

@@ -47,6 +47,12 @@ class CrossSite:
     bdp_bytes: float             # its bandwidth-delay product
     sync_s: float                # one sync's seconds on the long haul (one fragment for streaming-diloco)
 
+    def sentence(self) -> str:
+        """One line for ``plan``: which dimension crosses, its bytes, what the step waits and the convergence."""
+        return (f"cross-site: {', '.join(self.dims)} crosses {' | '.join(self.sites)} by {self.method}: "
+                f"{self.bytes_per_step / 1e9:.3g} GB per step over the long haul, {self.exposed_s:.3g} s exposed, "
+                f"{self.dci_utilisation:.1%} of its line rate used; convergence: {self.convergence_note}")
+
     def to_json(self) -> dict[str, object]:
         return {"sites": list(self.sites), "dims": list(self.dims), "bytes_per_step": self.bytes_per_step,
                 "exposed_s": self.exposed_s, "dci_utilisation": self.dci_utilisation, "method": self.method,
