@@ -82,3 +82,9 @@ def test_plan_json_gains_cross_site_only_with_sites() -> None:
     one = _plan_json(str(EX / "ref-64gpu.yaml"), str(EX / "llama3-8b.yaml"))
     assert "cross_site" not in one
     assert float(str(two["step_time_s"])) == pytest.approx(float(str(one["step_time_s"])) + cross["exposed_s"])
+
+
+def test_plan_says_what_crosses() -> None:
+    res = CliRunner().invoke(app, ["plan", str(EX / "two-site-1000km.yaml"), str(EX / "llama3-8b.yaml")])
+    assert res.exit_code == 0, res.output
+    assert "cross-site: dp crosses east | west by ddp: 62.2 GB per step" in res.output

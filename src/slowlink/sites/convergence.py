@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from slowlink.spec.workload import Sync
 
-DILOCO = ("DiLoCo (arXiv 2311.08105): 8 workers, H = 500, fp32 pseudo-gradients, Nesterov outer optimizer, on C4 "
-          "'performs as well as fully synchronous optimization while communicating 500 times less'")
+DILOCO = ("DiLoCo (arXiv 2311.08105): 8 workers, H = 500, Nesterov outer optimizer, on C4 as good as fully "
+          "synchronous training while communicating 500 times less (its abstract)")
 STREAMING = ("Streaming DiLoCo (arXiv 2501.18512): fragments synced in turn, overlapped with inner steps and "
-             "quantised to 4-bit floats, 'similar quality' to data-parallel training with two orders of magnitude "
-             "less bandwidth")
+             "quantised to 4-bit floats, learning quality similar to data-parallel training with about two orders "
+             "of magnitude less bandwidth (its abstract)")
 INTELLECT = ("INTELLECT-1 (arXiv 2412.01152): 10B parameters, H = 100, int8 pseudo-gradients, 1T tokens, "
              "'comparable performance' with 400x less bandwidth than data parallel; no matched data-parallel run "
              "at 10B is published, so no tokens-to-quality cost")
-# The settings each source ran: (method, H, outer dtype) -> source.
+# The settings each source ran: (method, H, outer dtype) -> source (DiLoCo's pseudo-gradient type is taken as
+# fp32, full precision, as it states no quantisation).
 PUBLISHED = {("diloco", 500, "fp32"): DILOCO, ("diloco", 100, "int8"): INTELLECT}
 
 
