@@ -101,3 +101,15 @@ def test_bad_sites_exit_2(tmp_path: Path, changes: dict[str, Any], needles: list
 def test_bad_sync_exit_2(tmp_path: Path, sync: dict[str, Any], needles: list[str],
                          cli_fails: Callable[..., str]) -> None:
     cli_fails(["plan", str(TWO), _file(tmp_path, LLAMA, "w.yaml", sync=sync)], *needles)
+
+
+def test_sites_scale_in_their_shares() -> None:
+    c = load_cluster(TWO)
+    assert c.sites is not None
+    assert [s.nodes for s in c.sites.sites] == [4, 4]
+    grown = c.sites.on_nodes(6)
+    assert grown is not None and [s.nodes for s in grown.sites] == [3, 3]
+    odd = c.sites.on_nodes(5)
+    assert odd is not None and [s.nodes for s in odd.sites] == [3, 2]  # the remainder to the first site
+    assert c.sites.on_nodes(1) is None  # one node cannot be split: one site
+    assert c.sites.on_nodes(8) is c.sites

@@ -128,6 +128,21 @@ class Sites:
     def names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.sites)
 
+    def on_nodes(self, nodes: int) -> Sites | None:
+        """These sites holding ``nodes`` nodes in the shares they hold now (largest remainder, ties to the first
+        site), as ``slowlink scale`` grows a cluster; None (one site) when a site would hold none."""
+        total = sum(s.nodes for s in self.sites)
+        if nodes == total:
+            return self
+        exact = [s.nodes * nodes / total for s in self.sites]
+        counts = [int(x) for x in exact]
+        order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - counts[i]), i))
+        for i in order[: nodes - sum(counts)]:
+            counts[i] += 1
+        if min(counts) == 0:
+            return None
+        return Sites(tuple(Site(s.name, n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
+
 
 def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
     """The resolved sites, or None for a one-site cluster (validated already: :func:`check_sites`)."""
