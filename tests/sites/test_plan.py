@@ -88,3 +88,12 @@ def test_plan_says_what_crosses() -> None:
     res = CliRunner().invoke(app, ["plan", str(EX / "two-site-1000km.yaml"), str(EX / "llama3-8b.yaml")])
     assert res.exit_code == 0, res.output
     assert "cross-site: dp crosses east | west by ddp: 62.2 GB per step" in res.output
+
+
+def test_sync_on_a_one_site_cluster_changes_nothing() -> None:
+    ref, llama = str(EX / "ref-64gpu.yaml"), str(EX / "llama3-8b.yaml")
+    plain = _plan_json(ref, llama)
+    synced = _plan_json(ref, llama, "--set", "workload.sync.method=hierarchical")
+    plain.pop("slowlink")
+    synced.pop("slowlink")  # the inputs echo the --set; every answer is the same
+    assert synced == plain
