@@ -16,7 +16,7 @@ from slowlink.errors import InfeasiblePlan
 from slowlink.sites.plan import cross_site
 from slowlink.spec.cluster import load_cluster
 from slowlink.spec.workload import Parallel, Sync, load_workload
-from slowlink.workload.memory import params_per_gpu
+from slowlink.workload.flops import params
 from slowlink.workload.step import plan
 
 EX = Path(__file__).parents[2] / "examples"
@@ -34,9 +34,12 @@ def test_the_step_includes_the_exposed_cross_site_time() -> None:
 
 
 def test_hierarchical_bytes_per_step_by_hand() -> None:
-    # tp 2: two DP groups of 32 ranks, each reducing one rank's bf16 gradient G; 2 sites, each sends G per group
+    # tp 2: two DP groups of 32 ranks, each reducing its half of the model's bf16 gradient, G = 8.03e9 / 2 x 2 B;
+    # 2 sites, each sends 2 (2-1)/2 x G per group
     w = replace(LLAMA, sync=Sync("hierarchical"))
-    g = params_per_gpu(w) * 2
+    dense, expert = params(w.model)
+    assert dense == pytest.approx(8.03e9, rel=1e-3) and expert == 0
+    g = dense / 2 * 2
     x = cross_site(w, TWO, plan(w, TWO))
     assert x is not None and x.dims == ("dp",) and x.sites == ("east", "west")
     assert x.bytes_per_step == pytest.approx(2 * 2 * g)  # 2 sites x 2 groups x 2 (2-1)/2 x G
@@ -97,3 +100,16 @@ def test_sync_on_a_one_site_cluster_changes_nothing() -> None:
     plain.pop("slowlink")
     synced.pop("slowlink")  # the inputs echo the --set; every answer is the same
     assert synced == plain
+
+
+def test_experts_and_context_parallel_are_counted_once() -> None:
+    # Mixtral 8x7B, ep 8, cp 2: the tp x pp groups reduce the whole model's slice (every expert) over dp x cp ranks
+    w = replace(load_workload(EX / "mixtral-8x7b.yaml"), sync=Sync("hierarchical"),
+                parallel=Parallel.of(tp=2, dp=16, cp=2, ep=8, zero=1))
+    p = w.parallel
+    dense, expert = params(w.model)
+    step = plan(w, TWO, check_memory=False)
+    x = cross_site(w, TWO, step)
+    assert x is not None
+    assert x.bytes_per_step == pytest.approx(2 * (dense + expert) * 2)  # 2 sites x the whole bf16 model
+    assert p.tp * p.pp * p.dp * p.cp == 64

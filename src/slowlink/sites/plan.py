@@ -27,7 +27,7 @@ from slowlink.spec.cluster import Cluster
 from slowlink.spec.sites import Sites
 from slowlink.spec.workload import Sync, Workload
 from slowlink.units import PRECISION_BYTES
-from slowlink.workload.memory import params_per_gpu
+from slowlink.workload.flops import params
 from slowlink.workload.step import StepResult
 
 
@@ -101,10 +101,12 @@ def cross_site(w: Workload, cluster: Cluster, step: StepResult) -> CrossSite | N
     p = w.parallel
     replicas = replicas_per_site(w, cluster, sites)
     sync = w.sync if w.sync is not None else Sync()
-    params = params_per_gpu(w)
-    grad = params * PRECISION_BYTES[w.training.grad_comm_dtype]
+    # tp x pp groups each reduce their slice of the whole model (experts included) over dp x cp ranks
+    dense, expert = params(w.model)
+    slice_params = (dense + expert) / (p.tp * p.pp)
+    grad = slice_params * PRECISION_BYTES[w.training.grad_comm_dtype]
     n = len(sites.sites)
-    t = sync_traffic(sync, grad, params, p.dp, n, p.model_parallel, min(replicas))
+    t = sync_traffic(sync, grad, slice_params, p.dp_shards, n, p.tp * p.pp, min(replicas) * p.cp)
     ic = sites.interconnect
     rate = egress_rate_bytes_s(ic, t.connections)
     latency = t.crossings * ic.rtt_s / 2.0

@@ -68,9 +68,10 @@ class SyncTraffic:
 
 def sync_traffic(sync: Sync, grad_bytes: float, param_count: float, dp: int, sites: int, groups: int,
                  per_site: int) -> SyncTraffic:
-    """What ``sync`` sends across ``sites`` sites per sync (module docstring). ``grad_bytes``: one DP rank's
-    gradient in its communication dtype; ``param_count``: one DP rank's parameters; ``dp`` ranks per DP group;
-    ``groups`` DP groups side by side (tp x pp x cp); ``per_site``: the fewest ranks of a DP group in one site."""
+    """What ``sync`` sends across ``sites`` sites per sync (module docstring). ``grad_bytes``: the gradient one
+    group reduces, in its communication dtype; ``param_count``: that group's parameters; ``dp`` ranks per group;
+    ``groups`` groups side by side (tp x pp, each reducing its slice over dp x cp ranks); ``per_site``: the fewest
+    ranks of a group in one site."""
     if sync.method == "ddp":
         return SyncTraffic(groups * ring_cross_site_bytes(grad_bytes, dp, sites), 1.0, 2 * (dp - 1), groups)
     if sync.method == "hierarchical":
