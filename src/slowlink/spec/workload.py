@@ -29,8 +29,6 @@ GradAccumulation = Literal["fused", "autograd", "autograd_fp32"]
 Zero3Impl = Literal["fsdp", "deepspeed-2021"]
 CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
-SyncMethod = Literal["ddp", "hierarchical", "diloco", "streaming-diloco"]
-OuterDtype = Literal["fp32", "bf16", "fp8", "int8", "fp4"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -193,6 +191,11 @@ class OverlapSpec(BaseModel):
     wgrad_deferral_limit: int = Field(
         0, ge=0, description="With defer_embedding_wgrad: how many micro-batches' output-layer weight gradients are "
         "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
+
+
+# The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
+SyncMethod = Literal["ddp", "hierarchical", "diloco", "streaming-diloco"]
+OuterDtype = Literal["fp32", "bf16", "fp8", "int8", "fp4"]
 
 
 class SyncSpec(BaseModel):
