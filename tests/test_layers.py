@@ -26,7 +26,7 @@ ROOT = SRC / "slowlink"
 
 FOUNDATION = {"", "units", "errors", "fileio", "progress", "logtags", "spec", "catalog", "topology"}
 MODEL = {"collectives", "workload", "sim", "storage", "reliability", "cost", "share", "search", "straggler", "trace",
-         "assess", "scale"}
+         "sites", "assess", "scale"}
 CHAIN = {"assess", "scale", "search"}  # the chain and what runs it: the models below it never import it
 MEASURING_TIER = {"emulate": 0, "bench": 0, "observe": 1, "drill": 2, "probe": 2}
 TOP = {"report", "cli", "__main__"}

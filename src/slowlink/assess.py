@@ -25,6 +25,7 @@ from slowlink.spec.workload import Workload
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
     from slowlink.reliability.goodput import Failures, Goodput
+    from slowlink.sites.plan import CrossSite
     from slowlink.spec.prices import PriceBook
     from slowlink.storage.plan import StoragePlan
     from slowlink.straggler.degraded import PlanStragglers
@@ -85,6 +86,7 @@ class Assessment:
     accuracy: Accuracy
     stragglers: PlanStragglers | None  # degraded parts' cost and the jitter (None: a uniform cluster, or not asked)
     unpriced: tuple[Unpriced, ...]
+    cross_site: CrossSite | None = None  # the long haul between sites (None: a one-site cluster)
 
     @property
     def data_stall_s(self) -> float:
@@ -185,6 +187,8 @@ class Assessment:
                                                         "storage": self.storage.to_json()}
         if self.stragglers is not None:
             js |= self.stragglers.to_json()
+        if self.cross_site is not None:
+            js["cross_site"] = self.cross_site.to_json()
         if self.budget.given:
             js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
         return js | {"accuracy": self.accuracy.to_json(), "cost": self.cost_json(),
@@ -248,6 +252,12 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     w = fit_dp(w, cluster)
     price = comm if comm is not None else comm_cost(fidelity, cluster)
     step = plan(w, cluster, price, check_memory=check_memory)
+    cross, alone = None, step  # alone: the step as one site would run it (what the advice re-runs compare with)
+    if cluster.sites is not None:  # the step waits for the long haul too
+        from slowlink.sites.plan import cross_site, with_cross_site
+
+        cross = cross_site(w, cluster, step)
+        step = step if cross is None else with_cross_site(step, cross)
     storage = plan_storage(w, cluster, step)
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
     unpriced: list[Unpriced] = []
@@ -270,7 +280,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if full:
         from slowlink.workload.advice import advise
 
-        advice = tuple(advise(w, cluster, step, price, check_memory=check_memory,
+        advice = tuple(advise(w, cluster, alone, price, check_memory=check_memory,
                               bottleneck="storage" if storage.dominates else None))
         if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_stragglers
@@ -279,7 +289,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3)
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
     return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
-                      tuple(order))
+                      tuple(order), cross)
 
 
 def _no_storage(w: Workload, cluster: Cluster) -> Unpriced:

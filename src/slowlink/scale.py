@@ -94,7 +94,7 @@ def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-b
     for n in sorted(set(nodes)):
         if on_step is not None:
             on_step(f"{n} nodes")
-        c = replace(cluster, nodes=n)
+        c = replace(cluster, nodes=n, sites=None if cluster.sites is None else cluster.sites.on_nodes(n))
         try:
             points.append(_point(w, c, p, per_rank, mode, fidelity, points[0] if points else None))
         except SlowlinkError as exc:

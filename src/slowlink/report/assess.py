@@ -28,7 +28,7 @@ def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:
 
 def chain_lines(a: Assessment) -> list[str]:
     """Goodput of the budget, cost per token and its basis, then each part that could not be priced."""
-    lines = []
+    lines = [] if a.cross_site is None else [a.cross_site.sentence()]
     if a.goodput is not None:
         from slowlink.report.goodput import goodput_sentence
 

@@ -76,3 +76,20 @@ GpusPerNode = GPUS_PER_NODE.typed(int)
 NicsPerNode = NICS_PER_NODE.typed(int)
 SwitchRadix = SWITCH_RADIX.typed(int)
 SwitchLatencyUs = SWITCH_LATENCY_US.typed()
+
+# A long-haul round trip: light in fibre covers ~200 km per ms one way, so halfway round the Earth (20,000 km) is
+# ~200 ms round trip; a geostationary satellite hop is ~600 ms. 2 s leaves 3x past the satellite.
+RTT_MS = Bound(0.0, 2000.0, " ms", "0 to 2,000 ms round trip (halfway round the Earth in fibre is ~200 ms, a "
+               "geostationary satellite hop ~600 ms)")
+# A TCP window: RFC 7323's window scaling (shift <= 14) caps it at 2^30 bytes, 1 GiB.
+WINDOW_MIB = Bound(1.0 / 1024, 1024.0, " MiB", "1 KiB to 1 GiB (RFC 7323 window scaling caps a TCP window at "
+                   "2^30 bytes)")
+# Links between two sites: a DWDM fibre pair carries ~64-96 coherent 400G-800G waves; 10,000 leaves 100x.
+DCI_LINKS = Bound(1, 10_000, " links", "1 to 10,000 links between sites (one DWDM fibre pair carries ~100 waves)")
+# A segment's payload: 64 B to a 9,000 B jumbo frame's (RoCE's largest MTU is 4,096 B).
+SEGMENT_BYTES = Bound(64, 9000, " B", "64 to 9,000 bytes per segment (a jumbo frame carries ~9,000)")
+
+RttMs = RTT_MS.typed()
+WindowMib = WINDOW_MIB.typed()
+DciLinks = DCI_LINKS.typed(int)
+SegmentBytes = SEGMENT_BYTES.typed(int)

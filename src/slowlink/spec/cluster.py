@@ -35,6 +35,7 @@ from slowlink.spec.degraded import (
     resolve_degraded,
 )
 from slowlink.spec.reliability import Reliability, ReliabilitySpec
+from slowlink.spec.sites import InterconnectSpec, Sites, SiteSpec, check_sites, resolve_sites
 from slowlink.spec.storage import StorageDetails, StorageSpec, storage_details
 
 
@@ -173,6 +174,9 @@ class ClusterSpec(BaseModel):
     variability: VariabilitySpec | None = Field(None, description="Per-rank compute / network time variation.")
     reliability: ReliabilitySpec | None = Field(
         None, description="Failure rates and recovery times (docs/goodput.md); absent: the defaults.")
+    sites: list[SiteSpec] | None = Field(None, description="Data centres the nodes are split over, in order "
+                                         "(docs/sites.md); absent: one site.")
+    interconnect: InterconnectSpec | None = Field(None, description="The long-haul links joining the sites.")
 
     @model_validator(mode="after")
     def _domain(self) -> ClusterSpec:
@@ -191,6 +195,7 @@ class ClusterSpec(BaseModel):
         if self.placement.mode == "custom" and (order is None or sorted(order) != list(range(self.nodes))):
             raise ValueError("placement.node_order must list every node index 0..nodes-1 once for mode custom")
         check_degraded(self.degraded, self.nodes, g, self.nics.compute.per_node)
+        check_sites(self.sites, self.interconnect, self.nodes)
         return self
 
 
@@ -274,6 +279,7 @@ class Cluster:
     degraded_parts: tuple[DegradedPart, ...] = ()  # each degraded part as written (priced one at a time)
     variability: Variability | None = None  # per-rank compute / network variation (the straggler model)
     reliability: Reliability | None = None  # failure rates and recovery overrides (None: the defaults)
+    sites: Sites | None = None  # data centres and the long haul between them (None: one site)
     catalog: Catalog = field(default_factory=Catalog, compare=False, repr=False)  # what its names resolved against
 
     @property
@@ -388,6 +394,7 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         degraded_parts=parts,
         variability=None if spec.variability is None else Variability.of(spec.variability),
         reliability=None if spec.reliability is None else Reliability.of(spec.reliability),
+        sites=resolve_sites(spec.sites, spec.interconnect),
         catalog=catalog,
     )
 

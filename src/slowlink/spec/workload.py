@@ -208,6 +208,58 @@ class OverlapSpec(BaseModel):
         "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
 
 
+# The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
+SyncMethod = Literal["ddp", "hierarchical", "diloco", "streaming-diloco"]
+OuterDtype = Literal["fp32", "bf16", "fp8", "int8", "fp4"]
+
+
+class SyncSpec(BaseModel):
+    """How data-parallel replicas in different sites agree (docs/sites.md); read only on a cluster with sites."""
+
+    model_config = SPEC_CONFIG
+    method: SyncMethod = Field(
+        "ddp", description="ddp = one flat all-reduce of the gradients every step; hierarchical = reduce-scatter "
+        "inside each site, all-reduce across, all-gather inside, every step; diloco = each site trains inner_steps "
+        "steps alone, then the sites all-reduce the pseudo-gradient (Douillard et al. 2023); streaming-diloco = the "
+        "same, one fragment of the model at a time, overlapped with inner steps (Douillard et al. 2025).")
+    inner_steps: int | None = Field(None, ge=1, description="DiLoCo's H: steps between two syncs of the same "
+                                    "parameters (required for diloco and streaming-diloco).")
+    outer_optimizer: Literal["nesterov", "sgd"] = Field(
+        "nesterov", description="Optimizer of the pseudo-gradient: nesterov (DiLoCo's, lr 0.7, momentum 0.9) or sgd.")
+    outer_dtype: OuterDtype = Field("fp32", description="Element type the pseudo-gradient crosses the sites in "
+                                    "(INTELLECT-1: int8; Streaming DiLoCo: 4-bit floats).")
+    fragments: int = Field(1, ge=1, description="streaming-diloco: fragments of the model, each synced once per "
+                           "inner_steps, in turn.")
+    overlap_steps: int = Field(0, ge=0, description="streaming-diloco: inner steps a fragment's sync runs beside "
+                               "before the fragment is needed (the paper's tau).")
+
+    @model_validator(mode="after")
+    def _method_keys(self) -> SyncSpec:
+        local = self.method in ("diloco", "streaming-diloco")
+        if local and self.inner_steps is None:
+            raise ValueError(f"sync.inner_steps: required for method {self.method} (DiLoCo's H, e.g. 500; "
+                             "INTELLECT-1 used 100)")
+        if not local:
+            given = [k for k in ("inner_steps", "outer_optimizer", "outer_dtype", "fragments", "overlap_steps")
+                     if k in self.model_fields_set]
+            if given:
+                raise ValueError(f"sync.{given[0]}: only for diloco and streaming-diloco, not method "
+                                 f"{self.method} (which syncs every step in training.grad_comm_dtype)")
+        if self.method != "streaming-diloco":
+            for key in ("fragments", "overlap_steps"):
+                if key in self.model_fields_set and local:
+                    raise ValueError(f"sync.{key} ({getattr(self, key)}): only for streaming-diloco, not "
+                                     f"method {self.method}")
+        h = self.inner_steps or 1
+        if self.fragments > h:
+            raise ValueError(f"sync.fragments ({self.fragments}) must be <= inner_steps ({h}): each fragment syncs "
+                             "once per inner_steps, at a step of its own")
+        if self.overlap_steps >= h:
+            raise ValueError(f"sync.overlap_steps ({self.overlap_steps}) must be < inner_steps ({h}): a fragment's "
+                             "sync must land before its next one starts")
+        return self
+
+
 class WorkloadSpec(BaseModel):
     """The workload file, exactly as written."""
 
@@ -219,6 +271,8 @@ class WorkloadSpec(BaseModel):
     overlap: OverlapSpec = Field(default_factory=OverlapSpec, description="What overlaps with compute.")
     data: DataSpec | None = Field(None, description="Training data: sample size, layout, readers (docs/storage.md).")
     checkpoint: CheckpointSpec | None = Field(None, description="Checkpoints: interval, sync/async, contents.")
+    sync: SyncSpec | None = Field(None, description="How replicas in different sites sync (docs/sites.md); read "
+                                  "only on a cluster with sites: (absent there: ddp).")
 
 
 @dataclass(frozen=True)
@@ -405,6 +459,24 @@ class Overlap:
 
 
 @dataclass(frozen=True)
+class Sync:
+    """How replicas in different sites sync, resolved (fields as :class:`SyncSpec` documents them; ``inner_steps``
+    is 1 for ddp and hierarchical)."""
+
+    method: SyncMethod = "ddp"
+    inner_steps: int = 1
+    outer_optimizer: Literal["nesterov", "sgd"] = "nesterov"
+    outer_dtype: OuterDtype = "fp32"
+    fragments: int = 1
+    overlap_steps: int = 0
+
+    @classmethod
+    def of(cls, spec: SyncSpec) -> Sync:
+        return cls(spec.method, spec.inner_steps or 1, spec.outer_optimizer, spec.outer_dtype, spec.fragments,
+                   spec.overlap_steps)
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     model: Model
@@ -413,6 +485,7 @@ class Workload:
     overlap: Overlap
     data: Data | None = None  # the storage model's sections (slowlink.spec.storage)
     checkpoint: Checkpoint | None = None
+    sync: Sync | None = None  # how replicas in different sites sync (read only on a cluster with sites)
 
     @property
     def micro_batch_tokens(self) -> float:
@@ -540,7 +613,8 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),
                     Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()),
                     None if spec.data is None else Data.of(spec.data),
-                    None if spec.checkpoint is None else Checkpoint.of(spec.checkpoint))
+                    None if spec.checkpoint is None else Checkpoint.of(spec.checkpoint),
+                    None if spec.sync is None else Sync.of(spec.sync))
 
 
 def load_workload(path: Path | str) -> Workload:

@@ -62,6 +62,7 @@ class StepResult:
     tp_spans_nodes: bool = False
     bottleneck: str = ""
     bottleneck_dim: str = ""
+    dp_window_s: float = 0.0  # the backward the DP gradient reduction hides behind (0 without overlap.grad_reduce)
 
     @property
     def exposed_comm_s(self) -> float:
@@ -297,7 +298,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     return StepResult(step_time_s=step, tokens_per_s=w.tokens_per_step / step, tflops_per_gpu=mf / 1e12,
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
                       memory=mem, contention_s=contention, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
-                      bottleneck=words, bottleneck_dim=dim)
+                      bottleneck=words, bottleneck_dim=dim,
+                      dp_window_s=busiest * lc.backward_s if w.overlap.grad_reduce else 0.0)
 
 
 def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed: dict[str, float],
