@@ -39,3 +39,16 @@ def test_the_command_shows_the_refused_row_json_and_text() -> None:
 def test_no_size_that_runs_is_one_refusal(cli_fails: Callable[..., str]) -> None:
     cli_fails(["scale", REF, W70, "--nodes", "1,2"], "no node count can run this workload",
               "1 node: its 8 GPUs", "2 nodes: its 16 GPUs")
+
+
+def test_across_sites_the_dp_column_holds_the_sync_over_the_long_haul() -> None:
+    """The exposed cross-site seconds are DP's (the gradient sync crossing sites): scale's "DP exp s" column counts
+    them, so that the columns add up to the step the tokens/s came from."""
+    from slowlink.report.plan import scale_table
+
+    s = scale(load_workload(EX / "llama3-8b.yaml"), load_cluster(EX / "two-site-1000km.yaml"), [8])
+    (p,) = s.points
+    cross = p.assessment.cross_site
+    assert cross is not None and cross.exposed_s > 0
+    dp_cells = list(next(c for c in scale_table(s, "global-batch").columns if c.header == "DP exp s").cells)
+    assert float(dp_cells[0]) == round(p.result.comm_s["dp"] + cross.exposed_s, 3)

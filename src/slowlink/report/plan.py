@@ -75,8 +75,10 @@ def scale_table(s: Scaling, mode: str) -> Table:
     for p in s.points:
         r = p.result
         other = r.exposed_comm_s - r.comm_s["dp"]
+        cross = p.assessment.cross_site
+        dp = r.comm_s["dp"] + (cross.exposed_s if cross is not None else 0.0)  # the sync across sites is DP's
         rows.append((p.nodes, [str(p.nodes), str(p.gpus), str(p.global_batch), f"{p.tokens_per_s_per_gpu:,.0f}",
-                               f"{p.efficiency:.1%}", f"{r.comm_compute_ratio:.2f}", f"{r.comm_s['dp']:.3f}",
+                               f"{p.efficiency:.1%}", f"{r.comm_compute_ratio:.2f}", f"{dp:.3f}",
                                f"{other:.3f}", f"{r.bubble_s:.3f}"]))
     rows += [(x.nodes, [str(x.nodes), str(x.gpus), "-", "infeasible", "-", "-", "-", "-", "-"]) for x in s.refused]
     for _, cells in sorted(rows, key=lambda r: r[0]):
