@@ -24,7 +24,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "slowlink"
 
-FOUNDATION = {"", "units", "errors", "fileio", "progress", "logtags", "spec", "catalog", "topology"}
+FOUNDATION = {"", "units", "errors", "fileio", "procs", "progress", "logtags", "spec", "catalog", "topology"}
 MODEL = {"collectives", "workload", "sim", "storage", "reliability", "cost", "share", "search", "straggler", "trace",
          "sites", "assess", "scale"}
 CHAIN = {"assess", "scale", "search"}  # the chain and what runs it: the models below it never import it

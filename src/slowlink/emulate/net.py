@@ -24,6 +24,7 @@ from typing import Any
 
 from slowlink.emulate.plan import PREFIX, Link, Plan
 from slowlink.errors import EmulationError, field_error
+from slowlink.procs import pid_alive
 
 STATE_DIR = Path(os.environ.get("SLOWLINK_EMULATE_STATE", "/run/slowlink-emulate"))
 TBF_BURST = "64kb"
@@ -220,16 +221,6 @@ def runs() -> dict[str, list[str]]:
     return found
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stale(run_id: str) -> bool:
     """A run nobody owns any more: its state file names an owner process that is gone (a killed drill). A run
     brought up by ``emulate up`` (owner 0) is never stale, nor are namespaces without a state file here (another
@@ -238,7 +229,7 @@ def stale(run_id: str) -> bool:
         owner = int(json.loads(state_file(run_id).read_text()).get("owner_pid", 0))
     except (OSError, ValueError):
         return False
-    return owner != 0 and not _pid_alive(owner)
+    return owner != 0 and not pid_alive(owner)
 
 
 def remove_stale() -> list[str]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from slowlink.errors import SlowlinkError, SpecError, field_error
+from slowlink.procs import pid_alive
 from slowlink.storage.samples import Sample, Skipped, SourceFile, name_json, scan
 
 INDEX_NAME = "index.json"
@@ -129,22 +130,12 @@ def check_destination(src: Path, dst: Path) -> None:
         raise SpecError(field_error("DST", str(dst), "exists and is not a directory"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != 0
-
-
 def remove_dead_partials(dst: Path) -> int:
     """Remove the hidden partial files of reshard runs whose process is gone; how many were removed."""
     n = 0
     for p in dst.iterdir():
         m = _PARTIAL.fullmatch(p.name)
-        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+        if m and int(m.group(1)) != os.getpid() and not pid_alive(int(m.group(1))):
             p.unlink(missing_ok=True)
             n += 1
     return n
