@@ -17,12 +17,14 @@ from collections.abc import Hashable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from slowlink.errors import SpecError
+
+M = TypeVar("M", bound=BaseModel)
 
 # Where each kind of file is documented, so that an error points to the page that lists its keys.
 DOCS = {
@@ -414,6 +416,15 @@ def format_validation_error(exc: ValidationError, source: str, kind: str = "clus
             shown = "" if isinstance(value, dict) else f" ({short(value)})"
             lines.append(f"{source}: {loc}{shown}: {msg}")
     return "\n".join(lines)
+
+
+def validated(model: type[M], data: Any, source: str, kind: str) -> M:
+    """``data`` validated as ``model`` (a file's pydantic schema); every error rendered by
+    :func:`format_validation_error` into one :class:`SpecError` naming ``source``."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source, kind)) from None
 
 
 def check_output(path: Path | str, flag: str, suffixes: tuple[str, ...]) -> Path:

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from slowlink import __version__
 from slowlink.errors import BenchError, SpecError
-from slowlink.fileio import format_validation_error, parse_text, read_text
+from slowlink.fileio import parse_text, read_text, validated
 
 KINDS = ("collectives", "compute", "train", "storage", "checkpoint")
 
@@ -245,10 +245,7 @@ def check_record(data: Any, source: str) -> dict[str, Any]:
         kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
         raise SpecError(f"{source}: kind ({kind!r}) must be one of {', '.join(KINDS)}, with a list of rows "
                         "(write one with `slowlink bench ...`)")
-    try:
-        RECORD_MODELS[data["kind"]].model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "record")) from None
+    validated(RECORD_MODELS[data["kind"]], data, source, "record")
     return data
 
 

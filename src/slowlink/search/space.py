@@ -11,12 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
-from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import read_mapping, validated
 from slowlink.spec.space import Limits, SpaceSpec
 from slowlink.spec.workload import Workload, load_workload
 
@@ -93,10 +90,7 @@ class Space:
 
 def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Space:
     """Validate a search file and resolve its workload and prices (paths relative to ``base_dir``)."""
-    try:
-        spec = SpaceSpec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "search")) from None
+    spec = validated(SpaceSpec, data, source, "search")
     workload_path = base_dir / spec.workload
     workload = load_workload(workload_path)
     prices_path = base_dir / spec.prices if spec.prices else None

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from slowlink import units
 from slowlink.errors import SpecError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import read_mapping, validated
 
 SCOPES = ("scale-up", "network")
 PROFILE_KIND = "slowlink-calibration"
@@ -81,10 +81,7 @@ class Profile:
 
 @functools.lru_cache(maxsize=32)
 def _load(path: str, mtime_ns: int) -> Profile:
-    try:
-        spec = ProfileSpec.model_validate(read_mapping(path))
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, f"calibration {path}", "calibration")) from None
+    spec = validated(ProfileSpec, read_mapping(path), f"calibration {path}", "calibration")
     return Profile(spec.cluster, spec.source, tuple(Fit.of(f) for f in spec.fits))
 
 

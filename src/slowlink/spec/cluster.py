@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink import units
 from slowlink.catalog import Catalog, Gpu, ScaleUpLink, Transport, load_catalog
 from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
 from slowlink.spec.bounds import (
     GpusPerNode,
     LinkGbitS,
@@ -331,10 +331,7 @@ def _ratios(spec: FabricSpec) -> tuple[float, ...]:
 def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir: Path | None = None) -> Cluster:
     """Validate a parsed cluster file and resolve it against the catalog."""
     check_kind(data, "cluster", source)
-    try:
-        spec = ClusterSpec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "cluster")) from None
+    spec = validated(ClusterSpec, data, source, "cluster")
     base = base_dir or Path.cwd()
     try:
         catalog = load_catalog([base / f for f in spec.catalog])

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from slowlink.errors import PriceMissing, SpecError
-from slowlink.fileio import format_validation_error
+from slowlink.fileio import validated
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 MediumName = Literal["dac", "mmf", "smf"]
@@ -189,10 +189,7 @@ class PriceBook:
 
 
 def validate_prices(data: dict[str, Any], source: str) -> PricesSpec:
-    try:
-        return PricesSpec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "prices")) from None
+    return validated(PricesSpec, data, source, "prices")
 
 
 def _merge(base: PricesSpec, over: PricesSpec) -> PricesSpec:

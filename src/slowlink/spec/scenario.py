@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink import units
-from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"]
 Algorithm = Literal["ring", "tree", "nvls", "nvls_tree", "pat", "hierarchical"]
@@ -99,10 +98,7 @@ class Scenario:
 def scenario_from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
     """Validate a parsed scenario file (or one built in code) and resolve it."""
     check_kind(data, "scenario", source)
-    try:
-        return Scenario.of(ScenarioSpec.model_validate(data))
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "scenario")) from None
+    return Scenario.of(validated(ScenarioSpec, data, source, "scenario"))
 
 
 def read_scenario(path: Path | str) -> tuple[Scenario, str]:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from slowlink import units
-from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
 
 Kind = Literal["training", "fine-tuning", "inference", "data-processing"]
 KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "data-processing")
@@ -263,10 +262,7 @@ class Share:
 def share_from_mapping(data: dict[str, Any], source: str = "share") -> Share:
     """Validate a parsed share scenario and resolve it."""
     check_kind(data, "share", source)
-    try:
-        return Share.of(ShareSpec.model_validate(data))
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "share")) from None
+    return Share.of(validated(ShareSpec, data, source, "share"))
 
 
 def read_share(path: Path | str) -> tuple[Share, str]:

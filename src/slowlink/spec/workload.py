@@ -6,11 +6,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
-from slowlink.fileio import SPEC_CONFIG, check_kind, format_validation_error, read_mapping, source_name
+from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
 from slowlink.spec.bounds import TOKENS
 from slowlink.spec.storage import Checkpoint, CheckpointSpec, Data, DataSpec
 from slowlink.units import parse_count
@@ -599,10 +599,7 @@ def check_hardware(w: Workload, cluster: Cluster) -> None:
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
     """Validate a parsed workload file and resolve its model; every error names ``source``."""
     check_kind(data, "workload", source)
-    try:
-        spec = WorkloadSpec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source, "workload")) from None
+    spec = validated(WorkloadSpec, data, source, "workload")
     try:
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
