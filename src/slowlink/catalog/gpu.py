@@ -41,6 +41,9 @@ class GpuEntry(BaseModel):
     host_link: str | None = Field(
         None, description="The GPU's own link to its host CPU, a scale-up catalog name (e.g. pcie-gen5): what a "
         "device-to-host copy crosses, and the most a NIC behind the same x16 slot can carry; null if unknown.")
+    scale_up: str | None = Field(
+        None, description="The scale-up link of the GPU's own baseboard or rack (HGX/DGX, NVL72, the MI300X "
+        "platform), a scale-up catalog name: what `slowlink init` writes into a new cluster file; null: pcie-gen5.")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Gpu:
     elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
     adam_s_per_param: float | None = None  # seconds; None: the step model's memory-bound optimizer term
     host_link: str | None = None  # scale-up catalog name of the GPU's link to the host CPU
+    scale_up: str | None = None  # scale-up catalog name of the link its own baseboard or rack ships with
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -77,6 +81,7 @@ class Gpu:
             elementwise_bw=None if entry.elementwise_gbyte_s is None else entry.elementwise_gbyte_s * units.GB,
             adam_s_per_param=None if entry.adam_ns_per_param is None else entry.adam_ns_per_param * units.NS,
             host_link=entry.host_link,
+            scale_up=entry.scale_up,
         )
 
     def peak(self, precision: str) -> float:
