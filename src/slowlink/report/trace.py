@@ -3,6 +3,8 @@ the article's sentence: the compute/communication ratio and the communication no
 
 from __future__ import annotations
 
+import json
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -48,12 +50,31 @@ def collectives_table(s: TraceSummary) -> Table:
 
 
 def classes_line(r: TraceRank) -> str:
-    """A GPU rank's computation kernels by class (summed, per analysed step); "" for a CPU trace."""
+    """A rank's computation by class (GPU: its kernels, summed over streams; CPU: its ops' self time), per
+    analysed step."""
     if not r.compute_classes:
         return ""
     per = max(r.window_steps, 1)
     parts = ", ".join(f"{k} {_ms(v / per)}" for k, v in r.compute_classes.items() if v > 0)
-    return f"rank {r.rank}: computation kernels per step by class (ms, summed over streams): {parts}"
+    what = "computation kernels per step by class (ms, summed over streams)" if r.device != "cpu" else \
+        "computation per step by class (ms, ops' self time)"
+    return f"rank {r.rank}: {what}: {parts}"
+
+
+SHAPES_SHOWN = 3  # per class, in the table view (--json lists every shape)
+
+
+def shapes_lines(r: TraceRank) -> list[str]:
+    """The op shapes that take the most time in each class (record_shapes' Input Dims), per step."""
+    per = max(r.window_steps, 1)
+    lines = []
+    for cls in dict.fromkeys(x.cls for x in r.shapes):
+        top = [x for x in r.shapes if x.cls == cls][:SHAPES_SHOWN]
+        total = r.compute_classes.get(cls, 0.0)
+        parts = "; ".join(f"{x.op} {json.dumps(x.dims, separators=(',', ':'))} {x.dtype or ''} x{x.calls / per:.3g} "
+                          f"{_ms(x.time_s / per)} ms ({_share(x.time_s, total)})" for x in top)
+        lines.append(f"rank {r.rank} {cls} by shape (per step): {parts}")
+    return lines
 
 
 def sentence(r: TraceRank) -> str:
