@@ -129,3 +129,15 @@ def test_plan_json_and_lines_give_the_compute_by_class(tmp_path: Path) -> None:
     res = runner.invoke(app, ["plan", str(fast), str(WORKLOAD), "--trace", str(TRACE), "--trace-cluster", str(HERE)])
     assert res.exit_code == 0, res.output
     assert "compute on cpu-fast (op by op from cpu-1thread)" in res.output and "gemm:" in res.output
+
+
+def test_a_gpu_the_model_cannot_reach_is_a_clean_error(tmp_path: Path) -> None:
+    cluster = _fast_cluster(tmp_path)
+    fast = (tmp_path / "fast.yaml").read_text()
+    (tmp_path / "fast.yaml").write_text(fast.replace("0.12981147523269456", "1.3e6").replace(
+        "24.25762722997077", "2.4e8").replace("5.384790965300799", "5.4e7").replace("5.802635326973711", "5.8e-7"))
+    res = runner.invoke(app, ["plan", str(cluster), str(WORKLOAD), "--trace", str(TRACE), "--trace-cluster",
+                              str(HERE)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "trace: compute on cpu-fast" in " ".join(res.output.split())
+    assert "cannot be reached by scaling the model's compute" in " ".join(res.output.split())

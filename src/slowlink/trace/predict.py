@@ -144,7 +144,7 @@ def _ratio_attention(x: OpShape, trace: Gpu, target: Gpu, precision: str) -> tup
 def _by_shape(cls: str, total_s: float, shapes: list[OpShape], per: int, fallback: float, fallback_source: str,
               ratio: Callable[[OpShape], tuple[float, str] | None]) -> ClassPrediction:
     """A class whose shaped ops each get their own ratio; the rest of its time the fallback ratio."""
-    shaped, predicted, sources = 0.0, 0.0, []
+    shaped, predicted, sources = 0.0, 0.0, list[str]()
     for x in shapes:
         r = ratio(x)
         if r is None:
