@@ -64,6 +64,7 @@ def test_attention_shape_and_precision_of_a_traced_type() -> None:
     assert attention_shape("aten::_scaled_dot_product_flash_attention", [[2, 16, 4096, 128], [2, 16, 4096, 128]]) \
         == (2, 16, 4096, 128)
     assert attention_shape("aten::mm", [[2, 3], [3, 4]]) is None
+    assert attention_shape("ScaledDotProductFlashAttentionForCpuBackward0", [[2, 2, 32, 32]]) == (2, 2, 32, 32)
     assert [precision_of(t, "bf16") for t in ("float", "c10::BFloat16", "c10::Half", None, "TensorList")] == \
         ["fp32", "bf16", "fp16", "bf16", "bf16"]
 

@@ -109,7 +109,7 @@ def gemm_of(op: str, dims: list[Any]) -> Gemm | None:
 def attention_shape(op: str, dims: list[Any]) -> tuple[int, int, int, int] | None:
     """(batch, heads, sequence, head dim) of an SDPA op's query (PyTorch's [b, h, s, d] layout); None otherwise."""
     q = _ints(dims[0]) if dims else None
-    if "attention" not in op or q is None or len(q) != 4:
+    if "attention" not in op.lower() or q is None or len(q) != 4:
         return None
     return q[0], q[1], q[2], q[3]
 
