@@ -141,3 +141,15 @@ def test_a_gpu_the_model_cannot_reach_is_a_clean_error(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert "trace: compute on cpu-fast" in " ".join(res.output.split())
     assert "cannot be reached by scaling the model's compute" in " ".join(res.output.split())
+
+
+def test_a_gpu_trace_on_a_cpu_cluster_and_back(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(HERE), str(WORKLOAD), "--trace", str(DATA / "hta-nccl-a100-rank-0.json.gz")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    text = " ".join(res.output.split())
+    assert "gpu cpu-1thread, arch cpu) must be the cluster the trace ran on" in text and "GPU kernels" in text
+    gpus = tmp_path / "gpus.yaml"
+    gpus.write_text(HERE.read_text().replace("gpu: cpu-1thread", "gpu: a100-80gb").replace(
+        "catalog: [bench-cpu-catalog.yaml]", ""))
+    res = runner.invoke(app, ["plan", str(gpus), str(WORKLOAD), "--trace", str(TRACE)])
+    assert res.exit_code == 2 and "the trace has CPU ops only" in " ".join(res.output.split()), res.output

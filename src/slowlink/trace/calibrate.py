@@ -200,6 +200,11 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
     if s.world_size is not None and s.world_size != trace_cluster.gpus:
         raise SpecError(f"--trace-cluster ({trace_cluster.name}: {trace_cluster.gpus} GPUs) must be the cluster the "
                         f"trace ran on: the trace's world_size is {s.world_size}")
+    on_gpu = any(r.device == "cuda" for r in s.ranks)
+    if on_gpu == (trace_cluster.gpu.arch == "cpu"):
+        ran = f"GPU kernels ({s.device_name or 'device unnamed'})" if on_gpu else "CPU ops only"
+        raise SpecError(f"--trace-cluster ({trace_cluster.name}: gpu {trace_cluster.gpu.name}, arch "
+                        f"{trace_cluster.gpu.arch}) must be the cluster the trace ran on: the trace has {ran}")
     base_cost = base if base is not None else analytical_cost(trace_cluster)
     comm, terms = comm_scales(s, base_cost)
     asked: set[str] = set()
