@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from slowlink.catalog.stack import Stack, StackOverrides, stack
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
@@ -273,6 +275,9 @@ class WorkloadSpec(BaseModel):
     checkpoint: CheckpointSpec | None = Field(None, description="Checkpoints: interval, sync/async, contents.")
     sync: SyncSpec | None = Field(None, description="How replicas in different sites sync (docs/sites.md); read "
                                   "only on a cluster with sites: (absent there: ddp).")
+    stack: str | StackOverrides | None = Field(
+        None, description="The training stack: a name in catalog/data/stacks.yaml (megatron-core, the default; nemo, "
+        "torchtitan, deepspeed, fsdp), or {name: ..., <field>: ...} to override its fields (docs/stacks.md).")
 
 
 @dataclass(frozen=True)
@@ -486,6 +491,7 @@ class Workload:
     data: Data | None = None  # the storage model's sections (slowlink.spec.storage)
     checkpoint: Checkpoint | None = None
     sync: Sync | None = None  # how replicas in different sites sync (read only on a cluster with sites)
+    stack: Stack = dataclasses.field(default_factory=stack)  # catalog/data/stacks.yaml, overrides applied
 
     @property
     def micro_batch_tokens(self) -> float:
@@ -583,6 +589,18 @@ def check_pipeline_overlap(spec: WorkloadSpec) -> None:
                         f"{spec.training.grad_accumulation!r}")
 
 
+def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
+    """The pipeline schedule the layout needs must be one the stack implements: 1F1B for pp > 1, the interleaved
+    one for vp > 1 (each stack's ``pipeline_schedules``, with its source, in catalog/data/stacks.yaml)."""
+    have = st.fields.pipeline_schedules
+    if parallel.vp > 1 and "interleaved" not in have:
+        raise SpecError(f"parallel.vp ({parallel.vp}) > 1 needs the interleaved pipeline schedule; stack {st.name} "
+                        f"implements {', '.join(have) or 'none'} ({dict(st.sources)['pipeline_schedules']})")
+    if parallel.pp > 1 and not have:
+        raise SpecError(f"parallel.pp ({parallel.pp}) > 1 needs a pipeline schedule; stack {st.name} implements "
+                        f"none ({dict(st.sources)['pipeline_schedules']})")
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
@@ -605,13 +623,15 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         check_context_parallel(model, spec.parallel)
         check_pipeline_overlap(spec)
         tp_comm_config(spec.overlap.tp_comm_config)
+        resolved_stack = stack(spec.stack)
+        check_stack_schedule(resolved_stack, spec.parallel)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),
                     Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()),
                     None if spec.data is None else Data.of(spec.data),
                     None if spec.checkpoint is None else Checkpoint.of(spec.checkpoint),
-                    None if spec.sync is None else Sync.of(spec.sync))
+                    None if spec.sync is None else Sync.of(spec.sync), resolved_stack)
 
 
 def load_workload(path: Path | str) -> Workload:

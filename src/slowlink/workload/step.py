@@ -63,6 +63,7 @@ class StepResult:
     bottleneck: str = ""
     bottleneck_dim: str = ""
     dp_window_s: float = 0.0  # the backward the DP gradient reduction hides behind (0 without overlap.grad_reduce)
+    collectives_per_step: dict[str, float] = field(default_factory=dict)  # calls by dimension, slowest stage's GPU
 
     @property
     def exposed_comm_s(self) -> float:
@@ -84,7 +85,7 @@ class StepResult:
             "comm_compute_ratio": self.comm_compute_ratio,
             "memory_gib_per_gpu": self.memory.total_bytes / units.GiB, "memory": self.memory.to_json(),
             "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
-            "bottleneck_dim": self.bottleneck_dim,
+            "bottleneck_dim": self.bottleneck_dim, "collectives_per_step": self.collectives_per_step,
         }
 
 
@@ -289,6 +290,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
               "dp": dims["dp"].total_s}
+    calls = {"tp": micro * (busiest * tp.calls + edge.calls), "cp": micro * busiest * dims["cp"].calls,
+             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls, "dp": dims["dp"].calls}
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)
@@ -299,7 +302,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
                       memory=mem, contention_s=contention, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
                       bottleneck=words, bottleneck_dim=dim,
-                      dp_window_s=busiest * lc.backward_s if w.overlap.grad_reduce else 0.0)
+                      dp_window_s=busiest * lc.backward_s if w.overlap.grad_reduce else 0.0,
+                      collectives_per_step=calls)
 
 
 def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed: dict[str, float],
