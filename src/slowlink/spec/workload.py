@@ -275,9 +275,14 @@ class WorkloadSpec(BaseModel):
     checkpoint: CheckpointSpec | None = Field(None, description="Checkpoints: interval, sync/async, contents.")
     sync: SyncSpec | None = Field(None, description="How replicas in different sites sync (docs/sites.md); read "
                                   "only on a cluster with sites: (absent there: ddp).")
-    stack: str | StackOverrides | None = Field(
+    stack: StackOverrides | None = Field(
         None, description="The training stack: a name in catalog/data/stacks.yaml (megatron-core, the default; nemo, "
         "torchtitan, deepspeed, fsdp), or {name: ..., <field>: ...} to override its fields (docs/stacks.md).")
+
+    @field_validator("stack", mode="before")
+    @classmethod
+    def _stack_by_name(cls, v: object) -> object:
+        return {"name": v} if isinstance(v, str) else v
 
 
 @dataclass(frozen=True)
