@@ -191,8 +191,8 @@ class Assessment:
             js["cross_site"] = self.cross_site.to_json()
         if self.budget.given:
             js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
-        return js | {"stack": self.workload.stack.to_json(), "accuracy": self.accuracy.to_json(), "cost": self.cost_json(),
-                     "unpriced": [u.to_json() for u in self.unpriced]}
+        return js | {"stack": self.workload.stack.to_json(), "accuracy": self.accuracy.to_json(),
+                     "cost": self.cost_json(), "unpriced": [u.to_json() for u in self.unpriced]}
 
     def cost_json(self) -> dict[str, object]:
         """``plan --json``'s ``cost``: $/hour, $/GPU-hour, capex and $/M tokens at this step and ETTR, with the

@@ -63,7 +63,8 @@ def test_plan_json_names_the_stack_and_counts_collectives(tmp_path: Path) -> Non
     ({"model": {"preset": "llama3-8", "seq_len": 8192}}, "did you mean llama3-8b"),
     ({"training": {"micro_batch": 16, "global_batch": 512, "recompute": "none"}}, "exceeds the GPU's HBM"),
     ({"stack": {"name": "megatron"}}, "stack ('megatron') is not a bundled stack"),
-    ({"stack": {"name": "deepspeed", "reshard_after_forward": "sometimes"}}, "stack.reshard_after_forward ('sometimes')"),
+    ({"stack": {"name": "deepspeed", "reshard_after_forward": "sometimes"}},
+     "stack.reshard_after_forward ('sometimes')"),
     ({"stack": {"name": "fsdp"}, "parallel": {"tp": 1, "pp": 2, "dp": 32}}, "stack fsdp implements none"),
 ])
 def test_bad_plans_exit_2_with_message(tmp_path: Path, changes: dict[str, dict[str, object]], message: str) -> None:

@@ -94,7 +94,8 @@ def test_tp_calls_per_layer() -> None:
     ("deepspeed", {"pp": 2, "vp": 2, "dp": 32}, "parallel.vp (2) > 1 needs the interleaved pipeline schedule; "
      "stack deepspeed implements 1f1b"),
     ("fsdp", {"pp": 2, "dp": 32}, "parallel.pp (2) > 1 needs a pipeline schedule; stack fsdp implements none"),
-    ({"name": "nemo", "grad_bucket_params": -1}, {}, "w.yaml: stack.grad_bucket_params (-1): Input should be greater than 0"),
+    ({"name": "nemo", "grad_bucket_params": -1}, {},
+     "w.yaml: stack.grad_bucket_params (-1): Input should be greater than 0"),
     ({"name": "torchtitan", "sharded_unit": "tensor"}, {}, "sharded_unit ('tensor')"),
     ({"name": "megatron", "grad_bucket_params": 1e8}, {}, "did you mean megatron-core"),
 ])
