@@ -10,7 +10,7 @@ import pytest
 
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
-from slowlink.spec.workload import workload_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +104,38 @@ def test_bad_stacks_are_refused(stack: object, parallel: dict[str, int], message
         workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 128},
                                "parallel": {"tp": 1, **parallel}, "stack": stack}, "w.yaml")
     assert message in str(exc.value)
+
+
+def _moe(micro_batch: int, global_batch: int, ep_comm: bool) -> Workload:
+    return workload_from_mapping({"model": {"preset": "mixtral-8x7b"},
+                                  "training": {"global_batch": global_batch, "micro_batch": micro_batch},
+                                  "parallel": {"tp": 1, "pp": 4, "dp": 16, "ep": 8}, "overlap": {"ep_comm": ep_comm}},
+                                 "w.yaml")
+
+
+def test_ep_overlap_pairs_micro_batches() -> None:
+    from slowlink.workload.comm import analytical_cost
+    from slowlink.workload.compute import StageCompute
+    from slowlink.workload.traffic import ep_layer
+
+    w = _moe(1, 256, True)
+    cost = analytical_cost(CLUSTER)
+    t = ep_layer(w, cost).total_s
+    assert t > 0.0
+    # 16 micro-batches: 15 forward/backward pairs, the first forward and the last backward alone
+    short, long = StageCompute(0.25 * t, 0.25 * t), StageCompute(t, t)
+    assert ep_layer(w, cost, short, 16).exposed_s == pytest.approx((t + 15 * 0.5 * t) / 16)
+    assert ep_layer(w, cost, long, 16).exposed_s == pytest.approx(t / 16)
+    assert ep_layer(w, cost, long, 16).total_s == t
+    assert ep_layer(_moe(1, 256, False), cost, long, 16).exposed_s == t
+
+
+def test_ep_overlap_is_refused_without_moe_or_a_second_micro_batch() -> None:
+    with pytest.raises(SpecError, match=r"overlap.ep_comm \(true\): model llama3-8b has no MoE layers"):
+        workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 128},
+                               "overlap": {"ep_comm": True}}, "w.yaml")
+    from slowlink.errors import InfeasiblePlan
+
+    with pytest.raises(InfeasiblePlan, match=r"each DP rank runs 1 per step .* needs 2 or more") as exc:
+        plan(_moe(1, 16, True), CLUSTER, check_memory=False)
+    assert exc.value.rule == "ep_overlap_pairs"

@@ -144,6 +144,15 @@ class Stack:
         b = self.fields.first_bucket_bytes
         return None if b is None else b / grad_bytes
 
+    def with_fields(self, **changes: object) -> Stack:
+        """This stack with ``changes`` (fields of :class:`StackFields`) validated and marked :data:`OVERRIDE`."""
+        try:
+            fields = StackFields.model_validate({**self.fields.model_dump(), **changes})
+        except ValidationError as exc:
+            raise SpecError(format_validation_error(exc, "stack", "workload")) from None
+        sources = tuple((k, OVERRIDE if k in changes else s) for k, s in self.sources)
+        return Stack(self.name, self.version, self.repository, fields, sources)
+
     def to_json(self) -> dict[str, object]:
         """``plan --json``'s ``stack``: name, version, repository and each field as {value, source}."""
         src = dict(self.sources)
@@ -210,9 +219,4 @@ def stack(given: str | StackOverrides | None = None) -> Stack:
         changed["grad_bucket_params"] = None  # a bucket in bytes replaces the stack's bucket in parameters
     if "grad_bucket_params" in changed and "grad_bucket_bytes" not in changed:
         changed["grad_bucket_bytes"] = None
-    try:
-        fields = StackFields.model_validate({**base.fields.model_dump(), **changed})
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, "stack", "workload")) from None
-    sources = tuple((k, OVERRIDE if k in changed else s) for k, s in base.sources)
-    return Stack(base.name, base.version, base.repository, fields, sources)
+    return base.with_fields(**changed)

@@ -208,6 +208,11 @@ class OverlapSpec(BaseModel):
     wgrad_deferral_limit: int = Field(
         0, ge=0, description="With defer_embedding_wgrad: how many micro-batches' output-layer weight gradients are "
         "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
+    ep_comm: bool = Field(
+        False, description="Batch-level MoE overlap: one micro-batch's token dispatch and combine (EP all-to-all, its "
+        "TP gathers) run beside another micro-batch's layer compute, forward of one beside backward of the other "
+        "(DeepSeek-V3 DualPipe, arXiv 2412.19437 Sec. 3.2.1; Megatron-Core >= v0.14 --overlap-moe-expert-parallel-comm); "
+        "needs a MoE model and two or more micro-batches per step.")
 
 
 # The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
@@ -466,6 +471,7 @@ class Overlap:
     pp_comm: bool
     defer_embedding_wgrad: bool
     wgrad_deferral_limit: int
+    ep_comm: bool = False
 
 
 @dataclass(frozen=True)
@@ -627,6 +633,9 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
         check_pipeline_overlap(spec)
+        if spec.overlap.ep_comm and model.moe is None:
+            raise SpecError(f"overlap.ep_comm (true): model {model.name} has no MoE layers (model.moe): there is no "
+                            "token dispatch to overlap")
         tp_comm_config(spec.overlap.tp_comm_config)
         resolved_stack = stack(spec.stack)
         check_stack_schedule(resolved_stack, spec.parallel)

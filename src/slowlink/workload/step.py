@@ -220,6 +220,10 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     if p.dp % p.ep:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})", rule="ep_divides_dp")
     micro = w.micro_batches
+    if w.overlap.ep_comm and micro < 2:
+        raise InfeasiblePlan(f"overlap.ep_comm (true): pairs micro-batches, and each DP rank runs {micro} per step "
+                             f"(training.global_batch / (micro_batch * dp) = {t.global_batch} / ({t.micro_batch} * "
+                             f"{p.dp})); needs 2 or more", rule="ep_overlap_pairs")
     if p.vp > 1 and p.pp > 1 and micro % p.pp:
         # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
         raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
@@ -252,7 +256,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
         tp_total, tp_exp, tp_hidden = ub.total_s, ub.exposed_s, ub.hidden_s
     per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
     share = comm_sm_share(paced.sms)
-    beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s
+    beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s + dims["ep"].total_s - dims["ep"].exposed_s
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logit_parts = logits_parts(w, paced)

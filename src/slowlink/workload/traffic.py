@@ -8,7 +8,7 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
-      router and experts);
+      router and experts), unless overlap.ep_comm pairs micro-batches (:func:`ep_layer`);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
       over the TP group, Narayanan et al. 2021 Sec. 4.1, or with pp_scatter_gather false every TP rank
       sends the whole tensor); with overlap.pp_comm (Megatron's overlap_p2p_comm, interleaved schedule) a
@@ -186,13 +186,22 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
                    "cp_pairs", (p.cp - 1) * passes)
 
 
-def ep_layer(w: Workload, cost: CommCost) -> DimComm:
+def ep_layer(w: Workload, cost: CommCost, lc: StageCompute | None = None, micro: int = 1) -> DimComm:
     """Token-dispatch seconds of one MoE layer and micro-batch, forward + backward: the EP all-to-all (dispatch
     + combine) and, with TP > 1, the all-gather / reduce-scatter of the routed tokens over the TP group that
     Megatron-Core's MoEAlltoAllTokenDispatcher runs between the all-to-all and the experts (core_r0.10.0
     token_dispatcher.py; expert TP defaults to TP). Both sit on the compute stream between router and experts:
     exposed. Each forward the router's aux loss also all-reduces the tokens-per-expert counts over the TP x CP
-    group (moe.token_count_bytes), a blocking call on the compute stream: exposed."""
+    group (moe.token_count_bytes), a blocking call on the compute stream: exposed.
+
+    With ``overlap.ep_comm`` (batch-level overlap: DeepSeek-V3's DualPipe, arXiv 2412.19437 Sec. 3.2.1, pairs the
+    forward chunk of one micro-batch with the backward chunk of another so that "both all-to-all and PP
+    communication can be fully hidden"; Megatron-Core v0.14's --overlap-moe-expert-parallel-comm does the same in
+    1F1B) the ``micro`` micro-batches of a step run as micro - 1 pairs, forward of micro-batch i + 1 beside backward
+    of micro-batch i: a pair's dispatch traffic (one micro-batch's forward and backward, ``t``) hides behind the pair's
+    layer compute (``lc``: one layer's forward and backward), waiting max(0, t - compute); the first forward and the
+    last backward have no partner and wait whole. Per layer and micro-batch: (t + (micro - 1) max(0, t - compute)) /
+    micro."""
     p, m = w.parallel, w.model
     if m.moe is None or (p.ep == 1 and p.tp == 1 and p.cp == 1):
         return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
@@ -206,9 +215,12 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
     t = a2a + tp + counts
     calls = ((2.0 * passes if p.ep > 1 else 0.0) + (2.0 * passes if p.tp > 1 else 0.0)
              + (passes - 1.0 if p.tp * p.cp > 1 else 0.0))
+    exposed = t
+    if w.overlap.ep_comm and lc is not None:
+        exposed = (t + (micro - 1) * max(0.0, t - lc.total_s)) / micro
     if p.ep > 1:
-        return DimComm(t, t, "all_to_all", size, "ep", calls)
-    return DimComm(t, t, "all_gather", gathered, "tp", calls)
+        return DimComm(t, exposed, "all_to_all", size, "ep", calls)
+    return DimComm(t, exposed, "all_gather", gathered, "tp", calls)
 
 
 def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None) -> DimComm:
@@ -430,7 +442,7 @@ def _local_params(w: Workload) -> tuple[float, float]:
 def all_dims(w: Workload, cluster: Cluster, cost: CommCost, lc: StageCompute, layers: int,
              micro: int) -> dict[str, DimComm]:
     """Every dimension's traffic; tp/cp/ep per layer and micro-batch, pp per micro-batch, dp per step."""
-    return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost),
+    return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost, lc, micro),
             "pp": pp_microbatch(w, cost, virtual_stage(lc, layers, w.parallel.vp)),
             "dp": dp_step(w, cost, lc, layers, micro, cluster.gpu)}
 
