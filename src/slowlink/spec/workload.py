@@ -211,8 +211,8 @@ class OverlapSpec(BaseModel):
     ep_comm: bool = Field(
         False, description="Batch-level MoE overlap: one micro-batch's token dispatch and combine (EP all-to-all, its "
         "TP gathers) run beside another micro-batch's layer compute, forward of one beside backward of the other "
-        "(DeepSeek-V3 DualPipe, arXiv 2412.19437 Sec. 3.2.1; Megatron-Core >= v0.14 --overlap-moe-expert-parallel-comm); "
-        "needs a MoE model and two or more micro-batches per step.")
+        "(DeepSeek-V3 DualPipe, arXiv 2412.19437 Sec. 3.2.1; Megatron-Core >= v0.14 "
+        "--overlap-moe-expert-parallel-comm); needs a MoE model and two or more micro-batches per step.")
 
 
 # The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
