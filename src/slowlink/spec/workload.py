@@ -32,6 +32,7 @@ Zero3Impl = Literal["fsdp", "deepspeed-2021"]
 CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
 AttentionKind = Literal["mha", "mla"]
+Fp8Recipe = Literal["delayed", "current", "blockwise", "mxfp8"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -113,6 +114,18 @@ class TrainingSpec(BaseModel):
         "elementwise pass (FSDP2 with reduce_dtype fp32 and gradient sync off: unsharded_accumulated_grad).")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
+    fp8_recipe: Fp8Recipe = Field(
+        "delayed", description="With precision fp8, Transformer Engine's scaling recipe: delayed (per-tensor scale "
+        "from an amax history, TE's default DelayedScaling), current (per-tensor amax of the tensor itself), blockwise "
+        "(1x128 / 128x128 blocks, DeepSeek-V3 style) or mxfp8 (1x32 blocks, Blackwell); what each quantization "
+        "reads and writes: slowlink.workload.fp8.")
+
+    @model_validator(mode="after")
+    def _recipe_needs_fp8(self) -> TrainingSpec:
+        if "fp8_recipe" in self.model_fields_set and self.precision != "fp8":
+            raise ValueError(f"fp8_recipe ({self.fp8_recipe}) is for precision fp8, not {self.precision}: only FP8 "
+                             "GEMMs quantize")
+        return self
 
     @field_validator("tokens")
     @classmethod
@@ -391,6 +404,7 @@ class Training:
     fused_gate_up: bool
     grad_accumulation: GradAccumulation
     tokens: float | None
+    fp8_recipe: Fp8Recipe = "delayed"
 
 
 @dataclass(frozen=True)
@@ -612,17 +626,29 @@ def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
                         f"none ({dict(st.sources)['pipeline_schedules']})")
 
 
+# The GPU architectures each FP8 recipe runs on (Transformer Engine docs: MXFP8 needs Blackwell's block-scaled
+# tensor cores; blockwise scaling is emulated in software on Hopper, fp8_blockwise_scaling.rst).
+RECIPE_ARCHS: dict[str, tuple[str, ...]] = {"delayed": ("hopper", "ada", "blackwell"),
+                                            "current": ("hopper", "ada", "blackwell"),
+                                            "blockwise": ("hopper", "blackwell"), "mxfp8": ("blackwell",)}
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
     the pair infeasible, not the file wrong: a multi-cluster plan shows that cluster as a column with this
-    reason."""
+    reason. The FP8 recipe must run on the GPU's architecture (:data:`RECIPE_ARCHS`)."""
     gpu = cluster.gpu
     for field, dtype in (("training.precision", w.training.precision),
                          ("training.grad_comm_dtype", w.training.grad_comm_dtype)):
         if dtype not in gpu.peak_flops:
             raise InfeasiblePlan(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
                             f"it has {', '.join(sorted(gpu.peak_flops))}", rule="precision_supported")
+    t = w.training
+    if t.precision == "fp8" and gpu.arch not in RECIPE_ARCHS[t.fp8_recipe]:
+        raise InfeasiblePlan(f"training.fp8_recipe ({t.fp8_recipe!r}) needs {' or '.join(RECIPE_ARCHS[t.fp8_recipe])} "
+                             f"tensor cores; gpu {gpu.name} of cluster {cluster.name} is {gpu.arch}",
+                             rule="precision_supported")
 
 
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:

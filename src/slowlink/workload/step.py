@@ -33,6 +33,7 @@ from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of
 from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_parts, output_gemm
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
+from slowlink.workload.fp8 import other_precision
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
 from slowlink.workload.tp_overlap import tp_overlap
@@ -102,7 +103,7 @@ def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_
 def output_wgrad_s(w: Workload, gpu: Gpu) -> float:
     """Seconds of the output layer's weight-gradient GEMM, dW = X^T dY over [tokens, h] x [tokens, V/tp], for one
     micro-batch: what ``overlap.defer_embedding_wgrad`` takes out of the last stage's backward."""
-    return gemm_time_s(output_gemm(w).backward()[1], gpu, w.training.precision)
+    return gemm_time_s(output_gemm(w).backward()[1], gpu, other_precision(w))
 
 
 def embedding_grad_s(w: Workload, gpu: Gpu) -> float:

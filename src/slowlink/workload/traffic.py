@@ -40,6 +40,7 @@ from slowlink.units import PRECISION_BYTES
 from slowlink.workload import zero3
 from slowlink.workload.comm import CommCost, Groups, groups_of
 from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
+from slowlink.workload.fp8 import amax_allreduces, other_precision
 from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 
@@ -85,6 +86,9 @@ def micro_batch_act_bytes(w: Workload) -> float:
     return w.micro_batch_tokens * w.model.hidden * kept_bytes(w.training.precision)
 
 
+AMAX_BYTES = PRECISION_BYTES["fp32"]  # one amax, reduced in FP32 (TE's amax buffers are float32)
+
+
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     """TP seconds of one layer and micro-batch: (total, exposed before the compute overlap)."""
     p = w.parallel
@@ -97,7 +101,9 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     passes = 3.0 if w.training.recompute == "full" else 2.0
     if p.sequence_parallel:
         one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
-        return DimComm(one * passes, one * passes, op, size, "tp", 2.0 * blocks * passes)
+        amax = sum(amax_allreduces(w))  # FP8 current scaling: each gathered tensor's amax, before it is quantized
+        t = one * passes + (amax * cost("all_reduce", AMAX_BYTES, grp) if amax else 0.0)
+        return DimComm(t, t, op, size, "tp", 2.0 * blocks * passes + amax)
     calls = blocks * passes + split_gate_up_allreduces(w)
     total = calls * cost("all_reduce", size, grp)
     return DimComm(total, total, "all_reduce", size, "tp", calls)
@@ -153,7 +159,7 @@ def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
     if p.tp == 1:
         return EdgeTp(0.0, 0.0, 0.0, 0.0)
     grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
-    dgrad, wgrad = (gemm_time_s(g, gpu, t.precision) for g in output_gemm(w).backward())
+    dgrad, wgrad = (gemm_time_s(g, gpu, other_precision(w)) for g in output_gemm(w).backward())
     gathered = 1.0 if t.cross_entropy == "gathered" else 0.0
     logits = (cost("all_gather", w.micro_batch_tokens * w.model.vocab * kept_bytes(t.precision), grp)
               if gathered else 0.0)
