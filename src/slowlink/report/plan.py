@@ -40,6 +40,8 @@ def plan_table(names: list[str], results: list[StepResult], extra: list[tuple[st
         if any(r.comm_total_s.get(dim, 0.0) > 0 for r in results):
             table.add_row(f"  {dim} exposed / total (s)",
                           *(f"{r.comm_s[dim]:.3f} / {r.comm_total_s[dim]:.3f}" for r in results), *none)
+            table.add_row(f"  {dim} collectives per step",
+                          *(f"{r.collectives_per_step.get(dim, 0.0):,.0f}" for r in results), *none)
     if any(r.tp_spans_nodes for r in results):
         table.add_row("TP group spans nodes", *("YES (over the network)" if r.tp_spans_nodes else "no"
                                                  for r in results), *none)
