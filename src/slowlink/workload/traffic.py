@@ -369,7 +369,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     st = w.stack.fields
     units = layers + (2 if p.pp == 1 else 1)  # FSDP units on the stage: its layers and the model's end(s) it holds
     per_unit = p.zero == 2 and st.sharded_unit == "layer"
-    grad_bucket = (dense_n + expert_n) / units if per_unit else grad_bucket_params(w, g_bytes)
+    grad_bucket: float | None = (dense_n + expert_n) / units if per_unit else grad_bucket_params(w, g_bytes)
     if not o.grad_reduce and not st.buckets_without_overlap:
         grad_bucket = None  # one bucket per buffer (Megatron-Core: bucket_size None without overlap)
     first = None if per_unit else w.stack.first_bucket_params(g_bytes)
