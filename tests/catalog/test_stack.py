@@ -102,3 +102,13 @@ def test_buckets_cut_params_in_order() -> None:
     assert buckets(10.0, 40.0) == ((10.0, 1),)
     assert buckets(0.0, 40.0) == ()
     assert buckets(1e12, 1.0) == ((1.0, 10**12),)  # counted, not listed
+
+
+def test_a_workload_with_a_stack_stays_hashable() -> None:
+    from slowlink.spec.workload import workload_from_mapping
+
+    def w(bucket: float) -> object:
+        return workload_from_mapping({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 8},
+                                      "stack": {"name": "nemo", "grad_bucket_params": bucket}}, "w.yaml")
+
+    assert hash(w(1e8)) == hash(w(1e8)) and w(1e8) == w(1e8) and w(1e8) != w(2e8)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from slowlink.catalog.store import nearest
 from slowlink.errors import SpecError
@@ -31,9 +31,9 @@ def _as_tuple(v: object) -> object:
 
 class StackFields(BaseModel):
     """A stack's fields as values: the bundled file's (each read from ``{value, source}``) or a workload's overrides
-    (every field optional there)."""
+    (every field optional there); frozen, so that a workload holding it stays hashable."""
 
-    model_config = SPEC_CONFIG
+    model_config = ConfigDict(**SPEC_CONFIG, frozen=True)
     grad_bucket_params: float | None = Field(
         None, gt=0, description="Parameters per DP gradient bucket (one reduce-scatter / all-reduce each).")
     grad_bucket_params_per_dp: float = Field(
