@@ -344,6 +344,35 @@ def chunked_gather_exposed_s(chunk_s: list[float], chunk_forward_s: float, pp: i
     return start - (len(chunk_s) - 1) * pp * chunk_forward_s
 
 
+@dataclass(frozen=True)
+class DpBuckets:
+    """How the workload's stack buckets one GPU's DP traffic, in parameters: the gradient buckets (``grad``; None:
+    one call per buffer), PyTorch DDP's first bucket, the ZeRO-1/2 gather buckets, and the bucket reduced after
+    the last backward, which nothing hides (``last``)."""
+
+    grad: float | None
+    first: float | None
+    gather: float | None
+    last: float
+
+
+def dp_buckets(w: Workload, layers: int, dense: float, expert: float, grad_bytes: float) -> DpBuckets:
+    """The :class:`DpBuckets` of a stage of ``layers`` layers holding ``dense`` + ``expert`` parameters: the stack's
+    buckets (:func:`grad_bucket_params`, ``first_bucket_bytes``, ``gather_bucket_params``); one per FSDP unit for
+    ZeRO-2 of a stack that shards per layer (its layers and the model's end(s) the stage holds); one per buffer
+    without overlap.grad_reduce in a stack whose ``buckets_without_overlap`` is false (Megatron-Core: bucket_size
+    None). The last bucket: Megatron-Core's distributed optimizer's holds the word embedding
+    (:func:`last_bucket_params`)."""
+    p, st = w.parallel, w.stack.fields
+    if p.zero == 2 and st.sharded_unit == "layer":
+        unit = (dense + expert) / (layers + (2 if p.pp == 1 else 1))
+        return DpBuckets(unit, None, unit, unit)
+    grad = grad_bucket_params(w, grad_bytes) if w.overlap.grad_reduce or st.buckets_without_overlap else None
+    last = last_bucket_params(w, dense, vocab_shard_params(w) if p.zero == 1 else 0.0)
+    return DpBuckets(grad, w.stack.first_bucket_params(grad_bytes),
+                     grad if st.gather_bucket_params is None else st.gather_bucket_params, last)
+
+
 def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
     """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed (``gpu``: the HBM
     bandwidth DeepSpeed 2021's ZeRO-3 copies run at), one collective per bucket of the workload's stack.
@@ -366,49 +395,40 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
     dim = "dp_cp" if p.cp > 1 else "dp"
     reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     edp = bool(expert_n) and p.dp // p.ep > 1
-    st = w.stack.fields
-    units = layers + (2 if p.pp == 1 else 1)  # FSDP units on the stage: its layers and the model's end(s) it holds
-    per_unit = p.zero == 2 and st.sharded_unit == "layer"
-    grad_bucket: float | None = (dense_n + expert_n) / units if per_unit else grad_bucket_params(w, g_bytes)
-    if not o.grad_reduce and not st.buckets_without_overlap:
-        grad_bucket = None  # one bucket per buffer (Megatron-Core: bucket_size None without overlap)
-    first = None if per_unit else w.stack.first_bucket_params(g_bytes)
-    gather_bucket = grad_bucket if per_unit or st.gather_bucket_params is None else st.gather_bucket_params
+    b = dp_buckets(w, layers, dense_n, expert_n, g_bytes)
 
     def reduce_s(dense: float, expert: float, bucketed: bool = True) -> tuple[float, int]:
-        b = grad_bucket if bucketed else None
-        t, n = bucketed_s(cost, reduce_op, dense, g_bytes, b, groups_of(p, dim), first if bucketed else None)
-        te, ne = bucketed_s(cost, reduce_op, expert, g_bytes, b, groups_of(p, "edp")) if edp else (0.0, 0)
+        size, first = (b.grad, b.first) if bucketed else (None, None)
+        t, n = bucketed_s(cost, reduce_op, dense, g_bytes, size, groups_of(p, dim), first)
+        te, ne = bucketed_s(cost, reduce_op, expert, g_bytes, size, groups_of(p, "edp")) if edp else (0.0, 0)
         return t + te, n + ne
 
     def gather_s(dense: float, expert: float, bucketed: bool = True) -> tuple[float, int]:
-        b = gather_bucket if bucketed else None
-        t, n = bucketed_s(cost, "all_gather", dense, w_bytes, b, groups_of(p, dim))
-        te, ne = bucketed_s(cost, "all_gather", expert, w_bytes, b, groups_of(p, "edp")) if edp else (0.0, 0)
+        size = b.gather if bucketed else None
+        t, n = bucketed_s(cost, "all_gather", dense, w_bytes, size, groups_of(p, dim))
+        te, ne = bucketed_s(cost, "all_gather", expert, w_bytes, size, groups_of(p, "edp")) if edp else (0.0, 0)
         return t + te, n + ne
 
-    red, red_calls = reduce_s(dense_n, expert_n)
-    gather, gather_calls = gather_s(dense_n, expert_n) if p.zero >= 1 else (0.0, 0)
-    megatron = p.zero == 1
-    emb = vocab_shard_params(w) if megatron else 0.0
-    bucket = (dense_n + expert_n) / units if per_unit else last_bucket_params(w, dense_n, emb)
-    chunks = _chunk_params(w, layers) if megatron and p.vp > 1 else None
-    if chunks is not None:  # chunk 0 alone has buckets (distributed_data_parallel.py l.69-77)
+    chunks = _chunk_params(w, layers) if p.zero == 1 and p.vp > 1 else None
+    if chunks is None:
+        red_chunks = [reduce_s(dense_n, expert_n)]
+        gat_chunks = [gather_s(dense_n, expert_n) if p.zero >= 1 else (0.0, 0)]
+    else:  # chunk 0 alone has buckets (distributed_data_parallel.py l.69-77)
         red_chunks = [reduce_s(d, e, c == 0) for c, (d, e) in enumerate(chunks)]
         gat_chunks = [gather_s(d, e, c == 0) for c, (d, e) in enumerate(chunks)]
-        red, red_calls = sum(t for t, _ in red_chunks), sum(n for _, n in red_chunks)
-        gather, gather_calls = sum(t for t, _ in gat_chunks), sum(n for _, n in gat_chunks)
+    red, red_calls = sum(t for t, _ in red_chunks), sum(n for _, n in red_chunks)
+    gather, gather_calls = sum(t for t, _ in gat_chunks), sum(n for _, n in gat_chunks)
     red_exp = red
     if o.grad_reduce and chunks is not None:
-        red_exp = chunked_reduce_exposed_s([t for t, _ in red_chunks], reduce_s(bucket, 0.0, False)[0],
+        red_exp = chunked_reduce_exposed_s([t for t, _ in red_chunks], reduce_s(b.last, 0.0, False)[0],
                                            layers * lc.backward_s / p.vp, p.pp)
     elif o.grad_reduce:
-        red_exp = max(red - layers * lc.backward_s, reduce_s(bucket, 0.0, False)[0])
+        red_exp = max(red - layers * lc.backward_s, reduce_s(b.last, 0.0, False)[0])
     gat_exp = gather
     if o.param_gather and p.zero >= 1 and chunks is not None:
         gat_exp = chunked_gather_exposed_s([t for t, _ in gat_chunks], layers * lc.forward_s / p.vp, p.pp)
     elif o.param_gather and p.zero >= 1:
-        gat_exp = max(gather - layers * lc.forward_s, gather_s(bucket, 0.0, False)[0])
+        gat_exp = max(gather - layers * lc.forward_s, gather_s(b.last, 0.0, False)[0])
     return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim, red_calls + gather_calls)
 
 
