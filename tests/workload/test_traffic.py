@@ -11,6 +11,7 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.spec.workload import Workload, workload_from_mapping
+from slowlink.workload.buckets import last_bucket_params
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import vocab_shard_params
@@ -19,7 +20,6 @@ from slowlink.workload.traffic import (
     chunked_reduce_exposed_s,
     comm_sm_share,
     dp_step,
-    last_bucket_params,
     micro_batch_act_bytes,
     overlap_contention_s,
     pp_microbatch,
