@@ -63,6 +63,14 @@ def test_an_override_changes_one_field_and_names_its_source() -> None:
     assert isinstance(fields, dict) and fields["grad_bucket_params"] == {"value": 2e8, "source": OVERRIDE}
 
 
+def test_a_bucket_size_given_is_the_size() -> None:
+    # Megatron-Core's max(40M, 1M x dp) is its default only when no bucket_size is given
+    st = stack(StackOverrides(name="megatron-core", grad_bucket_params=1e7))
+    assert st.grad_bucket_params(512, 2.0) == 1e7
+    both = stack(StackOverrides(name="megatron-core", grad_bucket_params=1e7, grad_bucket_params_per_dp=1e6))
+    assert both.grad_bucket_params(512, 2.0) == 512e6
+
+
 def test_a_bucket_in_bytes_replaces_the_bucket_in_parameters() -> None:
     st = stack(StackOverrides(name="megatron-core", grad_bucket_bytes=2**26))
     assert st.fields.grad_bucket_params is None

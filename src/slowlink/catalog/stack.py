@@ -219,4 +219,7 @@ def stack(given: str | StackOverrides | None = None) -> Stack:
         changed["grad_bucket_params"] = None  # a bucket in bytes replaces the stack's bucket in parameters
     if "grad_bucket_params" in changed and "grad_bucket_bytes" not in changed:
         changed["grad_bucket_bytes"] = None
+    if "grad_bucket_params" in changed and "grad_bucket_params_per_dp" not in changed:
+        # a bucket size given is the size: Megatron-Core applies max(40M, 1M x dp) only when bucket_size is None
+        changed["grad_bucket_params_per_dp"] = 0.0
     return base.with_fields(**changed)
