@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # The choices of the schema's fields, shared with the resolved dataclasses below.
 Precision = Literal["fp16", "bf16", "fp8", "fp32"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "op_selective"]
 GradDtype = Literal["fp32", "bf16", "fp8"]
 CrossEntropy = Literal["megatron", "megatron_fused", "fused", "gathered"]
 GradAccumulation = Literal["fused", "autograd", "autograd_fp32"]
@@ -86,7 +86,11 @@ class TrainingSpec(BaseModel):
     micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
     precision: Precision = Field(
         "bf16", description="Precision of the GEMMs; fp32 = no mixed precision (fp32 weights, activations, GEMMs).")
-    recompute: Recompute = Field("selective", description="Activation recomputation.")
+    recompute: Recompute = Field(
+        "selective", description="Activation recomputation: none; selective (Megatron: the attention core); full "
+        "(every layer from its input); op_selective (torchtitan's op-level selective checkpointing: matrix outputs "
+        "but every second one, attention and reduce-scatter outputs kept, the rest recomputed; dense models: "
+        "slowlink.workload.sac).")
     grad_comm_dtype: GradDtype = Field("bf16", description="Gradient traffic dtype.")
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
@@ -659,6 +663,9 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
         check_pipeline_overlap(spec)
+        if spec.training.recompute == "op_selective" and model.moe is not None:
+            raise SpecError(f"training.recompute (op_selective): priced for dense blocks only; model {model.name} has "
+                            "MoE layers, whose grouped expert GEMMs torchtitan's save list does not name")
         if spec.overlap.ep_comm and model.moe is None:
             raise SpecError(f"overlap.ep_comm (true): model {model.name} has no MoE layers (model.moe): there is no "
                             "token dispatch to overlap")

@@ -49,6 +49,7 @@ from slowlink.workload.memory import (
     vocab_shard_params,
 )
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
+from slowlink.workload.sac import block_matmuls
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
 # only (all A100): it fixed gemm_fraction x E_GEMM at 0.783 for the A100; with the A100's measured MAMF share
@@ -259,12 +260,24 @@ def layer_parts(w: Workload, gpu: Gpu) -> LayerParts:
     router_fwd, router_bwd = router_kernels_s(w)
     moe_fwd, moe_bwd = moe_fwd + router_fwd, moe_bwd + router_bwd
     fwd = fwd_gemm + core + elem + moe_fwd + q_fwd
-    extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
+    extra = ({"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
+             if w.training.recompute != "op_selective" else op_sac_recompute_s(w, gpu, elem))
     return LayerParts(gemm_fwd_s=fwd_gemm, gemm_bwd_s=bwd_gemm, attn_fwd_s=core,
                       attn_bwd_s=(2.5 if flash else 2.0) * core, elementwise_fwd_s=elem, elementwise_bwd_s=2.0 * elem,
                       moe_fwd_s=moe_fwd, moe_bwd_s=moe_bwd, recompute_s=extra,
                       accumulate_s=grad_accumulation_s(w, layer_params_per_gpu(w), gpu), quantize_fwd_s=q_fwd,
                       quantize_bwd_s=q_bwd)
+
+
+def op_sac_recompute_s(w: Workload, gpu: Gpu, elementwise_s: float) -> float:
+    """Seconds op-level selective checkpointing runs again in a layer's backward (:mod:`slowlink.workload.sac`):
+    the unsaved matrix multiplies at their per-GPU shapes and every elementwise kernel of the forward
+    (``elementwise_s``); the attention core and the saved outputs are not recomputed."""
+    tokens, tp = w.micro_batch_tokens, w.parallel.tp
+    prec = linear_precision(w)
+    gemms = [Gemm(tokens, mm.out / tp, mm.inp) if mm.column else Gemm(tokens, mm.out, mm.inp / tp)
+             for mm in block_matmuls(w.model) if not mm.saved]
+    return sum(gemm_time_s(g, gpu, prec) for g in gemms) + elementwise_s
 
 
 def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:

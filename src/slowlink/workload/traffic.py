@@ -100,10 +100,12 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     blocks = 1.0 if moe is not None and not moe.shared_experts else 2.0
     passes = 3.0 if w.training.recompute == "full" else 2.0
     if p.sequence_parallel:
-        one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
+        # op-level SAC saves the reduce-scatter outputs but not the all-gathers: those run again (workload.sac)
+        gathers = 3.0 if w.training.recompute == "op_selective" else passes
+        t = blocks * (gathers * cost("all_gather", size, grp) + passes * cost("reduce_scatter", size, grp))
         amax = sum(amax_allreduces(w))  # FP8 current scaling: each gathered tensor's amax, before it is quantized
-        t = one * passes + (amax * cost("all_reduce", AMAX_BYTES, grp) if amax else 0.0)
-        return DimComm(t, t, op, size, "tp", 2.0 * blocks * passes + amax)
+        t += amax * cost("all_reduce", AMAX_BYTES, grp) if amax else 0.0
+        return DimComm(t, t, "all_gather", size, "tp", blocks * (gathers + passes) + amax)
     calls = blocks * passes + split_gate_up_allreduces(w)
     total = calls * cost("all_reduce", size, grp)
     return DimComm(total, total, "all_reduce", size, "tp", calls)
