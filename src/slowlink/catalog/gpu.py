@@ -27,7 +27,8 @@ class GpuEntry(BaseModel):
         0.85, gt=0, le=1, description="Share of the FP16/BF16 peak a large square GEMM sustains (clock and "
         "power limits), as measured with cuBLAS/hipBLASLt.")
     gemm_fp8_fraction: float = Field(
-        0.7, gt=0, le=1, description="The same for FP8 GEMMs (scaling and conversion included).")
+        0.7, gt=0, le=1, description="The same for FP8 GEMMs (the GEMM alone: the recipe's quantization passes are "
+        "priced apart, slowlink.workload.fp8).")
     elementwise_gbyte_s: float | None = Field(
         None, gt=0, description="Bytes read + written per second of the layer's elementwise kernels (LayerNorm, "
         "GeLU, residual add), as `slowlink bench compute` measures them, GB/s; null: hbm_gbyte_s (on a GPU "
