@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from slowlink import units
+from slowlink.bench.record import CollectiveRow
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
@@ -380,9 +381,9 @@ def _die(how: str) -> None:
     os._exit(3)
 
 
-def total_wrong(rows: list[dict[str, Any]]) -> int:
+def total_wrong(rows: Sequence[CollectiveRow]) -> int:
     """#wrong over both halves of every row (-1, unchecked, counts as 0)."""
-    return sum(max(0, r["wrong"]) + max(0, (r.get("in_place") or {}).get("wrong", 0)) for r in rows)
+    return sum(max(0, r.wrong) + (max(0, r.in_place.wrong) if r.in_place else 0) for r in rows)
 
 
 def config_dict(cfg: BenchConfig) -> dict[str, Any]:

@@ -110,6 +110,7 @@ def collectives(
     """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
     from slowlink.bench import launch
     from slowlink.bench.collectives import DTYPES, BenchConfig, redops_for, total_wrong
+    from slowlink.bench.record import CollectivesRecord
     from slowlink.collectives.ops import OPS
     from slowlink.report.bench import collectives_table
 
@@ -141,18 +142,18 @@ def collectives(
     res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
     if res is None:  # not rank 0 of a torchrun job
         return
-    rows = res["rows"]
-    save_record("collectives", op, res, {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes),
-                                         "iters": iters, "warmup_iters": warmup, "rounds": rounds, "check": bool(check),
-                                         "backend": be, "ranks": rows[0]["ranks"]},
-                be, cluster, results, no_results)
+    config = {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes), "iters": iters,
+              "warmup_iters": warmup, "rounds": rounds, "check": bool(check), "backend": be,
+              "ranks": res["rows"][0]["ranks"]}
+    rec = save_record("collectives", op, res["rows"], res["hostnames"], config, be, cluster, results, no_results)
+    assert isinstance(rec, CollectivesRecord)  # make_record checked the rows against kind "collectives"
+    wrong = total_wrong(rec.rows)
     if as_json:
-        print_json(rows)
+        print_json(rec.to_json()["rows"])
     else:
-        out.print(collectives_table(rows, f"{op} over {be}, {rows[0]['ranks']} ranks"))
-        wrong = total_wrong(rows)
+        out.print(collectives_table(rec.rows, f"{op} over {be}, {rec.rows[0].ranks} ranks"))
         out.print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
-    if total_wrong(rows):
+    if wrong:
         raise typer.Exit(1)
 
 
@@ -186,8 +187,9 @@ def compute(
                                    "copy_gbyte_s", "elementwise_gbyte_s", "adam_ns_per_param", "memory_gib", "notes")}
     for note in res["notes"]:
         err.print(note)
-    save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
-                "none", cluster, results, no_results, summary)
+    save_record("compute", res["device"], res["rows"], res.get("hostnames"),
+                {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]}, "none", cluster, results,
+                no_results, summary)
     if catalog_out is not None:
         arch = "cpu" if res["device"] == "cpu" else "gpu"
         write_catalog(catalog_out, name, catalog_entry(summary, arch),
@@ -267,8 +269,7 @@ def train(
             from slowlink.bench.train_plan import compare_with_plan
 
             r["plan"] = compare_with_plan(r, cfg, cluster)
-    save_record("train", mode, {"rows": rows, "hostnames": sorted(set(hosts))}, config_dict(cfg), be, cluster,
-                results, no_results)
+    save_record("train", mode, rows, sorted(set(hosts)), config_dict(cfg), be, cluster, results, no_results)
     if as_json:
         print_json(rows)
         return

@@ -66,8 +66,8 @@ def storage(
     sdir = shards if shards is not None else data_dir.parent / f"{data_dir.name}-shards"
     with status(f"bench storage: {data_dir}"):
         res = run_storage(data_dir, sdir, cfg)
-    save_record("storage", data_dir.name, res, res["summary"]["config"], "none", None, results, no_results,
-                res["summary"])
+    save_record("storage", data_dir.name, res["rows"], res.get("hostnames"), res["summary"]["config"], "none", None,
+                results, no_results, res["summary"])
     if as_json:
         print_json(res["rows"])
         return
@@ -121,8 +121,8 @@ def checkpoint(
             rows += finish_rows(res["rows"], cfg, probe)
             hosts += res["hostnames"]
             err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
-    save_record("checkpoint", "dcp", {"rows": rows, "hostnames": sorted(set(hosts))}, asdict(cfg), "gloo", None,
-                results, no_results, {"probe": probe.to_json()})
+    save_record("checkpoint", "dcp", rows, sorted(set(hosts)), asdict(cfg), "gloo", None, results, no_results,
+                {"probe": probe.to_json()})
     if as_json:
         print_json(rows)
         return

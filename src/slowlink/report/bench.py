@@ -12,16 +12,22 @@ from slowlink import units
 if TYPE_CHECKING:
     from slowlink.bench.calibrate import PredictedPoint
     from slowlink.bench.compare import Move
+    from slowlink.bench.record import CollectiveHalf, CollectiveRow
 
 
-def _half_cells(h: dict[str, Any] | None) -> list[str]:
+def _half_cells(h: CollectiveRow | CollectiveHalf | None) -> list[str]:
     if h is None:
         return ["n/a"] * 4
-    wrong = "N/A" if h["wrong"] < 0 else str(h["wrong"])
-    return [f"{h['time_s'] / units.US:.1f}", f"{h['algbw_gbyte_s']:.3f}", f"{h['busbw_gbyte_s']:.3f}", wrong]
+    wrong = "N/A" if h.wrong < 0 else str(h.wrong)
+    algbw = "n/a" if h.algbw_gbyte_s is None else f"{h.algbw_gbyte_s:.3f}"
+    return [f"{h.time_s / units.US:.1f}", algbw, f"{h.busbw_gbyte_s:.3f}", wrong]
 
 
-def collectives_table(rows: list[dict[str, Any]], title: str) -> Table:
+def _shown(x: object) -> str:
+    return "n/a" if x is None else str(x)
+
+
+def collectives_table(rows: Sequence[CollectiveRow], title: str) -> Table:
     """size, count, type, redop, root | out-of-place time, algbw, busbw, #wrong | in-place the same."""
     t = Table(title=title)
     for col in ("size (B)", "count", "type", "redop", "root"):
@@ -30,8 +36,8 @@ def collectives_table(rows: list[dict[str, Any]], title: str) -> Table:
         for col in ("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
             t.add_column(f"{side}\n{col}", justify="right")
     for r in rows:
-        t.add_row(str(r["size_bytes"]), str(r["count"]), r["type"], r["redop"], str(r["root"]),
-                  *_half_cells(r), *_half_cells(r.get("in_place")))
+        t.add_row(str(r.size_bytes), _shown(r.count), r.type, r.redop, _shown(r.root),
+                  *_half_cells(r), *_half_cells(r.in_place))
     return t
 
 
