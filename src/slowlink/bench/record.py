@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -112,6 +112,7 @@ class ComputeRow(BaseModel):
     k: int = Field(ge=1, description="GEMM inner dimension.")
     dtype: str = Field(min_length=1, description="fp32, bf16 or fp16.")
     tflops: float = Field(gt=0, description="Achieved TFLOP/s.")
+    time_s: float | None = Field(None, allow_inf_nan=True, description="Time per GEMM, seconds.")
 
 
 class TrainProfile(BaseModel):
@@ -129,6 +130,26 @@ class TrainProfile(BaseModel):
     elementwise_copy_s: float = Field(ge=0, description="Of elementwise: copies and dtype casts (autocast's).")
 
 
+class TrainPlan(BaseModel):
+    """plan's step for the model a train row ran, set against the measurement (``bench train --cluster``,
+    :func:`slowlink.bench.train_plan.compare_with_plan`)."""
+
+    model_config = _ROW
+    step_time_s: float = Field(gt=0, description="plan's step time, seconds.")
+    compute_s: float | None = Field(None, description="plan's compute per step, seconds.")
+    exposed_comm_s: float | None = Field(None, description="plan's communication not hidden by compute, seconds.")
+    comm_compute_ratio: float | None = Field(None, description="plan's communication / compute.")
+    mfu: float | None = Field(None, description="plan's model FLOPs utilisation, a fraction.")
+    error_pct: float = Field(description="(plan's step - measured step) / measured step, percent.")
+    profile: dict[str, float] | None = Field(
+        None, description="The step model's seconds per compute-only step by kernel class (with --profile).")
+    profile_diff: dict[str, float] | None = Field(None, description="Measured - model, by kernel class, seconds.")
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys it was made with, in the order above (a record's row ``plan``)."""
+        return self.model_dump(exclude_unset=True)
+
+
 class TrainRow(BaseModel):
     """One rank count of a training benchmark."""
 
@@ -139,6 +160,13 @@ class TrainRow(BaseModel):
     rank_compute_s: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, description="Every rank's own compute-only step, by rank, seconds.")
     profile: TrainProfile | None = Field(None, description="The compute-only step by kernel class (--profile).")
+    precision: str | None = Field(None, description="bf16, fp16 or fp32, as run.")
+    compute_s: float | None = Field(None, allow_inf_nan=True, description="Mean compute-only step, seconds.")
+    exposed_comm_s: float | None = Field(None, allow_inf_nan=True,
+                                         description="Step minus compute-only step, seconds.")
+    comm_compute_ratio: float | None = Field(None, allow_inf_nan=True, description="Communication / compute.")
+    mfu: float | None = Field(None, allow_inf_nan=True, description="Model FLOPs utilisation, when a peak is known.")
+    plan: TrainPlan | None = Field(None, description="plan's step for this run (--cluster).")
 
 
 class StorageRow(BaseModel):
@@ -223,6 +251,8 @@ class CheckpointRecord(_Record):
 
 Record = CollectivesRecord | ComputeRecord | TrainRecord | StorageRecord | CheckpointRecord
 Row = CollectiveRow | ComputeRow | TrainRow | StorageRow | CheckpointRow
+
+R = TypeVar("R", bound=_Record)
 
 RECORD_MODELS: dict[str, type[Record]] = {
     "collectives": CollectivesRecord, "compute": ComputeRecord, "train": TrainRecord,
@@ -321,12 +351,16 @@ def check_record(data: Any, source: str) -> Record:
         kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
         raise SpecError(f"{source}: kind ({kind!r}) must be one of {', '.join(KINDS)}, with a list of rows "
                         "(write one with `slowlink bench ...`)")
-    rec = validated(RECORD_MODELS[data["kind"]], data, source, "record")
+    return _typed(RECORD_MODELS[data["kind"]], data, source)
+
+
+def _typed(model: type[R], data: dict[str, Any], source: str) -> R:
+    rec = validated(model, data, source, "record")
     rec._doc = data
     return rec
 
 
-def nccl_tests_record(run: NcclTestsRun, source: str) -> Record:
+def nccl_tests_record(run: NcclTestsRun, source: str) -> CollectivesRecord:
     """The run as a slowlink collectives record (bench/record.py's schema, checked) so that ``compare`` and
     ``calibrate`` read it like a ``slowlink bench collectives`` result."""
     rows = [{"op": run.op, "size_bytes": int(r.size_bytes), "count": r.count, "type": r.type, "redop": r.redop,
@@ -335,9 +369,9 @@ def nccl_tests_record(run: NcclTestsRun, source: str) -> Record:
              "in_place": r.in_place} for r in run.rows]
     env = {"backend": "nccl", "hostnames": list(run.hostnames) or None, "devices": list(run.devices),
            "tool": "nccl-tests", "nccl_tests_generation": run.generation}
-    return check_record({"kind": "collectives", "created_utc": None, "env": env,
-                         "config": {"op": run.op, "source": source, "params": run.params},
-                         "rows": rows, "summary": {"avg_busbw_gbyte_s": run.avg_busbw_gbyte_s}}, source)
+    return _typed(CollectivesRecord, {"kind": "collectives", "created_utc": None, "env": env,
+                                      "config": {"op": run.op, "source": source, "params": run.params},
+                                      "rows": rows, "summary": {"avg_busbw_gbyte_s": run.avg_busbw_gbyte_s}}, source)
 
 
 def load_record(path: Path | str) -> Record:

@@ -110,7 +110,7 @@ def collectives(
     """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
     from slowlink.bench import launch
     from slowlink.bench.collectives import DTYPES, BenchConfig, redops_for, total_wrong
-    from slowlink.bench.record import CollectivesRecord
+    from slowlink.bench.record import CollectiveRow
     from slowlink.collectives.ops import OPS
     from slowlink.report.bench import collectives_table
 
@@ -146,12 +146,12 @@ def collectives(
               "warmup_iters": warmup, "rounds": rounds, "check": bool(check), "backend": be,
               "ranks": res["rows"][0]["ranks"]}
     rec = save_record("collectives", op, res["rows"], res["hostnames"], config, be, cluster, results, no_results)
-    assert isinstance(rec, CollectivesRecord)  # make_record checked the rows against kind "collectives"
-    wrong = total_wrong(rec.rows)
+    swept = [r for r in rec.rows if isinstance(r, CollectiveRow)]
+    wrong = total_wrong(swept)
     if as_json:
         print_json(rec.to_json()["rows"])
     else:
-        out.print(collectives_table(rec.rows, f"{op} over {be}, {rec.rows[0].ranks} ranks"))
+        out.print(collectives_table(swept, f"{op} over {be}, {swept[0].ranks} ranks"))
         out.print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
     if wrong:
         raise typer.Exit(1)
@@ -179,6 +179,7 @@ def compute(
 ) -> None:
     """Achieved GEMM TFLOP/s by shape and dtype, the measured peak, and memory bandwidth."""
     from slowlink.bench.compute import catalog_entry, parse_shapes, run_compute, write_catalog
+    from slowlink.bench.record import ComputeRow
     from slowlink.report.bench import compute_table
 
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
@@ -187,7 +188,7 @@ def compute(
                                    "copy_gbyte_s", "elementwise_gbyte_s", "adam_ns_per_param", "memory_gib", "notes")}
     for note in res["notes"]:
         err.print(note)
-    save_record("compute", res["device"], res["rows"], res.get("hostnames"),
+    rec = save_record("compute", res["device"], res["rows"], res.get("hostnames"),
                 {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]}, "none", cluster, results,
                 no_results, summary)
     if catalog_out is not None:
@@ -196,9 +197,10 @@ def compute(
                       f"{res['device']} with {res['threads']} thread(s)")
         err.print(f"catalog: {catalog_out} (gpu: {name}); list it under a cluster file's catalog:")
     if as_json:
-        print_json({"rows": res["rows"], "summary": summary})
+        print_json({"rows": rec.to_json()["rows"], "summary": summary})
         return
-    out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
+    out.print(compute_table([r for r in rec.rows if isinstance(r, ComputeRow)],
+                            f"GEMM on {res['device']} ({res['threads']} threads)"))
     peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
     out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
               f"rate ~ k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
@@ -239,6 +241,7 @@ def train(
 ) -> None:
     """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
     from slowlink.bench import launch
+    from slowlink.bench.record import TrainRow
     from slowlink.bench.train import TrainConfig, config_dict
     from slowlink.progress import progress
     from slowlink.report.bench import profile_table, train_table
@@ -262,22 +265,24 @@ def train(
             res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
             rows += res["rows"]
             hosts += res["hostnames"]
-    for r in rows:
+    for r in rows:  # the rank processes' rows, completed before they become the record
         peak = None if gpu is None else gpu.peak(r["precision"])
         r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None
         if cluster is not None:
             from slowlink.bench.train_plan import compare_with_plan
 
-            r["plan"] = compare_with_plan(r, cfg, cluster)
-    save_record("train", mode, rows, sorted(set(hosts)), config_dict(cfg), be, cluster, results, no_results)
+            r["plan"] = compare_with_plan(cfg, cluster, r["ranks"], r["precision"], r["step_time_s"],
+                                          r.get("profile")).to_json()
+    rec = save_record("train", mode, rows, sorted(set(hosts)), config_dict(cfg), be, cluster, results, no_results)
     if as_json:
-        print_json(rows)
+        print_json(rec.to_json()["rows"])
         return
-    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
-                                f"{rows[0]['precision']}"))
-    for r in rows:
-        if "profile" in r:
-            out.print(profile_table(r))
+    trained = [r for r in rec.rows if isinstance(r, TrainRow)]
+    out.print(train_table(trained, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
+                                   f"{trained[0].precision}"))
+    for row in trained:
+        if row.profile is not None:
+            out.print(profile_table(row, row.profile))
     if profile_dir is not None:
         err.print(f"traces: {profile_dir}/{mode}-<N>ranks/rank-<r>.json.gz (slowlink read kineto DIR)")
 
