@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -9,18 +10,24 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from rich.console import Console
 
 from slowlink.bench.compare import save_baseline
 from slowlink.bench.record import (
+    CheckpointRow,
     CollectiveRow,
     CollectivesRecord,
+    StorageRow,
     TrainRecord,
     TrainRow,
+    check_record,
     load_record,
     make_record,
     write_record,
 )
 from slowlink.errors import SpecError
+from slowlink.report.bench import profile_table, train_table
+from slowlink.report.storage_bench import checkpoint_bench_table, storage_bench_table
 
 ROW = {"op": "all_reduce", "size_bytes": 1048576, "ranks": 2, "time_s": 1e-3, "busbw_gbyte_s": 1.0}
 
@@ -140,3 +147,27 @@ def test_make_record_checks_what_the_file_will_hold(tmp_path: Path) -> None:
     assert load_record(write_record(rec, tmp_path, "x")) == rec
     with pytest.raises(SpecError, match=r"the collectives record: rows.0.time_s \(0\): Input should be greater"):
         make_record("collectives", [{**ROW, "time_s": 0}], {}, "gloo")
+
+
+def _text(table: Any) -> str:
+    console = Console(width=250, record=True, file=io.StringIO(), color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def test_tables_render_the_typed_rows_of_written_records() -> None:
+    train = load_record(DATA / "bench" / "train-ddp-plan-profile.json")
+    rows = [r for r in train.rows if isinstance(r, TrainRow)]
+    text = _text(train_table(rows, "t"))
+    assert "+10.5%" in text and "-62.3%" in text and "7.6%" in text  # plan error and MFU of each rank count
+    assert rows[0].profile is not None and "4.15" in _text(profile_table(rows[0], rows[0].profile))
+    store = load_record(DATA / "bench" / "storage-files-vs-shards.json")
+    text = _text(storage_bench_table([r for r in store.rows if isinstance(r, StorageRow)], "s"))
+    assert "12,775" in text and "per-file" in text and "+66%" in text
+    ckpt = load_record(DATA / "bench" / "checkpoint-dcp-1-2ranks.json")
+    text = _text(checkpoint_bench_table([r for r in ckpt.rows if isinstance(r, CheckpointRow)], "c"))
+    assert "-90%" in text and "+106%" in text
+    # A row without the shown columns (a hand-written record) renders n/a, not a KeyError.
+    bare = check_record([{"layout": "files", "order": "sequential", "workers": 0, "files_per_s": 1.0,
+                          "mbyte_s": 1.0}], "r.json")
+    assert "n/a" in _text(storage_bench_table([r for r in bare.rows if isinstance(r, StorageRow)], "s"))

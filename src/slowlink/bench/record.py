@@ -178,6 +178,15 @@ class StorageRow(BaseModel):
     workers: int = Field(ge=0, description="DataLoader workers.")
     files_per_s: float = Field(gt=0, description="Samples (source files) delivered per second.")
     mbyte_s: float = Field(gt=0, description="MB/s delivered.")
+    files_opened: int | None = Field(None, description="Files the pass opened (the shards, for shards).")
+    latency_p50_ms: float | None = Field(None, allow_inf_nan=True, description="Median batch latency, ms.")
+    latency_p99_ms: float | None = Field(None, allow_inf_nan=True, description="99th-percentile batch latency, ms.")
+    resident_after: float | None = Field(None, allow_inf_nan=True,
+                                         description="Share of the files' pages in the page cache after the pass.")
+    predicted_files_per_s: float | None = Field(None, allow_inf_nan=True, description="The model's samples/s.")
+    predicted_mbyte_s: float | None = Field(None, allow_inf_nan=True, description="The model's MB/s.")
+    predicted_binding: str | None = Field(None, description="What bounds the model: bandwidth, per-file, reader CPU.")
+    error: float | None = Field(None, allow_inf_nan=True, description="Model's rate / measured - 1.")
 
 
 class CheckpointRow(BaseModel):
@@ -189,6 +198,13 @@ class CheckpointRow(BaseModel):
     blocking_s: float = Field(gt=0, description="Seconds the save blocked training.")
     drain_s: float = Field(ge=0, description="Seconds from then until written (async), 0 for sync.")
     restore_s: float = Field(gt=0, description="Seconds to load it back, page cache evicted.")
+    bytes: float | None = Field(None, description="Bytes saved, all ranks.")
+    gbyte_s: float | None = Field(None, allow_inf_nan=True, description="Bytes / (blocking + drain), GB/s.")
+    predicted_blocking_s: float | None = Field(None, allow_inf_nan=True, description="The model's blocking, s.")
+    predicted_drain_s: float | None = Field(None, allow_inf_nan=True, description="The model's drain, s.")
+    predicted_restore_s: float | None = Field(None, allow_inf_nan=True, description="The model's restore, s.")
+    write_error: float | None = Field(None, allow_inf_nan=True, description="Model's write time / measured - 1.")
+    restore_error: float | None = Field(None, allow_inf_nan=True, description="Model's restore / measured - 1.")
 
 
 class RecordEnv(BaseModel):
