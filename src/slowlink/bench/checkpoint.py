@@ -172,14 +172,14 @@ class HostProbe:
     serialize_bytes_s: float
     cores: int
 
+    HOW = ("write: N threads write probe_bytes / N each and fsync; read: the same files read back with their "
+           "pages evicted; copy: one tensor of a rank's bytes cloned in host memory; serialize: torch.save of that "
+           "tensor into /dev/null (torch's CRC-32 setting), one thread; before and after the run, mean time per byte")
+
     def to_json(self) -> dict[str, object]:
         return {"write_mbyte_s": self.write_bytes_s / units.MB, "read_mbyte_s": self.read_bytes_s / units.MB,
                 "copy_gbyte_s": self.copy_bytes_s / units.GB, "serialize_gbyte_s": self.serialize_bytes_s / units.GB,
-                "cores": self.cores,
-                "how": "write: N threads write probe_bytes / N each and fsync; read: the same files read back "
-                       "with their pages evicted; copy: one tensor of a rank's bytes cloned in host memory; "
-                       "serialize: torch.save of that tensor into /dev/null (torch's CRC-32 setting), one thread; "
-                       "before and after the run, mean time per byte"}
+                "cores": self.cores, "how": self.HOW}
 
 
 def _write_file(path: Path, data: bytes) -> None:

@@ -183,29 +183,25 @@ def compute(
     from slowlink.report.bench import compute_table
 
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
-    res = run_compute(parse_shapes(shapes), dts, threads)
-    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "sms", "gemm_k_half", "k_half_dtype",
-                                   "copy_gbyte_s", "elementwise_gbyte_s", "adam_ns_per_param", "memory_gib", "notes")}
-    for note in res["notes"]:
+    run = run_compute(parse_shapes(shapes), dts, threads)
+    for note in run.notes:
         err.print(note)
-    rec = save_record("compute", res["device"], res["rows"], res.get("hostnames"),
-                {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]}, "none", cluster, results,
-                no_results, summary)
+    rec = save_record("compute", run.device, run.rows, None, {"shapes": shapes, "dtypes": list(dts),
+                      "threads": run.threads}, "none", cluster, results, no_results, run.summary())
     if catalog_out is not None:
-        arch = "cpu" if res["device"] == "cpu" else "gpu"
-        write_catalog(catalog_out, name, catalog_entry(summary, arch),
-                      f"{res['device']} with {res['threads']} thread(s)")
+        arch = "cpu" if run.device == "cpu" else "gpu"
+        write_catalog(catalog_out, name, catalog_entry(run, arch), f"{run.device} with {run.threads} thread(s)")
         err.print(f"catalog: {catalog_out} (gpu: {name}); list it under a cluster file's catalog:")
     if as_json:
-        print_json({"rows": rec.to_json()["rows"], "summary": summary})
+        print_json({"rows": rec.to_json()["rows"], "summary": run.summary()})
         return
     out.print(compute_table([r for r in rec.rows if isinstance(r, ComputeRow)],
-                            f"GEMM on {res['device']} ({res['threads']} threads)"))
-    peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
-    out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
-              f"rate ~ k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
-              f"elementwise kernels {summary['elementwise_gbyte_s']:.1f} GB/s, AdamW "
-              f"{summary['adam_ns_per_param']:.2f} ns/parameter")
+                            f"GEMM on {run.device} ({run.threads} threads)"))
+    peaks = ", ".join(f"{k} {v:.4g}" for k, v in run.peak_tflops.items())
+    out.print(f"peak TFLOP/s: {peaks}; k_half {run.gemm_k_half:.0f} ({run.k_half_dtype}, "
+              f"rate ~ k / (k + k_half)); copy bandwidth {run.copy_gbyte_s:.1f} GB/s, "
+              f"elementwise kernels {run.elementwise_gbyte_s:.1f} GB/s, AdamW "
+              f"{run.adam_ns_per_param:.2f} ns/parameter")
 
 
 _PROFILE_DIR = typer.Option(None, "--profile-dir", help="Every rank writes a torch.profiler trace of --steps more "

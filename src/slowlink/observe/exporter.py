@@ -38,13 +38,37 @@ _PLAN_STORAGE = {"data_stall_s": "data_stall_seconds", "checkpoint_write_s": "ch
 
 
 @dataclass(frozen=True)
+class PlanPoint:
+    """The predictions of a ``slowlink plan --json`` output that the exporter serves, seconds (None where the
+    plan has no number: no storage section, say)."""
+
+    step_time_s: float | None
+    exposed_comm_s: float | None
+    compute_s: float | None
+    data_stall_s: float | None
+    checkpoint_write_s: float | None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> PlanPoint:
+        """From the parsed JSON: the step keys at its top level, the storage keys under ``storage``."""
+        storage = data.get("storage")
+        storage = storage if isinstance(storage, dict) else {}
+
+        def num(where: dict[str, Any], key: str) -> float | None:
+            v = where.get(key)
+            return float(v) if isinstance(v, int | float) else None
+
+        return cls(**{k: num(data, k) for k in _PLAN_KEYS}, **{k: num(storage, k) for k in _PLAN_STORAGE})
+
+
+@dataclass(frozen=True)
 class Loaded:
     """One input as read: a record (collectives/compute/train) or a plan, with its file and time."""
 
     source: str
     mtime_s: float
     record: Record | None = None
-    plan: dict[str, Any] | None = None
+    plan: PlanPoint | None = None
 
 
 def newest(path: Path) -> Path | None:
@@ -65,7 +89,7 @@ def load(path: Path) -> Loaded:
         except ValueError:
             data = None
         if isinstance(data, dict) and "kind" not in data and "step_time_s" in data:
-            return Loaded(str(path), mtime, plan=data)
+            return Loaded(str(path), mtime, plan=PlanPoint.of(data))
     return Loaded(str(path), mtime, record=load_record(path))
 
 
@@ -137,18 +161,15 @@ def train_families(recs: list[Record], base: Record | None) -> list[Metric]:
     return fams
 
 
-def plan_families(plans: list[tuple[str, dict[str, Any]]]) -> list[Metric]:
+def plan_families(plans: list[tuple[str, PlanPoint]]) -> list[Metric]:
     """The model's predictions (``slowlink plan --json``): step time, exposed comm, data stall, checkpoint."""
     fams = {k: _gauge(f"plan_{v}", f"Predicted {v.replace('_', ' ')} (slowlink plan).", ("plan",))
             for k, v in {**_PLAN_KEYS, **_PLAN_STORAGE}.items()}
     for name, plan in plans:
-        for k in _PLAN_KEYS:
-            if isinstance(plan.get(k), int | float):
-                fams[k].add_metric([name], float(plan[k]))
-        storage = plan.get("storage") or {}
-        for k in _PLAN_STORAGE:
-            if isinstance(storage.get(k), int | float):
-                fams[k].add_metric([name], float(storage[k]))
+        for k, fam in fams.items():
+            value = getattr(plan, k)
+            if value is not None:
+                fam.add_metric([name], value)
     return list(fams.values())
 
 
@@ -163,7 +184,7 @@ class ResultsCollector(Collector):
         up = _gauge("input_up", "1 when the input was read, 0 when it could not be.", ("input",))
         stamp = _gauge("result_timestamp_seconds", "Modification time of the input read.", ("input",))
         recs: list[Record] = []
-        plans: list[tuple[str, dict[str, Any]]] = []
+        plans: list[tuple[str, PlanPoint]] = []
         for path in self.inputs:
             target = newest(path)
             try:

@@ -10,8 +10,10 @@ from rich.table import Table
 from slowlink import units
 
 if TYPE_CHECKING:
+    from slowlink.bench.checkpoint import HostProbe
     from slowlink.bench.manifest import Verification
     from slowlink.bench.record import CheckpointRow, StorageRow
+    from slowlink.bench.storage import DiskProbe
 
 
 def _num(x: float | None, fmt: str) -> str:
@@ -30,10 +32,10 @@ def storage_bench_table(rows: Sequence[StorageRow], title: str) -> Table:
     return t
 
 
-def probe_line(probe: dict[str, Any]) -> str:
+def probe_line(probe: DiskProbe) -> str:
     """The disk as the model sees it, and how it was measured."""
-    return (f"disk probe: {probe['read_mbyte_s']:.1f} MB/s, {probe['files_per_s']:,.0f} files/s "
-            f"({probe['how']}; cache: {probe['cache']})")
+    return (f"disk probe: {probe.bw_bytes_s / units.MB:.1f} MB/s, {probe.files_s:,.0f} files/s "
+            f"({probe.HOW}; cache: {probe.cache})")
 
 
 def reshard_line(res: dict[str, Any]) -> str:
@@ -69,8 +71,8 @@ def checkpoint_bench_table(rows: Sequence[CheckpointRow], title: str) -> Table:
     return t
 
 
-def host_probe_line(probe: dict[str, Any]) -> str:
+def host_probe_line(probe: HostProbe) -> str:
     """The machine as the checkpoint model sees it, and how it was measured."""
-    return (f"probe: disk write {probe['write_mbyte_s']:.1f} MB/s, read {probe['read_mbyte_s']:.1f} MB/s, host "
-            f"copy {probe['copy_gbyte_s']:.2f} GB/s, torch.save {probe['serialize_gbyte_s']:.2f} GB/s per core, "
-            f"{probe['cores']} cores ({probe['how']})")
+    return (f"probe: disk write {probe.write_bytes_s / units.MB:.1f} MB/s, read {probe.read_bytes_s / units.MB:.1f} "
+            f"MB/s, host copy {probe.copy_bytes_s / units.GB:.2f} GB/s, torch.save "
+            f"{probe.serialize_bytes_s / units.GB:.2f} GB/s per core, {probe.cores} cores ({probe.HOW})")
