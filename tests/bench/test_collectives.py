@@ -15,7 +15,7 @@ TARGET = "slowlink.bench.collectives:sweep_rank"
 
 
 def _run(cfg: BenchConfig, timeout_s: float = 120) -> list[CollectiveRow]:
-    rec = check_record(list(launch_local(TARGET, cfg, 2, "gloo", timeout_s)["rows"]), "sweep")
+    rec = check_record(list(launch_local(TARGET, cfg, 2, "gloo", timeout_s).rows), "sweep")
     assert isinstance(rec, CollectivesRecord)
     return rec.rows
 
@@ -100,11 +100,11 @@ def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> Non
     cfg = BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 65536.0), iters=6, warmup_iters=1, rounds=2,
                       check=False, test_delay_rank=1, test_delay_s=3e-3)
     res = launch_local(TARGET, cfg, 3, "gloo", 60)
-    for r in res["rows"]:
+    for r in res.rows:
         assert len(r["rank_time_s"]) == len(r["rank_wait_s"]) == 3 and len(r["in_place"]["rank_wait_s"]) == 3
         assert r["time_s"] == max(r["rank_time_s"])
         assert min(r["rank_wait_s"]) == r["rank_wait_s"][1] < max(r["rank_wait_s"]) - 2e-3
-    rec = check_record({"kind": "collectives", "env": {"hostnames": res["hostnames"]}, "rows": res["rows"]}, "sweep")
+    rec = check_record({"kind": "collectives", "env": {"hostnames": res.hostnames}, "rows": res.rows}, "sweep")
     found = sorted(record_suspects(rec), key=lambda s: -s.slowdown)
     assert found[0].id == "rank 1" and all(s.slowdown < found[0].slowdown / 2 for s in found[1:])
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from slowlink import units
 from slowlink.bench import pagecache
+from slowlink.bench.record import RankRows
 from slowlink.errors import BenchError, SpecError, field_error
 from slowlink.storage.checkpoint import (
     checkpoint_restore_time_s,
@@ -132,7 +133,7 @@ def _restore(state: dict[str, Any], path: Path, rank: int) -> float:
     return t
 
 
-def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> dict[str, Any]:
+def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> RankRows:
     """One rank: every mode ``repeat`` times, then a restore; the slowest rank's median times."""
     import torch.distributed as dist
 
@@ -158,7 +159,7 @@ def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> dict[str, Any]:
     finally:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
-    return {"rows": rows, "checkpoint_dir": str(root), "hostnames": [os.uname().nodename]}
+    return RankRows(rows, [os.uname().nodename])
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from slowlink import units
-from slowlink.bench.record import CollectiveRow
+from slowlink.bench.record import CollectiveRow, RankRows
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
@@ -390,7 +390,7 @@ def config_dict(cfg: BenchConfig) -> dict[str, Any]:
     return asdict(cfg)
 
 
-def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
+def sweep_rank(cfg: BenchConfig, ctx: Any) -> RankRows:
     """A rank's whole job (the launcher's target): the sweep, with a progress bar on rank 0's stderr."""
     import socket
 
@@ -401,10 +401,10 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
     if cfg.test_delay_rank is not None and cfg.test_delay_rank >= ctx.world:
         raise BenchError(f"test_delay_rank, SLOWLINK_BENCH_TEST_DELAY ({cfg.test_delay_rank}) must be a rank of "
                          f"the job (< {ctx.world})")
-    hosts: list[Any] = [None] * ctx.world
+    hosts: list[str] = [""] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     redops = redops_for(cfg.op, cfg.redop, cfg.backend)
     total = len(cfg.sizes_bytes) * len(halves_for(cfg.op)) * rounds_for(cfg) * len(redops)
     with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as steps:
         rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=steps.advance)
-    return {"rows": rows, "hostnames": hosts}
+    return RankRows(rows, hosts)

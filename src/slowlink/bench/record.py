@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -263,6 +264,15 @@ class StorageRecord(_Record):
 
 class CheckpointRecord(_Record):
     rows: list[CheckpointRow] = Field(min_length=1, description="One row per mode and rank count.")
+
+
+@dataclass(frozen=True)
+class RankRows:
+    """What a benchmark's rank 0 hands back to the launcher: its ``rows`` (the record's, as written; checked
+    into typed rows by :func:`make_record`) and the host of every rank."""
+
+    rows: list[dict[str, Any]]
+    hostnames: list[str]
 
 
 Record = CollectivesRecord | ComputeRecord | TrainRecord | StorageRecord | CheckpointRecord

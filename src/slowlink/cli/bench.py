@@ -110,7 +110,7 @@ def collectives(
     """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
     from slowlink.bench import launch
     from slowlink.bench.collectives import DTYPES, BenchConfig, redops_for, total_wrong
-    from slowlink.bench.record import CollectiveRow
+    from slowlink.bench.record import CollectiveRow, RankRows
     from slowlink.collectives.ops import OPS
     from slowlink.report.bench import collectives_table
 
@@ -139,13 +139,13 @@ def collectives(
     cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, rounds=rounds, check=bool(check),
                       backend=be, redop=redop, dtype=dtype, root=root, test_delay_rank=delay_rank,
                       test_delay_s=delay_s)
-    res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
+    res: RankRows | None = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
     if res is None:  # not rank 0 of a torchrun job
         return
     config = {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes), "iters": iters,
               "warmup_iters": warmup, "rounds": rounds, "check": bool(check), "backend": be,
-              "ranks": res["rows"][0]["ranks"]}
-    rec = save_record("collectives", op, res["rows"], res["hostnames"], config, be, cluster, results, no_results)
+              "ranks": len(res.hostnames)}
+    rec = save_record("collectives", op, res.rows, res.hostnames, config, be, cluster, results, no_results)
     swept = [r for r in rec.rows if isinstance(r, CollectiveRow)]
     wrong = total_wrong(swept)
     if as_json:
@@ -237,7 +237,7 @@ def train(
 ) -> None:
     """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
     from slowlink.bench import launch
-    from slowlink.bench.record import TrainRow
+    from slowlink.bench.record import RankRows, TrainRow
     from slowlink.bench.train import TrainConfig, config_dict
     from slowlink.progress import progress
     from slowlink.report.bench import profile_table, train_table
@@ -258,9 +258,9 @@ def train(
     with progress("bench train", len(counts)) as bar:
         for n in counts:
             bar.begin(f"bench train: {n} ranks")
-            res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
-            rows += res["rows"]
-            hosts += res["hostnames"]
+            res: RankRows = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
+            rows += res.rows
+            hosts += res.hostnames
     for r in rows:  # the rank processes' rows, completed before they become the record
         peak = None if gpu is None else gpu.peak(r["precision"])
         r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None

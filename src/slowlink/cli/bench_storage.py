@@ -98,7 +98,7 @@ def checkpoint(
 
     from slowlink.bench import launch
     from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, mean_probe, probe_host
-    from slowlink.bench.record import CheckpointRow
+    from slowlink.bench.record import CheckpointRow, RankRows
     from slowlink.cli.bench_record import save_record
     from slowlink.progress import progress
     from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
@@ -118,10 +118,10 @@ def checkpoint(
         for n in counts:
             steps.begin(f"bench checkpoint: {n} ranks")
             before = probe_host(where, n, cfg.probe_bytes, cfg.state_bytes)
-            res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
+            res: RankRows = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
             probe = mean_probe(before, probe_host(where, n, cfg.probe_bytes, cfg.state_bytes))
-            rows += finish_rows(res["rows"], cfg, probe)
-            hosts += res["hostnames"]
+            rows += finish_rows(res.rows, cfg, probe)
+            hosts += res.hostnames
             err.print(host_probe_line(probe) + f" [{n} ranks]")
     rec = save_record("checkpoint", "dcp", rows, sorted(set(hosts)), asdict(cfg), "gloo", None, results, no_results,
                       {"probe": probe.to_json()})
