@@ -35,7 +35,7 @@ def test_state_is_sharded_by_rank_and_sized() -> None:
 def test_sync_and_async_save_and_restore_on_one_rank(one_rank: launch.RankContext, tmp_path: Path) -> None:
     cfg = CheckpointBenchConfig(state_bytes=2**20, repeat=1, directory=str(tmp_path))
     res = checkpoint_rank(cfg, one_rank)
-    rows = {r["mode"]: r for r in res["rows"]}
+    rows = {r["mode"]: r for r in res.rows}
     assert set(rows) == {"sync", "async"}
     assert rows["sync"]["drain_s"] == 0.0 and rows["sync"]["blocking_s"] > 0
     assert rows["async"]["blocking_s"] > 0 and rows["async"]["drain_s"] > 0

@@ -6,6 +6,7 @@ import pytest
 
 from slowlink.bench.collectives import BenchConfig, redops_for, total_wrong
 from slowlink.bench.launch import MONITOR_INTERVAL_S, launch_local, peer_lost_grace_s
+from slowlink.bench.record import CollectiveRow, CollectivesRecord, check_record
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
@@ -13,8 +14,10 @@ pytest.importorskip("torch")
 TARGET = "slowlink.bench.collectives:sweep_rank"
 
 
-def _run(cfg: BenchConfig, timeout_s: float = 120) -> list[dict]:
-    return list(launch_local(TARGET, cfg, 2, "gloo", timeout_s)["rows"])
+def _run(cfg: BenchConfig, timeout_s: float = 120) -> list[CollectiveRow]:
+    rec = check_record(list(launch_local(TARGET, cfg, 2, "gloo", timeout_s).rows), "sweep")
+    assert isinstance(rec, CollectivesRecord)
+    return rec.rows
 
 
 def test_busbw_factors() -> None:
@@ -35,13 +38,13 @@ def test_redops_all_without_nccl_has_no_avg() -> None:
 def test_every_op_is_correct_in_and_out_of_place(op: str) -> None:
     rows = _run(BenchConfig(op=op, sizes_bytes=(4096.0,), iters=1, warmup_iters=0, redop="all", dtype="half"))
     assert total_wrong(rows) == 0
-    assert all(r["ranks"] == 2 and r["time_s"] > 0 for r in rows)
-    assert (rows[0]["in_place"] is None) == (op in ("all_to_all", "send_recv"))
+    assert all(r.ranks == 2 and r.time_s > 0 for r in rows)
+    assert (rows[0].in_place is None) == (op in ("all_to_all", "send_recv"))
 
 
 def test_wrong_reduction_is_caught() -> None:
     rows = _run(BenchConfig(op="all_reduce", sizes_bytes=(4096.0,), iters=1, warmup_iters=0, fault="wrong_redop"))
-    assert rows[0]["wrong"] > 0 and rows[0]["in_place"]["wrong"] > 0
+    assert rows[0].wrong > 0 and rows[0].in_place is not None and rows[0].in_place.wrong > 0
 
 
 def test_killed_rank_is_named() -> None:
@@ -97,11 +100,11 @@ def test_every_rank_keeps_its_own_time_and_the_delayed_rank_waits_least() -> Non
     cfg = BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 65536.0), iters=6, warmup_iters=1, rounds=2,
                       check=False, test_delay_rank=1, test_delay_s=3e-3)
     res = launch_local(TARGET, cfg, 3, "gloo", 60)
-    for r in res["rows"]:
+    for r in res.rows:
         assert len(r["rank_time_s"]) == len(r["rank_wait_s"]) == 3 and len(r["in_place"]["rank_wait_s"]) == 3
         assert r["time_s"] == max(r["rank_time_s"])
         assert min(r["rank_wait_s"]) == r["rank_wait_s"][1] < max(r["rank_wait_s"]) - 2e-3
-    rec = {"kind": "collectives", "env": {"hostnames": res["hostnames"]}, "rows": res["rows"]}
+    rec = check_record({"kind": "collectives", "env": {"hostnames": res.hostnames}, "rows": res.rows}, "sweep")
     found = sorted(record_suspects(rec), key=lambda s: -s.slowdown)
     assert found[0].id == "rank 1" and all(s.slowdown < found[0].slowdown / 2 for s in found[1:])
 

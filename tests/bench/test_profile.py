@@ -125,11 +125,12 @@ def test_profile_needs_timed_steps() -> None:
 
 
 def test_a_record_with_a_broken_profile_is_refused() -> None:
-    from slowlink.bench.record import check_record
+    from slowlink.bench.record import TrainRow, check_record
     from slowlink.errors import SpecError
 
     prof = dict.fromkeys((f"{c}_s" for c in (*CLASSES, "idle", "elementwise_copy")), 0.1) | {"wall_s": 1.0}
     row = {"mode": "ddp", "ranks": 1, "step_time_s": 1.0, "profile": prof}
-    assert check_record([row], "r.json")["rows"][0]["profile"]["gemm_s"] == 0.1
+    checked = check_record([row], "r.json").rows[0]
+    assert isinstance(checked, TrainRow) and checked.profile is not None and checked.profile.gemm_s == 0.1
     with pytest.raises(SpecError, match="profile"):
         check_record([row | {"profile": prof | {"idle_s": -0.5}}], "r.json")

@@ -45,14 +45,14 @@ def test_every_sample_is_read_from_disk_in_both_layouts(tmp_path: Path) -> None:
     make_dataset(tmp_path / "data", 300, 4096)
     cfg = StorageBenchConfig(workers=2, batch=16, shard_bytes=256 * 1024, probe_bytes=2**20, probe_files=50)
     res = run_storage(tmp_path / "data", tmp_path / "shards", cfg)
-    rows = {(r["layout"], r["order"]): r for r in res["rows"]}
+    rows = {(r["layout"], r["order"]): r for r in res.rows}
     assert set(rows) == {(lay, o) for lay in ("files", "shards") for o in ("sequential", "shuffled")}
     for r in rows.values():
         assert r["samples"] == 300 and r["bytes"] == 300 * 4096
         assert r["resident_after"] == 0.0  # the reads left nothing in the page cache
         assert r["files_per_s"] > 0 and r["mbyte_s"] > 0 and r["predicted_s"] > 0
     assert rows["files", "sequential"]["files_opened"] == 300
-    assert rows["shards", "sequential"]["files_opened"] == res["summary"]["shard_count"] < 300
+    assert rows["shards", "sequential"]["files_opened"] == res.shard_count < 300
     assert not any(p.name.startswith(".slowlink-probe") for p in (tmp_path / "shards").iterdir())
 
 
@@ -120,7 +120,7 @@ def test_a_shard_directory_is_read_as_its_samples(tmp_path: Path) -> None:
     reshard(src, tmp_path / "shards", 32 * 1024)
     cfg = StorageBenchConfig(workers=0, batch=8, orders=("sequential",), probe_bytes=2**20, probe_files=50)
     res = run_storage(tmp_path / "shards", tmp_path / "unused", cfg)
-    [r] = res["rows"]
-    assert r["layout"] == "shards" and r["samples"] == 40 and r["files_opened"] == res["summary"]["shard_count"] > 1
+    [r] = res.rows
+    assert r["layout"] == "shards" and r["samples"] == 40 and r["files_opened"] == res.shard_count > 1
     assert r["bytes"] == sum(3000 + len(b"%d" % (i % 5)) for i in range(40))
     assert not (tmp_path / "unused").exists()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from slowlink.bench.compare import Tolerance, compare_records
-from slowlink.bench.nccl_tests import load_nccl_tests, parse_nccl_tests, to_record
-from slowlink.bench.record import load_record
+from slowlink.bench.nccl_tests import load_nccl_tests, parse_nccl_tests
+from slowlink.bench.record import CollectiveHalf, CollectivesRecord, load_record, nccl_tests_record
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import SpecError
 from slowlink.observe.common import sniff
@@ -50,7 +50,7 @@ def test_interleaved_nccl_log_lines_are_skipped() -> None:
 
 def test_imported_table_is_a_record_that_compare_reads_directly() -> None:
     base, new = load_record(H100), load_record(SOCKET)  # nccl-tests text accepted by load_record
-    assert base["kind"] == "collectives" and base["rows"][0]["size_bytes"] == 1024
+    assert isinstance(base, CollectivesRecord) and base.rows[0].size_bytes == 1024
     moves = compare_records(base, new, Tolerance(0.10))
     assert len(moves) == 11 and all(m.status == "regressed" for m in moves)
     assert compare_records(base, load_record(H100), Tolerance(0.10))[0].status == "ok"
@@ -84,8 +84,10 @@ def test_garbled_tables_name_the_line_and_content(edit: object, needles: list[st
 
 
 def test_record_keeps_the_contract_keys() -> None:
-    rec = to_record(load_nccl_tests(H100), str(H100))
-    assert {"size_bytes", "time_s", "algbw_gbyte_s", "busbw_gbyte_s", "wrong"} <= set(rec["rows"][0])
+    rec = nccl_tests_record(load_nccl_tests(H100), str(H100))
+    assert {"size_bytes", "time_s", "algbw_gbyte_s", "busbw_gbyte_s", "wrong"} <= set(rec.to_json()["rows"][0])
+    row = rec.rows[0]
+    assert isinstance(row.in_place, CollectiveHalf) and row.in_place.wrong == 0 and row.count == 256
 
 
 def test_nccl_log_with_ib_and_gdrdma() -> None:

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from slowlink.bench.compare import Tolerance, compare_records
-from slowlink.bench.nccl_tests import load_nccl_tests, to_record
-from slowlink.bench.record import check_record
+from slowlink.bench.nccl_tests import load_nccl_tests
+from slowlink.bench.record import nccl_tests_record
 from slowlink.cli.main import app
 from slowlink.observe.checks import check_links, check_transport
 from slowlink.observe.common import sniff
@@ -100,8 +100,8 @@ def test_nccl_tests_2_18_mpi_binary_names_the_op() -> None:
 
 
 def _compare(base: Path, new: Path) -> dict[int, str]:
-    moves = compare_records(check_record(to_record(load_nccl_tests(base), str(base)), str(base)),
-                            check_record(to_record(load_nccl_tests(new), str(new)), str(new)), Tolerance(0.10))
+    moves = compare_records(nccl_tests_record(load_nccl_tests(base), str(base)),
+                            nccl_tests_record(load_nccl_tests(new), str(new)), Tolerance(0.10))
     return {int(m.key.split()[3]): m.status for m in moves}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from slowlink.bench.record import CollectiveRow
 from slowlink.probe.find import delayed_nodes, probe_pairs, rtt_pairs, slow_links
 
 MBIT = 1e6 / 8
@@ -83,10 +84,10 @@ def test_slow_ranks_names_a_rank_or_a_whole_host() -> None:
     assert slow_ranks([0.2, 0.2], ["a", "a"]) == []  # every rank alike: nothing to compare with
 
 
-def _sweep(waits: list[float], time_s: float = 3e-3, sizes: int = 2) -> list[dict]:
+def _sweep(waits: list[float], time_s: float = 3e-3, sizes: int = 2) -> list[CollectiveRow]:
     n = len(waits)
-    return [{"op": "all_reduce", "size_bytes": 2**k, "ranks": n, "time_s": time_s,
-             "rank_time_s": [time_s] * n, "rank_wait_s": list(waits)} for k in range(20, 20 + sizes)]
+    return [CollectiveRow(op="all_reduce", size_bytes=2**k, ranks=n, time_s=time_s, busbw_gbyte_s=1.0,
+                          rank_time_s=[time_s] * n, rank_wait_s=list(waits)) for k in range(20, 20 + sizes)]
 
 
 def test_late_ranks_names_the_rank_that_waits_least_or_its_whole_host() -> None:

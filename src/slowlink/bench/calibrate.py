@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from slowlink import units
+from slowlink.bench.record import CollectiveRow, CollectivesRecord, Record
 from slowlink.collectives import Group, predict
 from slowlink.collectives.calibration import alpha_beta_time_s
 from slowlink.collectives.ops import busbw_factor, ring_steps
@@ -40,37 +41,42 @@ def fit_alpha_beta(sizes: list[float], times: list[float]) -> tuple[float, float
     return float(a), float(b)
 
 
-def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], list[dict[str, Any]]]:
-    out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+def _groups(rows: list[CollectiveRow]) -> dict[tuple[str, int, str], list[CollectiveRow]]:
+    out: dict[tuple[str, int, str], list[CollectiveRow]] = {}
     for r in rows:
-        if r.get("wrong", 0) > 0:
-            raise SpecError(f"result row {r['op']} {r['size_bytes']} B has #wrong {r['wrong']}: "
+        if r.wrong > 0:
+            raise SpecError(f"result row {r.op} {r.size_bytes} B has #wrong {r.wrong}: "
                             "a wrong result cannot be calibrated on")
-        out.setdefault((r["op"], int(r["ranks"]), r.get("redop", "sum")), []).append(r)
+        out.setdefault((r.op, r.ranks, r.redop), []).append(r)
     return out
 
 
-def fit_record(rec: dict[str, Any], min_size_bytes: float = 0.0) -> list[OpFitSpec]:
+def _collectives(rec: Record) -> CollectivesRecord:
+    if not isinstance(rec, CollectivesRecord):
+        raise SpecError(f"calibrate needs a collectives result, got kind {rec.kind!r}")
+    return rec
+
+
+def fit_record(rec: Record, min_size_bytes: float = 0.0) -> list[OpFitSpec]:
     """One :class:`OpFitSpec` per (op, ranks) of a collectives record, on rows >= ``min_size_bytes``."""
-    if rec["kind"] != "collectives":
-        raise SpecError(f"calibrate needs a collectives result, got kind {rec['kind']!r}")
-    hosts = rec.get("env", {}).get("hostnames") or ["localhost"]
+    coll = _collectives(rec)
+    hosts = coll.hosts or ["localhost"]
     scope = "network" if len(set(hosts)) > 1 else "scale-up"
-    backend = rec.get("env", {}).get("backend") or rec["rows"][0].get("backend", "gloo")
+    backend = coll.env.backend or coll.rows[0].backend or "gloo"
     fits = []
-    for (op, n, redop), rows in _groups(rec["rows"]).items():
+    for (op, n, redop), group in _groups(coll.rows).items():
         if redop not in ("sum", "none") or n < 2:
             continue
-        rows = [r for r in rows if r["size_bytes"] >= min_size_bytes]
+        rows = [r for r in group if r.size_bytes >= min_size_bytes]
         if not rows:
             raise SpecError(f"--min-size ({min_size_bytes:g} B) leaves no {op} rows to fit")
-        sizes = [float(r["size_bytes"]) for r in rows]
-        times = [float(r["time_s"]) for r in rows]
+        sizes = [float(r.size_bytes) for r in rows]
+        times = [r.time_s for r in rows]
         f = busbw_factor(op, n)
         a, b = fit_alpha_beta([s * f for s in sizes], times)
         hop, bw = a / max(1, ring_steps(op, n)), 1.0 / b
         errs = [abs(alpha_beta_time_s(op, s, n, hop, bw) - t) / t for s, t in zip(sizes, times, strict=True)]
-        fits.append(OpFitSpec(op=op, scope=scope, ranks=n, backend=str(backend), hop_latency_us=hop / units.US,
+        fits.append(OpFitSpec(op=op, scope=scope, ranks=n, backend=backend, hop_latency_us=hop / units.US,
                               busbw_gbyte_s=bw / units.GB, min_size_bytes=min(sizes), max_size_bytes=max(sizes),
                               max_abs_error_pct=100 * max(errs)))
     if not fits:
@@ -78,7 +84,7 @@ def fit_record(rec: dict[str, Any], min_size_bytes: float = 0.0) -> list[OpFitSp
     return fits
 
 
-def make_profile(rec: dict[str, Any], source: Path, cluster: Cluster, min_size_bytes: float = 0.0) -> ProfileSpec:
+def make_profile(rec: Record, source: Path, cluster: Cluster, min_size_bytes: float = 0.0) -> ProfileSpec:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return ProfileSpec(kind=PROFILE_KIND, cluster=cluster.name, source=str(source), created_utc=now,
                        fits=fit_record(rec, min_size_bytes))
@@ -142,20 +148,21 @@ class PredictedPoint:
                 "algorithm": self.algorithm}
 
 
-def predicted_vs_measured(cluster: Cluster, rec: dict[str, Any]) -> list[PredictedPoint]:
+def predicted_vs_measured(cluster: Cluster, rec: Record) -> list[PredictedPoint]:
     """For every sum (or non-reducing) row: the model's time and busbw against the measurement (the record's
     own values, as written)."""
-    hosts = rec.get("env", {}).get("hostnames") or []
+    if not isinstance(rec, CollectivesRecord):
+        raise SpecError(f"collective --compare needs a collectives result, got kind {rec.kind!r}")
+    hosts = rec.hosts
     points = []
-    for r in rec["rows"]:
-        if r.get("redop", "sum") not in ("sum", "none"):
+    for r in rec.rows:
+        if r.redop not in ("sum", "none"):
             continue
-        n = int(r["ranks"])
         nodes = max(1, len(set(hosts))) if hosts else 1
-        grp = Group(ranks=n, ranks_per_node=max(1, -(-n // nodes)))
-        p = predict(cluster, r["op"], float(r["size_bytes"]), grp)
-        points.append(PredictedPoint(r["op"], r["size_bytes"], n, r["time_s"], p.time_s, r["busbw_gbyte_s"],
-                                     p.busbw_bytes_s / units.GB, 100 * (p.time_s - r["time_s"]) / r["time_s"],
+        grp = Group(ranks=r.ranks, ranks_per_node=max(1, -(-r.ranks // nodes)))
+        p = predict(cluster, r.op, float(r.size_bytes), grp)
+        points.append(PredictedPoint(r.op, r.size_bytes, r.ranks, r.time_s, p.time_s, r.busbw_gbyte_s,
+                                     p.busbw_bytes_s / units.GB, 100 * (p.time_s - r.time_s) / r.time_s,
                                      p.algorithm))
     if not points:
         raise SpecError("the result has no sum (or non-reducing) rows to compare with")

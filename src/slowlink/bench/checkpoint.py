@@ -37,6 +37,7 @@ import numpy as np
 
 from slowlink import units
 from slowlink.bench import pagecache
+from slowlink.bench.record import RankRows
 from slowlink.errors import BenchError, SpecError, field_error
 from slowlink.storage.checkpoint import (
     checkpoint_restore_time_s,
@@ -132,7 +133,7 @@ def _restore(state: dict[str, Any], path: Path, rank: int) -> float:
     return t
 
 
-def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> dict[str, Any]:
+def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> RankRows:
     """One rank: every mode ``repeat`` times, then a restore; the slowest rank's median times."""
     import torch.distributed as dist
 
@@ -158,7 +159,7 @@ def checkpoint_rank(cfg: CheckpointBenchConfig, ctx: Any) -> dict[str, Any]:
     finally:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
-    return {"rows": rows, "checkpoint_dir": str(root), "hostnames": [os.uname().nodename]}
+    return RankRows(rows, [os.uname().nodename])
 
 
 @dataclass(frozen=True)
@@ -172,14 +173,14 @@ class HostProbe:
     serialize_bytes_s: float
     cores: int
 
+    HOW = ("write: N threads write probe_bytes / N each and fsync; read: the same files read back with their "
+           "pages evicted; copy: one tensor of a rank's bytes cloned in host memory; serialize: torch.save of that "
+           "tensor into /dev/null (torch's CRC-32 setting), one thread; before and after the run, mean time per byte")
+
     def to_json(self) -> dict[str, object]:
         return {"write_mbyte_s": self.write_bytes_s / units.MB, "read_mbyte_s": self.read_bytes_s / units.MB,
                 "copy_gbyte_s": self.copy_bytes_s / units.GB, "serialize_gbyte_s": self.serialize_bytes_s / units.GB,
-                "cores": self.cores,
-                "how": "write: N threads write probe_bytes / N each and fsync; read: the same files read back "
-                       "with their pages evicted; copy: one tensor of a rank's bytes cloned in host memory; "
-                       "serialize: torch.save of that tensor into /dev/null (torch's CRC-32 setting), one thread; "
-                       "before and after the run, mean time per byte"}
+                "cores": self.cores, "how": self.HOW}
 
 
 def _write_file(path: Path, data: bytes) -> None:

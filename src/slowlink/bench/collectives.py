@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from slowlink import units
+from slowlink.bench.record import CollectiveRow, RankRows
 from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import BenchError
 
@@ -380,16 +381,16 @@ def _die(how: str) -> None:
     os._exit(3)
 
 
-def total_wrong(rows: list[dict[str, Any]]) -> int:
+def total_wrong(rows: Sequence[CollectiveRow]) -> int:
     """#wrong over both halves of every row (-1, unchecked, counts as 0)."""
-    return sum(max(0, r["wrong"]) + max(0, (r.get("in_place") or {}).get("wrong", 0)) for r in rows)
+    return sum(max(0, r.wrong) + (max(0, r.in_place.wrong) if r.in_place else 0) for r in rows)
 
 
 def config_dict(cfg: BenchConfig) -> dict[str, Any]:
     return asdict(cfg)
 
 
-def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
+def sweep_rank(cfg: BenchConfig, ctx: Any) -> RankRows:
     """A rank's whole job (the launcher's target): the sweep, with a progress bar on rank 0's stderr."""
     import socket
 
@@ -400,10 +401,10 @@ def sweep_rank(cfg: BenchConfig, ctx: Any) -> dict[str, Any]:
     if cfg.test_delay_rank is not None and cfg.test_delay_rank >= ctx.world:
         raise BenchError(f"test_delay_rank, SLOWLINK_BENCH_TEST_DELAY ({cfg.test_delay_rank}) must be a rank of "
                          f"the job (< {ctx.world})")
-    hosts: list[Any] = [None] * ctx.world
+    hosts: list[str] = [""] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     redops = redops_for(cfg.op, cfg.redop, cfg.backend)
     total = len(cfg.sizes_bytes) * len(halves_for(cfg.op)) * rounds_for(cfg) * len(redops)
     with progress(f"{cfg.op} x {ctx.world} ranks", total, enabled=ctx.rank == 0) as steps:
         rows = rank_sweep(cfg, ctx.rank, ctx.world, ctx.device, on_block=steps.advance)
-    return {"rows": rows, "hostnames": hosts}
+    return RankRows(rows, hosts)

@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 from slowlink import units
 from slowlink.bench.lateness import lateness
-from slowlink.bench.record import load_record
+from slowlink.bench.record import (
+    CheckpointRow,
+    CollectiveRow,
+    ComputeRow,
+    Record,
+    Row,
+    StorageRow,
+    load_record,
+)
 from slowlink.errors import SpecError
 
 DEFAULT_DIR = Path("baselines")
@@ -87,26 +95,25 @@ class Move:
         return out
 
 
-def row_key(kind: str, r: dict[str, Any]) -> tuple[str, str, bool, float | None]:
+def row_key(r: Row) -> tuple[str, str, bool, float | None]:
     """(key text, metric name, lower is better, size in bytes or None)."""
-    if kind == "collectives":
-        return (f"{r['op']} {r.get('redop', 'sum')} {r.get('type', 'float')} {r['size_bytes']} B x{r['ranks']}",
-                "time_s", True, float(r["size_bytes"]))
-    if kind == "compute":
-        return f"gemm {r['m']}x{r['n']}x{r['k']} {r['dtype']}", "tflops", False, None
-    if kind == "storage":
-        return f"read {r['layout']} {r['order']} w{r['workers']}", "files_per_s", False, None
-    if kind == "checkpoint":
-        return f"checkpoint {r['mode']} x{r['ranks']}", "blocking_s", True, None
-    return f"train {r['mode']} x{r['ranks']}", "step_time_s", True, None
+    if isinstance(r, CollectiveRow):
+        return (f"{r.op} {r.redop} {r.type} {r.size_bytes} B x{r.ranks}", "time_s", True, float(r.size_bytes))
+    if isinstance(r, ComputeRow):
+        return f"gemm {r.m}x{r.n}x{r.k} {r.dtype}", "tflops", False, None
+    if isinstance(r, StorageRow):
+        return f"read {r.layout} {r.order} w{r.workers}", "files_per_s", False, None
+    if isinstance(r, CheckpointRow):
+        return f"checkpoint {r.mode} x{r.ranks}", "blocking_s", True, None
+    return f"train {r.mode} x{r.ranks}", "step_time_s", True, None
 
 
-def metrics(rec: dict[str, Any]) -> dict[str, tuple[str, bool, float | None, float]]:
+def metrics(rec: Record) -> dict[str, tuple[str, bool, float | None, float]]:
     """key -> (metric, lower is better, size, value)."""
     out = {}
-    for r in rec["rows"]:
-        key, metric, lower, size = row_key(rec["kind"], r)
-        out[key] = (metric, lower, size, float(r[metric]))
+    for r in rec.rows:
+        key, metric, lower, size = row_key(r)
+        out[key] = (metric, lower, size, float(getattr(r, metric)))
     return out
 
 
@@ -115,10 +122,10 @@ def slowdown(base: float, value: float, lower_is_better: bool) -> float:
     return value / base - 1.0 if lower_is_better else base / value - 1.0
 
 
-def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -> list[Move]:
+def compare_records(base: Record, new: Record, tol: Tolerance) -> list[Move]:
     """One entry per key both records have: values, change, tolerance and status."""
-    if base["kind"] != new["kind"]:
-        raise SpecError(f"compare: baseline is a {base['kind']} result, result is a {new['kind']} result")
+    if base.kind != new.kind:
+        raise SpecError(f"compare: baseline is a {base.kind} result, result is a {new.kind} result")
     bm, nm = metrics(base), metrics(new)
     common = [k for k in bm if k in nm]
     if not common:
@@ -134,7 +141,7 @@ def compare_records(base: dict[str, Any], new: dict[str, Any], tol: Tolerance) -
     return moves
 
 
-def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[Move]:
+def rank_nodes(rec: Record, tol: Tolerance) -> list[Move]:
     """The hosts (or, all on one host, the ranks) of one ``bench collectives`` record against the other ranks.
 
     In a collective every rank leaves together, so the record's per-rank times cannot tell them apart; the
@@ -143,13 +150,13 @@ def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[Move]:
     regressed. Metric: seconds per iteration inside the calls (mean over the rows), against the other ranks'
     median (the baseline column).
     """
-    rows = [r for r in rec["rows"] if r.get("rank_wait_s") and r.get("rank_time_s")]
-    late = lateness(rows) if rec["kind"] == "collectives" else None
+    rows = [r for r in rec.rows if isinstance(r, CollectiveRow) and r.measured_ranks]
+    late = lateness(rows)
     if late is None:
         raise SpecError("compare --nodes needs >= 2 results, or one `bench collectives` record (gloo, this "
                         "version) with rows.rank_wait_s of >= 2 ranks")
     n = len(late.wait_s)
-    hosts = rec.get("env", {}).get("hostnames") or []
+    hosts = rec.hosts
     by = hosts if len(hosts) == n and len(set(hosts)) > 1 else [f"rank {i}" for i in range(n)]
     t = tol.at(None)
     moves = []
@@ -163,14 +170,14 @@ def rank_nodes(rec: dict[str, Any], tol: Tolerance) -> list[Move]:
     return moves
 
 
-def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> list[Move]:
+def compare_nodes(recs: list[tuple[str, Record]], tol: Tolerance) -> list[Move]:
     """Each node's rows against the median of all nodes; a node is slow when any row regresses. One record
     alone: its hosts or ranks against each other from their per-rank waits (:func:`rank_nodes`)."""
     if len(recs) == 1:
         return rank_nodes(recs[0][1], tol)
     if len(recs) < 2:
         raise SpecError(f"compare --nodes needs >= 2 results, got {len(recs)}")
-    kinds = {r["kind"] for _, r in recs}
+    kinds = {r.kind for _, r in recs}
     if len(kinds) > 1:
         raise SpecError(f"compare --nodes: results are of different kinds ({', '.join(sorted(kinds))})")
     per = [metrics(r) for _, r in recs]
@@ -190,8 +197,8 @@ def compare_nodes(recs: list[tuple[str, dict[str, Any]]], tol: Tolerance) -> lis
     return moves
 
 
-def node_name(path: Path, rec: dict[str, Any]) -> str:
-    hosts = rec.get("env", {}).get("hostnames") or []
+def node_name(path: Path, rec: Record) -> str:
+    hosts = rec.hosts
     return ",".join(sorted(set(hosts))) if hosts else path.stem
 
 
@@ -199,12 +206,12 @@ def save_baseline(name: str, result: Path, folder: Path = DEFAULT_DIR) -> Path:
     """Copy a result into ``folder/NAME.json`` with the name, the source and the time it was saved."""
     if not _NAME.match(name):
         raise SpecError(f"baseline name ({name!r}) must be letters, digits, '.', '_' or '-'")
-    rec = load_record(result)
-    rec["baseline"] = {"name": name, "source": str(result),
+    doc = load_record(result).to_json()
+    doc["baseline"] = {"name": name, "source": str(result),
                        "saved_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    path.write_text(json.dumps(rec, indent=2, default=float) + "\n")
+    path.write_text(json.dumps(doc, indent=2, default=float) + "\n")
     return path
 
 

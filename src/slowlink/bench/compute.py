@@ -22,6 +22,7 @@ memory-bound estimate.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +157,37 @@ def memory_bytes(device: str) -> float:
     raise BenchError("cannot read MemTotal from /proc/meminfo")
 
 
+@dataclass(frozen=True)
+class ComputeRun:
+    """A ``bench compute`` run on ``device`` with ``threads``: its GEMM ``rows`` (the record's, as written), the
+    ``peak_tflops`` per dtype, ``sms`` (SMs, or threads on a CPU), the fitted ``gemm_k_half`` of the
+    ``k_half_dtype`` sweep, copy and elementwise bandwidth, AdamW's ns per parameter, memory, and ``notes``
+    (shapes skipped, and why)."""
+
+    rows: list[dict[str, Any]]
+    notes: tuple[str, ...]
+    device: str
+    threads: int
+    peak_tflops: dict[str, float]
+    sms: int
+    gemm_k_half: float
+    k_half_dtype: str
+    copy_gbyte_s: float
+    elementwise_gbyte_s: float
+    adam_ns_per_param: float
+    memory_gib: float
+
+    def summary(self) -> dict[str, Any]:
+        """The record's ``summary`` (and ``--json``'s)."""
+        return {"device": self.device, "threads": self.threads, "peak_tflops": dict(self.peak_tflops),
+                "sms": self.sms, "gemm_k_half": self.gemm_k_half, "k_half_dtype": self.k_half_dtype,
+                "copy_gbyte_s": self.copy_gbyte_s, "elementwise_gbyte_s": self.elementwise_gbyte_s,
+                "adam_ns_per_param": self.adam_ns_per_param, "memory_gib": self.memory_gib,
+                "notes": list(self.notes)}
+
+
 def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...], threads: int | None,
-                device: str | None = None) -> dict[str, Any]:
+                device: str | None = None) -> ComputeRun:
     """GEMM rows, copy bandwidth and peaks per dtype, on ``device`` (default: cuda if present, else cpu)."""
     torch = require_torch()
     if threads is not None:
@@ -176,25 +206,22 @@ def run_compute(shapes: tuple[tuple[int, int, int], ...], dtypes: tuple[str, ...
     peaks = {d: max(r["tflops"] for r in rows if r["dtype"] == d) for d in dtypes}
     sms = torch.cuda.get_device_properties(0).multi_processor_count if dev.startswith("cuda") else \
         torch.get_num_threads()
-    return {"rows": rows, "notes": notes + more, "device": dev, "threads": torch.get_num_threads(),
-            "peak_tflops": peaks, "sms": sms, "gemm_k_half": fit_k_half(sweep),
-            "k_half_dtype": fastest, "copy_gbyte_s": copy_bw_bytes_s(dev) / units.GB,
-            "elementwise_gbyte_s": elementwise_bw_bytes_s(dev, fastest) / units.GB,
-            "adam_ns_per_param": adam_s_per_param(dev) / units.NS,
-            "memory_gib": memory_bytes(dev) / units.GiB}
+    return ComputeRun(rows, tuple(notes + more), dev, torch.get_num_threads(), peaks, sms, fit_k_half(sweep), fastest,
+                      copy_bw_bytes_s(dev) / units.GB, elementwise_bw_bytes_s(dev, fastest) / units.GB,
+                      adam_s_per_param(dev) / units.NS, memory_bytes(dev) / units.GiB)
 
 
-def catalog_entry(summary: dict[str, Any], arch: str) -> dict[str, Any]:
-    """A catalog GPU entry with the measured peaks (every dtype must have been measured)."""
-    peaks = summary["peak_tflops"]
+def catalog_entry(run: ComputeRun, arch: str) -> dict[str, Any]:
+    """A catalog GPU entry (the catalog file's mapping) with the measured peaks (every dtype must have been
+    measured)."""
+    peaks = run.peak_tflops
     missing = [d for d in DTYPES if d not in peaks]
     if missing:
         raise BenchError(f"--catalog-out needs every dtype measured: add {', '.join(missing)} to --dtypes")
     return {"bf16_tflops": peaks["bf16"], "fp16_tflops": peaks["fp16"], "fp8_tflops": None,
-            "fp32_tflops": peaks["fp32"], "hbm_gib": summary["memory_gib"], "hbm_gbyte_s": summary["copy_gbyte_s"],
-            "arch": arch, "sms": summary["sms"], "gemm_fraction": 1.0,
-            "elementwise_gbyte_s": summary["elementwise_gbyte_s"], "adam_ns_per_param": summary["adam_ns_per_param"],
-            "gemm_k_half": round(summary["gemm_k_half"], 1)}
+            "fp32_tflops": peaks["fp32"], "hbm_gib": run.memory_gib, "hbm_gbyte_s": run.copy_gbyte_s,
+            "arch": arch, "sms": run.sms, "gemm_fraction": 1.0, "elementwise_gbyte_s": run.elementwise_gbyte_s,
+            "adam_ns_per_param": run.adam_ns_per_param, "gemm_k_half": round(run.gemm_k_half, 1)}
 
 
 def write_catalog(path: Path, name: str, entry: dict[str, Any], note: str) -> None:

@@ -6,8 +6,10 @@ about the same time, so its own time per call says nothing, but the time it spen
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from slowlink.bench.record import CollectiveRow
 
 
 @dataclass(frozen=True)
@@ -22,18 +24,19 @@ class Lateness:
     rows: int
 
 
-def lateness(rows: list[dict[str, Any]]) -> Lateness | None:
-    """:class:`Lateness` of the rows with the first row's rank count (None below two ranks).
+def lateness(rows: Sequence[CollectiveRow]) -> Lateness | None:
+    """:class:`Lateness` of the rows (each with ``rank_time_s`` and ``rank_wait_s``) with the first row's rank
+    count (None below two ranks).
 
     The reference is the others' median, not everyone's: with two ranks everyone's median is the midpoint and
     would halve the late rank's lateness; with more, one late rank barely moves it either way.
     """
-    n = int(rows[0]["ranks"]) if rows else 0
-    rows = [r for r in rows if int(r["ranks"]) == n]
+    n = rows[0].ranks if rows else 0
+    timed = [(t, w) for r in rows if r.ranks == n and (t := r.rank_time_s) and (w := r.rank_wait_s)]
     if n < 2:
         return None
-    wait = [sum(float(r["rank_wait_s"][i]) for r in rows) for i in range(n)]
-    total = statistics.median(sum(float(r["rank_time_s"][i]) for r in rows) for i in range(n))
+    wait = [sum(w[i] for _, w in timed) for i in range(n)]
+    total = statistics.median(sum(t[i] for t, _ in timed) for i in range(n))
     ref = [statistics.median(w for j, w in enumerate(wait) if j != i) for i in range(n)]
     cost = [(r - w) / max(total - (r - w), 1e-12) for w, r in zip(wait, ref, strict=True)]
-    return Lateness(wait, ref, cost, len(rows))
+    return Lateness(wait, ref, cost, len(timed))

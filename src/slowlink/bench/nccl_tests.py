@@ -204,29 +204,15 @@ def _looks_like_log(s: str) -> bool:
     return " NCCL " in s or ":" in s.split()[0]
 
 
-def to_record(run: NcclTestsRun, source: str) -> dict[str, Any]:
-    """The run as a slowlink collectives record (bench/record.py's schema) so that ``compare`` and
-    ``calibrate`` read it like a ``slowlink bench collectives`` result."""
-    rows = [{"op": run.op, "size_bytes": int(r.size_bytes), "count": r.count, "type": r.type, "redop": r.redop,
-             "root": r.root, "ranks": run.ranks, "backend": "nccl", "time_s": r.time_s,
-             "algbw_gbyte_s": r.algbw_gbyte_s, "busbw_gbyte_s": r.busbw_gbyte_s, "wrong": r.wrong,
-             "in_place": r.in_place} for r in run.rows]
-    env = {"backend": "nccl", "hostnames": list(run.hostnames) or None, "devices": list(run.devices),
-           "tool": "nccl-tests", "nccl_tests_generation": run.generation}
-    return {"kind": "collectives", "created_utc": None, "env": env,
-            "config": {"op": run.op, "source": source, "params": run.params},
-            "rows": rows, "summary": {"avg_busbw_gbyte_s": run.avg_busbw_gbyte_s}}
-
-
 def load_nccl_tests(path: Path | str, op: str | None = None, ranks: int | None = None) -> NcclTestsRun:
     """Read and parse an nccl-tests output file."""
     return parse_nccl_tests(read_text(path, "nccl-tests output"), str(path), op, ranks)
 
 
 def looks_like_nccl_tests(text: str) -> bool:
-    """Whether ``text`` holds an nccl-tests table header (used by ``load_record`` to accept such files)."""
+    """Whether ``text`` holds an nccl-tests table header (``load_record`` accepts such files)."""
     return any(_is_header(strip_launcher_tag(line).strip()) for line in text.splitlines())
 
 
 __all__ = ["BINARIES", "NcclTestsRow", "NcclTestsRun", "load_nccl_tests", "looks_like_nccl_tests",
-           "parse_nccl_tests", "to_record"]
+           "parse_nccl_tests"]

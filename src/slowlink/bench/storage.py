@@ -140,13 +140,15 @@ class DiskProbe:
     workers: int
     cache: str
 
+    HOW = ("bw: probe_bytes in one large file per worker, read whole; files/s: probe_files one-byte files; "
+           "samples/s: as many one-byte samples in one tar per worker; same DataLoader, workers and cache defeat "
+           "as the passes")
+
     def to_json(self) -> dict[str, object]:
         return {"read_mbyte_s": self.bw_bytes_s / units.MB, "files_per_s": self.files_s,
                 "tar_samples_per_s": self.samples_s,
                 "probe_bytes": self.probe_bytes, "probe_files": self.probe_files, "workers": self.workers,
-                "cache": self.cache, "how": "bw: probe_bytes in one large file per worker, read whole; files/s: "
-                "probe_files one-byte files; samples/s: as many one-byte samples in one tar per worker; "
-                "same DataLoader, workers and cache defeat as the passes"}
+                "cache": self.cache, "how": self.HOW}
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -257,7 +259,31 @@ def row(layout: str, order: str, p: Pass, opened: list[Path], probe: DiskProbe, 
             "error": p.samples / pred / p.samples_s - 1.0}  # model's rate / measured - 1: > 0, model optimistic
 
 
-def run_storage(data_dir: Path, shards_dir: Path, cfg: StorageBenchConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StorageRun:
+    """A ``bench storage`` run: its ``rows`` (the record's, as written: one per layout and order, see
+    :func:`row`), the dataset and shard folders, the dataset's ``samples`` (each of ``source_files`` files, or
+    read out of the shards), the ``shard_count``, the ``layouts`` read, the disk ``probe`` and the ``cfg``."""
+
+    rows: list[dict[str, Any]]
+    dataset: Path
+    shards: Path
+    samples: int
+    source_files: int
+    shard_count: int
+    layouts: tuple[str, ...]
+    probe: DiskProbe
+    cfg: StorageBenchConfig
+
+    def summary(self) -> dict[str, Any]:
+        """The record's ``summary``."""
+        return {"dataset": str(self.dataset), "shards": str(self.shards), "files": self.samples,
+                "samples": self.samples, "source_files": self.source_files, "shard_count": self.shard_count,
+                "layouts": list(self.layouts), "shard_pattern": SHARD_NAME, "probe": self.probe.to_json(),
+                "config": asdict(self.cfg)}
+
+
+def run_storage(data_dir: Path, shards_dir: Path, cfg: StorageBenchConfig) -> StorageRun:
     """Probe the disk, make or reuse the shards, and time every layout x order; rows and a summary.
 
     A ``data_dir`` that is itself a shard directory (``index.json`` and its tars, as ``reshard`` writes) is read
@@ -288,7 +314,4 @@ def run_storage(data_dir: Path, shards_dir: Path, cfg: StorageBenchConfig) -> di
         rows.append(row(layout, order, p, files if layout == "files" else shards, probe, cfg))
     if any(r["samples"] != n_samples for r in rows):
         raise BenchError(f"a pass read {[r['samples'] for r in rows]} samples, not the dataset's {n_samples}")
-    summary = {"dataset": str(data_dir), "shards": str(shards_dir), "files": n_samples, "samples": n_samples,
-               "source_files": len(files), "shard_count": len(shards), "layouts": list(layouts),
-               "shard_pattern": SHARD_NAME, "probe": probe.to_json(), "config": asdict(cfg)}
-    return {"rows": rows, "summary": summary}
+    return StorageRun(rows, data_dir, shards_dir, n_samples, len(files), len(shards), layouts, probe, cfg)

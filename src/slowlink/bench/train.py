@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from slowlink import units
+from slowlink.bench.record import RankRows
 from slowlink.errors import BenchError
 
 MODES = ("ddp", "fsdp")
@@ -253,7 +254,7 @@ def _wrap(model: Any, cfg: TrainConfig, ctx: Any) -> Any:
     return model
 
 
-def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
+def train_rank(cfg: TrainConfig, ctx: Any) -> RankRows:
     """A rank's job (the launcher's target): compute-only, distributed steps, comm alone; max over ranks,
     and every rank's own step and compute time (``rank_step_s``, ``rank_compute_s``, by rank)."""
     import socket
@@ -279,7 +280,7 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
     dist.all_gather(every, mine)  # each rank's own times: the per-rank record a slow GPU shows up in
     per_rank = [[float(x) for x in t] for t in every]
     step_s, compute_s, comm_s = (max(r[i] for r in per_rank) for i in range(3))
-    hosts: list[Any] = [None] * ctx.world
+    hosts: list[str] = [""] * ctx.world
     dist.all_gather_object(hosts, socket.gethostname())
     exposed = max(0.0, step_s - compute_s)
     n, e = model_params(cfg)
@@ -291,7 +292,7 @@ def train_rank(cfg: TrainConfig, ctx: Any) -> dict[str, Any]:
            "rank_step_s": [r[0] for r in per_rank], "rank_compute_s": [r[1] for r in per_rank]}
     if profiled is not None:
         row["profile"] = profiled
-    return {"rows": [row], "hostnames": hosts}
+    return RankRows([row], hosts)
 
 
 def config_dict(cfg: TrainConfig) -> dict[str, Any]:

@@ -10,10 +10,12 @@ step (:func:`modelled_profile`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slowlink.bench.profile import CLASSES
+from slowlink.bench.record import TrainPlan
 from slowlink.bench.train import TrainConfig
 from slowlink.errors import SpecError
 from slowlink.fileio import read_mapping
@@ -57,16 +59,18 @@ def plan_for(cfg: TrainConfig, ranks: int, precision: str, cluster_file: Path) -
     return plan(workload_for(cfg, ranks, precision), cluster_for(cluster_file, ranks))
 
 
-def compare_with_plan(row: dict[str, Any], cfg: TrainConfig, cluster_file: Path) -> dict[str, Any]:
-    """The row's measurement against plan: step, compute, exposed comm and ratio, with the step error."""
-    p = plan_for(cfg, int(row["ranks"]), row["precision"], cluster_file)
-    err = (p.step_time_s - row["step_time_s"]) / row["step_time_s"]
-    out = {"step_time_s": p.step_time_s, "compute_s": p.compute_s, "exposed_comm_s": p.exposed_comm_s,
-           "comm_compute_ratio": p.comm_compute_ratio, "mfu": p.mfu, "error_pct": 100 * err}
-    if "profile" in row:
-        out["profile"] = modelled_profile(cfg, int(row["ranks"]), row["precision"], cluster_file)
-        out["profile_diff"] = {k: row["profile"][k] - v for k, v in out["profile"].items()}  # measured - model
-    return out
+def compare_with_plan(cfg: TrainConfig, cluster_file: Path, ranks: int, precision: str, step_time_s: float,
+                      profile: Mapping[str, float] | None = None) -> TrainPlan:
+    """A run of ``ranks`` at ``precision`` that measured ``step_time_s`` (and, profiled, ``profile``: seconds
+    by kernel class) against plan: step, compute, exposed comm and ratio, with the step error."""
+    p = plan_for(cfg, ranks, precision, cluster_file)
+    err = (p.step_time_s - step_time_s) / step_time_s
+    given: dict[str, Any] = {}
+    if profile is not None:
+        model = modelled_profile(cfg, ranks, precision, cluster_file)
+        given = {"profile": model, "profile_diff": {k: profile[k] - v for k, v in model.items()}}  # measured - model
+    return TrainPlan(step_time_s=p.step_time_s, compute_s=p.compute_s, exposed_comm_s=p.exposed_comm_s,
+                     comm_compute_ratio=p.comm_compute_ratio, mfu=p.mfu, error_pct=100 * err, **given)
 
 
 def modelled_profile(cfg: TrainConfig, ranks: int, precision: str, cluster_file: Path) -> dict[str, float]:

@@ -110,6 +110,7 @@ def collectives(
     """Sweep one collective over sizes, nccl-tests style (out-of-place and in-place, #wrong)."""
     from slowlink.bench import launch
     from slowlink.bench.collectives import DTYPES, BenchConfig, redops_for, total_wrong
+    from slowlink.bench.record import CollectiveRow, RankRows
     from slowlink.collectives.ops import OPS
     from slowlink.report.bench import collectives_table
 
@@ -138,21 +139,21 @@ def collectives(
     cfg = BenchConfig(op=op, sizes_bytes=sizes, iters=iters, warmup_iters=warmup, rounds=rounds, check=bool(check),
                       backend=be, redop=redop, dtype=dtype, root=root, test_delay_rank=delay_rank,
                       test_delay_s=delay_s)
-    res = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
+    res: RankRows | None = launch.run("slowlink.bench.collectives:sweep_rank", cfg, nproc, be, timeout_s)
     if res is None:  # not rank 0 of a torchrun job
         return
-    rows = res["rows"]
-    save_record("collectives", op, res, {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes),
-                                         "iters": iters, "warmup_iters": warmup, "rounds": rounds, "check": bool(check),
-                                         "backend": be, "ranks": rows[0]["ranks"]},
-                be, cluster, results, no_results)
+    config = {"op": op, "redop": redop, "dtype": dtype, "sizes_bytes": list(sizes), "iters": iters,
+              "warmup_iters": warmup, "rounds": rounds, "check": bool(check), "backend": be,
+              "ranks": len(res.hostnames)}
+    rec = save_record("collectives", op, res.rows, res.hostnames, config, be, cluster, results, no_results)
+    swept = [r for r in rec.rows if isinstance(r, CollectiveRow)]
+    wrong = total_wrong(swept)
     if as_json:
-        print_json(rows)
+        print_json(rec.to_json()["rows"])
     else:
-        out.print(collectives_table(rows, f"{op} over {be}, {rows[0]['ranks']} ranks"))
-        wrong = total_wrong(rows)
+        out.print(collectives_table(swept, f"{op} over {be}, {swept[0].ranks} ranks"))
         out.print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
-    if total_wrong(rows):
+    if wrong:
         raise typer.Exit(1)
 
 
@@ -178,30 +179,29 @@ def compute(
 ) -> None:
     """Achieved GEMM TFLOP/s by shape and dtype, the measured peak, and memory bandwidth."""
     from slowlink.bench.compute import catalog_entry, parse_shapes, run_compute, write_catalog
+    from slowlink.bench.record import ComputeRow
     from slowlink.report.bench import compute_table
 
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip())
-    res = run_compute(parse_shapes(shapes), dts, threads)
-    summary = {k: res[k] for k in ("device", "threads", "peak_tflops", "sms", "gemm_k_half", "k_half_dtype",
-                                   "copy_gbyte_s", "elementwise_gbyte_s", "adam_ns_per_param", "memory_gib", "notes")}
-    for note in res["notes"]:
+    run = run_compute(parse_shapes(shapes), dts, threads)
+    for note in run.notes:
         err.print(note)
-    save_record("compute", res["device"], res, {"shapes": shapes, "dtypes": list(dts), "threads": res["threads"]},
-                "none", cluster, results, no_results, summary)
+    rec = save_record("compute", run.device, run.rows, None, {"shapes": shapes, "dtypes": list(dts),
+                      "threads": run.threads}, "none", cluster, results, no_results, run.summary())
     if catalog_out is not None:
-        arch = "cpu" if res["device"] == "cpu" else "gpu"
-        write_catalog(catalog_out, name, catalog_entry(summary, arch),
-                      f"{res['device']} with {res['threads']} thread(s)")
+        arch = "cpu" if run.device == "cpu" else "gpu"
+        write_catalog(catalog_out, name, catalog_entry(run, arch), f"{run.device} with {run.threads} thread(s)")
         err.print(f"catalog: {catalog_out} (gpu: {name}); list it under a cluster file's catalog:")
     if as_json:
-        print_json({"rows": res["rows"], "summary": summary})
+        print_json({"rows": rec.to_json()["rows"], "summary": run.summary()})
         return
-    out.print(compute_table(res["rows"], f"GEMM on {res['device']} ({res['threads']} threads)"))
-    peaks = ", ".join(f"{k} {v:.4g}" for k, v in summary["peak_tflops"].items())
-    out.print(f"peak TFLOP/s: {peaks}; k_half {summary['gemm_k_half']:.0f} ({summary['k_half_dtype']}, "
-              f"rate ~ k / (k + k_half)); copy bandwidth {summary['copy_gbyte_s']:.1f} GB/s, "
-              f"elementwise kernels {summary['elementwise_gbyte_s']:.1f} GB/s, AdamW "
-              f"{summary['adam_ns_per_param']:.2f} ns/parameter")
+    out.print(compute_table([r for r in rec.rows if isinstance(r, ComputeRow)],
+                            f"GEMM on {run.device} ({run.threads} threads)"))
+    peaks = ", ".join(f"{k} {v:.4g}" for k, v in run.peak_tflops.items())
+    out.print(f"peak TFLOP/s: {peaks}; k_half {run.gemm_k_half:.0f} ({run.k_half_dtype}, "
+              f"rate ~ k / (k + k_half)); copy bandwidth {run.copy_gbyte_s:.1f} GB/s, "
+              f"elementwise kernels {run.elementwise_gbyte_s:.1f} GB/s, AdamW "
+              f"{run.adam_ns_per_param:.2f} ns/parameter")
 
 
 _PROFILE_DIR = typer.Option(None, "--profile-dir", help="Every rank writes a torch.profiler trace of --steps more "
@@ -237,6 +237,7 @@ def train(
 ) -> None:
     """Train a small transformer for N steps: step, compute-only, exposed comm, ratio, MFU vs plan."""
     from slowlink.bench import launch
+    from slowlink.bench.record import RankRows, TrainRow
     from slowlink.bench.train import TrainConfig, config_dict
     from slowlink.progress import progress
     from slowlink.report.bench import profile_table, train_table
@@ -257,26 +258,27 @@ def train(
     with progress("bench train", len(counts)) as bar:
         for n in counts:
             bar.begin(f"bench train: {n} ranks")
-            res = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
-            rows += res["rows"]
-            hosts += res["hostnames"]
-    for r in rows:
+            res: RankRows = launch.run("slowlink.bench.train:train_rank", cfg, n, be, timeout_s)
+            rows += res.rows
+            hosts += res.hostnames
+    for r in rows:  # the rank processes' rows, completed before they become the record
         peak = None if gpu is None else gpu.peak(r["precision"])
         r["mfu"] = r["model_flops_per_step"] / (r["step_time_s"] * r["ranks"] * peak) if peak else None
         if cluster is not None:
             from slowlink.bench.train_plan import compare_with_plan
 
-            r["plan"] = compare_with_plan(r, cfg, cluster)
-    save_record("train", mode, {"rows": rows, "hostnames": sorted(set(hosts))}, config_dict(cfg), be, cluster,
-                results, no_results)
+            r["plan"] = compare_with_plan(cfg, cluster, r["ranks"], r["precision"], r["step_time_s"],
+                                          r.get("profile")).to_json()
+    rec = save_record("train", mode, rows, sorted(set(hosts)), config_dict(cfg), be, cluster, results, no_results)
     if as_json:
-        print_json(rows)
+        print_json(rec.to_json()["rows"])
         return
-    out.print(train_table(rows, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
-                                f"{rows[0]['precision']}"))
-    for r in rows:
-        if "profile" in r:
-            out.print(profile_table(r))
+    trained = [r for r in rec.rows if isinstance(r, TrainRow)]
+    out.print(train_table(trained, f"{mode} training, {layers} x {hidden} transformer, batch {batch} x {seq_len}, "
+                                   f"{trained[0].precision}"))
+    for row in trained:
+        if row.profile is not None:
+            out.print(profile_table(row, row.profile))
     if profile_dir is not None:
         err.print(f"traces: {profile_dir}/{mode}-<N>ranks/rank-<r>.json.gz (slowlink read kineto DIR)")
 

@@ -4,26 +4,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from slowlink.cli.common import err
+
+if TYPE_CHECKING:
+    from slowlink.bench.record import Record
 
 # Every bench command's --results: no record is written unless a folder is given.
 RESULTS = typer.Option(None, "--results", help="Write the run's JSON record into this folder (for compare, "
                        "calibrate and the exporter); none is written unless asked.")
 
 
-def save_record(kind: str, label: str, result: dict[str, Any], config: dict[str, Any], backend: str,
-                cluster: Path | None, results: Path | None, no_results: bool,
-                summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def save_record(kind: str, label: str, rows: list[dict[str, Any]], hostnames: list[str] | None,
+                config: dict[str, Any], backend: str, cluster: Path | None, results: Path | None, no_results: bool,
+                summary: dict[str, Any] | None = None) -> Record:
     """Build the record, write it into ``results`` when a folder is given (and not ``no_results``), and return
-    it; nothing is written unasked (issue 39: ``./results/`` appeared in whatever folder a bench ran from)."""
-    from slowlink.bench.record import environment, make_record, write_record
+    it; nothing is written unasked (``./results/`` would appear in whatever folder a bench ran from)."""
+    from slowlink.bench.record import make_record, write_record
 
-    rec = make_record(kind, environment(backend, result.get("hostnames"), cluster), config, result["rows"],
-                      summary)
+    rec = make_record(kind, rows, config, backend, hostnames, cluster, summary)
     if results is not None and not no_results:
         err.print(f"record: {write_record(rec, results, label)}")
     return rec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -50,6 +51,7 @@ def storage(
     from slowlink.bench.collectives import require_torch
 
     require_torch()
+    from slowlink.bench.record import StorageRow
     from slowlink.bench.storage import StorageBenchConfig, run_storage
     from slowlink.bench.storage_data import make_dataset
     from slowlink.cli.bench_record import save_record
@@ -66,16 +68,16 @@ def storage(
     sdir = shards if shards is not None else data_dir.parent / f"{data_dir.name}-shards"
     with status(f"bench storage: {data_dir}"):
         res = run_storage(data_dir, sdir, cfg)
-    save_record("storage", data_dir.name, res, res["summary"]["config"], "none", None, results, no_results,
-                res["summary"])
+    rec = save_record("storage", data_dir.name, res.rows, None, asdict(res.cfg), "none", None, results, no_results,
+                      res.summary())
     if as_json:
-        print_json(res["rows"])
+        print_json(rec.to_json()["rows"])
         return
-    s = res["summary"]
-    what = (f"{s['samples']:,} samples in {s['shard_count']} shards" if s["layouts"] == ["shards"]
-            else f"{s['files']:,} files vs {s['shard_count']} shards")
-    out.print(storage_bench_table(res["rows"], f"{what}, {workers} workers, batch {batch}"))
-    out.print(probe_line(res["summary"]["probe"]))
+    what = (f"{res.samples:,} samples in {res.shard_count} shards" if res.layouts == ("shards",)
+            else f"{res.samples:,} files vs {res.shard_count} shards")
+    out.print(storage_bench_table([r for r in rec.rows if isinstance(r, StorageRow)],
+                                  f"{what}, {workers} workers, batch {batch}"))
+    out.print(probe_line(res.probe))
 
 
 @clean_errors
@@ -93,10 +95,10 @@ def checkpoint(
 ) -> None:
     """Save and load a sharded state with torch.distributed.checkpoint, sync vs async, beside the model."""
     import tempfile
-    from dataclasses import asdict
 
     from slowlink.bench import launch
     from slowlink.bench.checkpoint import CheckpointBenchConfig, finish_rows, mean_probe, probe_host
+    from slowlink.bench.record import CheckpointRow, RankRows
     from slowlink.cli.bench_record import save_record
     from slowlink.progress import progress
     from slowlink.report.storage_bench import checkpoint_bench_table, host_probe_line
@@ -116,14 +118,15 @@ def checkpoint(
         for n in counts:
             steps.begin(f"bench checkpoint: {n} ranks")
             before = probe_host(where, n, cfg.probe_bytes, cfg.state_bytes)
-            res = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
+            res: RankRows = launch.run("slowlink.bench.checkpoint:checkpoint_rank", cfg, n, "gloo", timeout_s)
             probe = mean_probe(before, probe_host(where, n, cfg.probe_bytes, cfg.state_bytes))
-            rows += finish_rows(res["rows"], cfg, probe)
-            hosts += res["hostnames"]
-            err.print(host_probe_line(probe.to_json()) + f" [{n} ranks]")
-    save_record("checkpoint", "dcp", {"rows": rows, "hostnames": sorted(set(hosts))}, asdict(cfg), "gloo", None,
-                results, no_results, {"probe": probe.to_json()})
+            rows += finish_rows(res.rows, cfg, probe)
+            hosts += res.hostnames
+            err.print(host_probe_line(probe) + f" [{n} ranks]")
+    rec = save_record("checkpoint", "dcp", rows, sorted(set(hosts)), asdict(cfg), "gloo", None, results, no_results,
+                      {"probe": probe.to_json()})
     if as_json:
-        print_json(rows)
+        print_json(rec.to_json()["rows"])
         return
-    out.print(checkpoint_bench_table(rows, f"torch.distributed.checkpoint, {state_size} per rank, gloo"))
+    out.print(checkpoint_bench_table([r for r in rec.rows if isinstance(r, CheckpointRow)],
+                                     f"torch.distributed.checkpoint, {state_size} per rank, gloo"))

@@ -33,19 +33,19 @@ def read_nccl_tests(
     as_json: bool = _JSON,
 ) -> None:
     """nccl-tests stdout (all_reduce_perf...) as a slowlink collectives record: compare/calibrate read it too."""
-    from slowlink.bench.nccl_tests import load_nccl_tests, to_record
-    from slowlink.bench.record import check_record
+    from slowlink.bench.nccl_tests import load_nccl_tests
+    from slowlink.bench.record import nccl_tests_record
     from slowlink.report.bench import collectives_table
 
     run = load_nccl_tests(file, op, ranks)
-    rec = check_record(to_record(run, str(file)), str(file))
+    rec = nccl_tests_record(run, str(file))
     if output is not None:
-        output.write_text(json.dumps(rec, indent=2) + "\n")
+        output.write_text(json.dumps(rec.to_json(), indent=2) + "\n")
         err.print(f"record: {output}")
     if as_json:
-        print_json(rec)
+        print_json(rec.to_json())
         return
-    out.print(collectives_table(rec["rows"], f"{file}: {run.op} x{run.ranks} ranks on {run.nodes} node(s) "
+    out.print(collectives_table(rec.rows, f"{file}: {run.op} x{run.ranks} ranks on {run.nodes} node(s) "
                                 f"(nccl-tests {run.generation} table)"))
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slowlink.bench.nccl_tests import NcclTestsRun
+from slowlink.bench.record import Record
 from slowlink.observe.counters import Counters
 from slowlink.observe.hardware import GpuState, IbPort, NicDriver
 from slowlink.observe.nccl_log import NcclLog
@@ -46,7 +47,7 @@ class Inputs:
     gpus: tuple[tuple[str, tuple[GpuState, ...]], ...] = ()
     logs: tuple[tuple[str, NcclLog], ...] = ()
     tables: tuple[tuple[str, NcclTestsRun], ...] = ()
-    records: tuple[tuple[str, dict[str, Any]], ...] = ()
+    records: tuple[tuple[str, Record], ...] = ()
     counters: tuple[tuple[str, Counters], ...] = ()
     topo: tuple[tuple[str, tuple[GpuNics, ...]], ...] = ()
     drivers: tuple[tuple[str, NicDriver], ...] = ()
@@ -173,7 +174,7 @@ def _versions(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
     """key -> [(where, value)] for every version the inputs state."""
     seen: dict[str, list[tuple[str, str]]] = {}
 
-    def add(key: str, where: str, value: Any) -> None:
+    def add(key: str, where: str, value: object) -> None:
         if value:
             seen.setdefault(key, []).append((where, str(value)))
 
@@ -190,9 +191,8 @@ def _versions(inp: Inputs) -> dict[str, list[tuple[str, str]]]:
         for lineno, _ in log.evidence.get("version", [])[:1]:
             add("NCCL", f"{src}:{lineno}", log.nccl_version)
     for src, rec in inp.records:
-        env = rec.get("env", {})
-        for key in ("nccl", "torch", "driver", "cuda", "kernel"):
-            add({"driver": "GPU driver"}.get(key, key), src, env.get(key))
+        for key, value in rec.env.versions().items():
+            add({"driver": "GPU driver"}.get(key, key), src, value)
     return seen
 
 

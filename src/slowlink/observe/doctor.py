@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from slowlink import units
-from slowlink.bench.nccl_tests import parse_nccl_tests, to_record
+from slowlink.bench.nccl_tests import parse_nccl_tests
+from slowlink.bench.record import Record, check_record, load_record, nccl_tests_record
 from slowlink.errors import SpecError
 from slowlink.observe.checks import (
     LAYERS,
@@ -59,7 +60,7 @@ class Diagnosis:
         return {"findings": [f.to_json() for f in self.findings], "worst": self.worst, "exit_code": self.exit_code}
 
 
-def _json_record(text: str, src: str) -> dict[str, Any] | None:
+def _json_record(text: str, src: str) -> Record | None:
     """A slowlink record (JSON), or None when ``text`` is not JSON (a log line may start with ``[0]``)."""
     if not text.lstrip().startswith(("{", "[")):
         return None
@@ -67,8 +68,6 @@ def _json_record(text: str, src: str) -> dict[str, Any] | None:
         data = json.loads(text)
     except ValueError:
         return None
-    from slowlink.bench.record import check_record
-
     return check_record(data, src)
 
 
@@ -90,12 +89,12 @@ def read_inputs(paths: list[Path]) -> Inputs:
         text = read_input(path, "doctor input")
         rec = _json_record(text, src)
         kind = "record" if rec is not None else sniff(text)
-        if kind == "record":
+        if rec is not None:
             acc["records"].append((src, rec))
         elif kind == "nccl-tests":
             run = parse_nccl_tests(text, src)
             acc["tables"].append((src, run))
-            acc["records"].append((src, to_record(run, src)))
+            acc["records"].append((src, nccl_tests_record(run, src)))
             if sniff(text.replace("busbw", "")) == "nccl-log":  # its NCCL_DEBUG=INFO lines; nodes from the table
                 log = parse_nccl_log(text, src)
                 acc["logs"].append((src, replace(log, nodes=max(log.nodes, run.nodes))))
@@ -128,12 +127,11 @@ def model_predictor(cluster_path: Path) -> Predictor:
 def baseline_findings(inp: Inputs, baseline: Path, tolerance: float) -> list[Finding]:
     """Each collectives input against a baseline record (or nccl-tests file): regressed rows are warnings."""
     from slowlink.bench.compare import Tolerance, compare_records
-    from slowlink.bench.record import load_record
 
     base = load_record(baseline)
     out = []
     for src, rec in inp.records:
-        if rec["kind"] != base["kind"] or src == str(baseline):
+        if rec.kind != base.kind or src == str(baseline):
             continue
         moves = compare_records(base, rec, Tolerance(tolerance))
         bad = sorted((m for m in moves if m.status == "regressed"), key=lambda m: -m.slowdown_pct)

@@ -19,6 +19,14 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from slowlink import units
+from slowlink.bench.record import (
+    CollectiveRow,
+    CollectivesRecord,
+    Record,
+    TrainRecord,
+    TrainRow,
+    load_record,
+)
 from slowlink.errors import SlowlinkError, SpecError
 
 _SUFFIXES = (".json", ".txt", ".log", ".out")
@@ -30,13 +38,37 @@ _PLAN_STORAGE = {"data_stall_s": "data_stall_seconds", "checkpoint_write_s": "ch
 
 
 @dataclass(frozen=True)
+class PlanPoint:
+    """The predictions of a ``slowlink plan --json`` output that the exporter serves, seconds (None where the
+    plan has no number: no storage section, say)."""
+
+    step_time_s: float | None
+    exposed_comm_s: float | None
+    compute_s: float | None
+    data_stall_s: float | None
+    checkpoint_write_s: float | None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> PlanPoint:
+        """From the parsed JSON: the step keys at its top level, the storage keys under ``storage``."""
+        storage = data.get("storage")
+        storage = storage if isinstance(storage, dict) else {}
+
+        def num(where: dict[str, Any], key: str) -> float | None:
+            v = where.get(key)
+            return float(v) if isinstance(v, int | float) else None
+
+        return cls(**{k: num(data, k) for k in _PLAN_KEYS}, **{k: num(storage, k) for k in _PLAN_STORAGE})
+
+
+@dataclass(frozen=True)
 class Loaded:
     """One input as read: a record (collectives/compute/train) or a plan, with its file and time."""
 
     source: str
     mtime_s: float
-    record: dict[str, Any] | None = None
-    plan: dict[str, Any] | None = None
+    record: Record | None = None
+    plan: PlanPoint | None = None
 
 
 def newest(path: Path) -> Path | None:
@@ -49,8 +81,6 @@ def newest(path: Path) -> Path | None:
 
 def load(path: Path) -> Loaded:
     """A result or a plan file (``slowlink plan --json``: one cluster's dict with ``step_time_s``)."""
-    from slowlink.bench.record import load_record
-
     mtime = path.stat().st_mtime if path.exists() else 0.0
     text = path.read_text(errors="replace") if path.is_file() else ""
     if text.lstrip().startswith("{"):
@@ -59,43 +89,50 @@ def load(path: Path) -> Loaded:
         except ValueError:
             data = None
         if isinstance(data, dict) and "kind" not in data and "step_time_s" in data:
-            return Loaded(str(path), mtime, plan=data)
+            return Loaded(str(path), mtime, plan=PlanPoint.of(data))
     return Loaded(str(path), mtime, record=load_record(path))
 
 
-def _rows(rec: dict[str, Any], kind: str) -> dict[tuple[str, ...], dict[str, Any]]:
-    keys = _COLL if kind == "collectives" else _TRAIN
-    if rec["kind"] != kind:
+def _coll_rows(rec: Record) -> dict[tuple[str, ...], CollectiveRow]:
+    """A collectives record's rows by their labels (op, size_bytes, ranks); {} for another kind."""
+    if not isinstance(rec, CollectivesRecord):
         return {}
-    return {tuple(str(int(r[k]) if k == "size_bytes" else r[k]) for k in keys): r for r in rec["rows"]}
+    return {(r.op, str(int(r.size_bytes)), str(r.ranks)): r for r in rec.rows}
+
+
+def _train_rows(rec: Record) -> dict[tuple[str, ...], TrainRow]:
+    """A train record's rows by their labels (mode, ranks); {} for another kind."""
+    if not isinstance(rec, TrainRecord):
+        return {}
+    return {(r.mode, str(r.ranks)): r for r in rec.rows}
 
 
 def _gauge(name: str, doc: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"slowlink_{name}", doc, labels=list(labels))
 
 
-def collective_families(recs: list[dict[str, Any]], base: dict[str, Any] | None) -> list[Metric]:
+def collective_families(recs: list[Record], base: Record | None) -> list[Metric]:
     """busbw and time per (op, size, ranks) of the inputs' collectives rows; with a baseline, its busbw and
     the ratio measured/baseline (< 1: slower). A later input overrides an earlier one with the same key."""
     busbw = _gauge("collective_busbw_bytes_per_second", "Measured bus bandwidth (nccl-tests convention).", _COLL)
     time = _gauge("collective_time_seconds", "Measured time per operation (out-of-place).", _COLL)
     fams: list[Metric] = [busbw, time]
-    rows: dict[tuple[str, ...], dict[str, Any]] = {}
+    rows: dict[tuple[str, ...], CollectiveRow] = {}
     for rec in recs:
-        rows.update(_rows(rec, "collectives"))
+        rows.update(_coll_rows(rec))
     for key, r in rows.items():
-        busbw.add_metric(list(key), r["busbw_gbyte_s"] * units.GB)
-        time.add_metric(list(key), r["time_s"])
+        busbw.add_metric(list(key), r.busbw_gbyte_s * units.GB)
+        time.add_metric(list(key), r.time_s)
     if base is not None:
         b_bw = _gauge("collective_baseline_busbw_bytes_per_second", "Baseline bus bandwidth.", _COLL)
         ratio = _gauge("collective_busbw_ratio", "Measured busbw / baseline busbw (< 1: slower).", _COLL)
         top = _gauge("collective_largest_busbw_ratio", "busbw ratio at the largest size both share: the "
                      "bandwidth-bound end of a sweep, past the small sizes' latency noise.", ("op", "ranks"))
         largest: dict[tuple[str, str], tuple[int, float]] = {}
-        for key, b in _rows(base, "collectives").items():
-            b_bw.add_metric(list(key), b["busbw_gbyte_s"] * units.GB)
-            if key in rows and b["busbw_gbyte_s"] > 0:
-                share = float(rows[key]["busbw_gbyte_s"] / b["busbw_gbyte_s"])
+        for key, b in _coll_rows(base).items():
+            b_bw.add_metric(list(key), b.busbw_gbyte_s * units.GB)
+            if key in rows and b.busbw_gbyte_s > 0:
+                share = rows[key].busbw_gbyte_s / b.busbw_gbyte_s
                 ratio.add_metric(list(key), share)
                 size, group = int(key[1]), (key[0], key[2])
                 if size >= largest.get(group, (-1, 0.0))[0]:
@@ -106,36 +143,33 @@ def collective_families(recs: list[dict[str, Any]], base: dict[str, Any] | None)
     return fams
 
 
-def train_families(recs: list[dict[str, Any]], base: dict[str, Any] | None) -> list[Metric]:
+def train_families(recs: list[Record], base: Record | None) -> list[Metric]:
     """Mean step time per (mode, ranks) of train records; with a baseline, the ratio measured/baseline."""
     step = _gauge("train_step_time_seconds", "Measured mean training step time.", _TRAIN)
-    rows: dict[tuple[str, ...], dict[str, Any]] = {}
+    rows: dict[tuple[str, ...], TrainRow] = {}
     for rec in recs:
-        rows.update(_rows(rec, "train"))
+        rows.update(_train_rows(rec))
     for key, r in rows.items():
-        step.add_metric(list(key), r["step_time_s"])
+        step.add_metric(list(key), r.step_time_s)
     fams: list[Metric] = [step]
     if base is not None:
         ratio = _gauge("train_step_time_ratio", "Measured step time / baseline step time (> 1: slower).", _TRAIN)
-        for key, b in _rows(base, "train").items():
+        for key, b in _train_rows(base).items():
             if key in rows:
-                ratio.add_metric(list(key), rows[key]["step_time_s"] / b["step_time_s"])
+                ratio.add_metric(list(key), rows[key].step_time_s / b.step_time_s)
         fams.append(ratio)
     return fams
 
 
-def plan_families(plans: list[tuple[str, dict[str, Any]]]) -> list[Metric]:
+def plan_families(plans: list[tuple[str, PlanPoint]]) -> list[Metric]:
     """The model's predictions (``slowlink plan --json``): step time, exposed comm, data stall, checkpoint."""
     fams = {k: _gauge(f"plan_{v}", f"Predicted {v.replace('_', ' ')} (slowlink plan).", ("plan",))
             for k, v in {**_PLAN_KEYS, **_PLAN_STORAGE}.items()}
     for name, plan in plans:
-        for k in _PLAN_KEYS:
-            if isinstance(plan.get(k), int | float):
-                fams[k].add_metric([name], float(plan[k]))
-        storage = plan.get("storage") or {}
-        for k in _PLAN_STORAGE:
-            if isinstance(storage.get(k), int | float):
-                fams[k].add_metric([name], float(storage[k]))
+        for k, fam in fams.items():
+            value = getattr(plan, k)
+            if value is not None:
+                fam.add_metric([name], value)
     return list(fams.values())
 
 
@@ -149,7 +183,8 @@ class ResultsCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         up = _gauge("input_up", "1 when the input was read, 0 when it could not be.", ("input",))
         stamp = _gauge("result_timestamp_seconds", "Modification time of the input read.", ("input",))
-        recs, plans = [], []
+        recs: list[Record] = []
+        plans: list[tuple[str, PlanPoint]] = []
         for path in self.inputs:
             target = newest(path)
             try:
@@ -168,11 +203,9 @@ class ResultsCollector(Collector):
         base = self._base()
         yield from (up, stamp, *collective_families(recs, base), *train_families(recs, base), *plan_families(plans))
 
-    def _base(self) -> dict[str, Any] | None:
+    def _base(self) -> Record | None:
         if self.baseline is None:
             return None
-        from slowlink.bench.record import load_record
-
         try:
             return load_record(self.baseline)
         except SlowlinkError:
@@ -189,8 +222,6 @@ def check_inputs(inputs: list[Path], baseline: Path | None) -> None:
         if p.is_file():
             load(p)
     if baseline is not None:
-        from slowlink.bench.record import load_record
-
         load_record(baseline)
 
 

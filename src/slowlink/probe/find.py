@@ -21,10 +21,12 @@ case it is for: one bad part among many good ones.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from slowlink.bench.lateness import lateness
+from slowlink.bench.record import CollectiveRow, CollectivesRecord, Record, TrainRow
 from slowlink.errors import SpecError, field_error
 
 SLOW_FRACTION = 0.8  # a stream below 80% of the median is slow: TCP streams on equal links differ by <10%
@@ -154,7 +156,7 @@ def slow_ranks(rank_compute_s: list[float], hostnames: list[str] | None = None,
     return out
 
 
-def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
+def late_ranks(rows: Sequence[CollectiveRow], hostnames: list[str] | None = None,
                tolerance: float = RANK_TOLERANCE) -> list[Suspect]:
     """Ranks that keep the others waiting in a collectives sweep (rows with ``rank_time_s`` and ``rank_wait_s``).
 
@@ -188,23 +190,20 @@ def late_ranks(rows: list[dict[str, Any]], hostnames: list[str] | None = None,
     return out
 
 
-def record_suspects(rec: dict[str, Any], source: str = "result") -> list[Suspect]:
+def record_suspects(rec: Record, source: str = "result") -> list[Suspect]:
     """The slow ranks and nodes of a ``bench train`` record (its rows' ``rank_compute_s``) or of a ``bench
     collectives`` record (its rows' ``rank_wait_s``, :func:`late_ranks`), with its hosts by rank."""
-    hosts = rec.get("env", {}).get("hostnames")
-    hosts = hosts if isinstance(hosts, list) else None
-    if rec.get("kind") == "collectives":
-        rows = [r for r in rec.get("rows", []) if r.get("rank_wait_s") and r.get("rank_time_s")]
+    hosts = rec.hosts or None
+    if isinstance(rec, CollectivesRecord):
+        rows = [r for r in rec.rows if r.measured_ranks]
         if not rows:
             raise SpecError(field_error(f"{source}: rows.rank_wait_s", None, "is missing: find-slow reads the "
                                         "per-rank waits of a `bench collectives` result written by this version "
                                         "over gloo (nccl calls return before the collective ends)"))
         return late_ranks(rows, hosts)
-    rows = [r for r in rec.get("rows", []) if isinstance(r, dict) and r.get("rank_compute_s")]
-    if rec.get("kind") != "train" or not rows:
+    # The schema (TrainRow.rank_compute_s) has already refused times that are not positive numbers.
+    times = [t for r in rec.rows if isinstance(r, TrainRow) and (t := r.rank_compute_s)]
+    if not times:
         raise SpecError(field_error(f"{source}: rows.rank_compute_s", None, "is missing: find-slow reads the "
                                     "per-rank times of a `bench train` result written by this version"))
-    times = rows[-1]["rank_compute_s"]
-    if not all(isinstance(t, (int, float)) and t > 0 for t in times):
-        raise SpecError(field_error(f"{source}: rows.rank_compute_s", times, "must be positive numbers"))
-    return slow_ranks([float(t) for t in times], hosts)
+    return slow_ranks(times[-1], hosts)

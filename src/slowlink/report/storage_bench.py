@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -9,25 +10,32 @@ from rich.table import Table
 from slowlink import units
 
 if TYPE_CHECKING:
+    from slowlink.bench.checkpoint import HostProbe
     from slowlink.bench.manifest import Verification
+    from slowlink.bench.record import CheckpointRow, StorageRow
+    from slowlink.bench.storage import DiskProbe
 
 
-def storage_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+def _num(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def storage_bench_table(rows: Sequence[StorageRow], title: str) -> Table:
     """Per layout and order: files/s, MB/s, latency percentiles, cache left, and the model's prediction."""
     t = Table("layout", "order", "files opened", "files/s", "MB/s", "p50 (ms)", "p99 (ms)", "cached after",
               "model files/s", "model MB/s", "model bound", "model error (rate)", title=title)
     for r in rows:
-        t.add_row(r["layout"], r["order"], f"{r['files_opened']:,}", f"{r['files_per_s']:,.0f}",
-                  f"{r['mbyte_s']:.1f}", f"{r['latency_p50_ms']:.3f}", f"{r['latency_p99_ms']:.3f}",
-                  f"{r['resident_after']:.0%}", f"{r['predicted_files_per_s']:,.0f}", f"{r['predicted_mbyte_s']:.1f}",
-                  r["predicted_binding"], f"{r['error']:+.0%}")
+        t.add_row(r.layout, r.order, _num(r.files_opened, ","), f"{r.files_per_s:,.0f}", f"{r.mbyte_s:.1f}",
+                  _num(r.latency_p50_ms, ".3f"), _num(r.latency_p99_ms, ".3f"), _num(r.resident_after, ".0%"),
+                  _num(r.predicted_files_per_s, ",.0f"), _num(r.predicted_mbyte_s, ".1f"),
+                  r.predicted_binding or "n/a", _num(r.error, "+.0%"))
     return t
 
 
-def probe_line(probe: dict[str, Any]) -> str:
+def probe_line(probe: DiskProbe) -> str:
     """The disk as the model sees it, and how it was measured."""
-    return (f"disk probe: {probe['read_mbyte_s']:.1f} MB/s, {probe['files_per_s']:,.0f} files/s "
-            f"({probe['how']}; cache: {probe['cache']})")
+    return (f"disk probe: {probe.bw_bytes_s / units.MB:.1f} MB/s, {probe.files_s:,.0f} files/s "
+            f"({probe.HOW}; cache: {probe.cache})")
 
 
 def reshard_line(res: dict[str, Any]) -> str:
@@ -51,20 +59,20 @@ def verify_lines(v: Verification) -> list[str]:
     return [f"DAMAGED: {v.directory} ({how})", *(f"  {p.file}: {p.detail} (rule {p.rule})" for p in v.problems)]
 
 
-def checkpoint_bench_table(rows: list[dict[str, Any]], title: str) -> Table:
+def checkpoint_bench_table(rows: Sequence[CheckpointRow], title: str) -> Table:
     """Per mode and rank count: blocking, drain, restore and GB/s, each beside the model's."""
     t = Table("mode", "ranks", "GB", "blocking (s)", "model", "drain (s)", "model", "write GB/s", "write error",
               "restore (s)", "model", "restore error", title=title)
     for r in rows:
-        t.add_row(r["mode"], str(r["ranks"]), f"{r['bytes'] / units.GB:.3f}", f"{r['blocking_s']:.3f}",
-                  f"{r['predicted_blocking_s']:.3f}", f"{r['drain_s']:.3f}", f"{r['predicted_drain_s']:.3f}",
-                  f"{r['gbyte_s']:.3f}", f"{r['write_error']:+.0%}", f"{r['restore_s']:.3f}",
-                  f"{r['predicted_restore_s']:.3f}", f"{r['restore_error']:+.0%}")
+        t.add_row(r.mode, str(r.ranks), _num(None if r.bytes is None else r.bytes / units.GB, ".3f"),
+                  f"{r.blocking_s:.3f}", _num(r.predicted_blocking_s, ".3f"), f"{r.drain_s:.3f}",
+                  _num(r.predicted_drain_s, ".3f"), _num(r.gbyte_s, ".3f"), _num(r.write_error, "+.0%"),
+                  f"{r.restore_s:.3f}", _num(r.predicted_restore_s, ".3f"), _num(r.restore_error, "+.0%"))
     return t
 
 
-def host_probe_line(probe: dict[str, Any]) -> str:
+def host_probe_line(probe: HostProbe) -> str:
     """The machine as the checkpoint model sees it, and how it was measured."""
-    return (f"probe: disk write {probe['write_mbyte_s']:.1f} MB/s, read {probe['read_mbyte_s']:.1f} MB/s, host "
-            f"copy {probe['copy_gbyte_s']:.2f} GB/s, torch.save {probe['serialize_gbyte_s']:.2f} GB/s per core, "
-            f"{probe['cores']} cores ({probe['how']})")
+    return (f"probe: disk write {probe.write_bytes_s / units.MB:.1f} MB/s, read {probe.read_bytes_s / units.MB:.1f} "
+            f"MB/s, host copy {probe.copy_bytes_s / units.GB:.2f} GB/s, torch.save "
+            f"{probe.serialize_bytes_s / units.GB:.2f} GB/s per core, {probe.cores} cores ({probe.HOW})")
