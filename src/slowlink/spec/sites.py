@@ -25,6 +25,8 @@ LINUX_TCP_WINDOW_BYTES = 6291456.0
 TCP_MSS_BYTES = 1448
 # RoCE's largest path MTU, the payload of one RDMA packet (InfiniBand Architecture Specification, 4,096 B).
 RDMA_MTU_BYTES = 4096
+# Light in single-mode fibre: c / group index, 1.4682 at 1550 nm (Corning SMF-28 Ultra datasheet), km per second.
+FIBRE_KM_S = 299792.458 / 1.4682
 
 
 class SiteSpec(BaseModel):
@@ -52,8 +54,10 @@ class InterconnectSpec(BaseModel):
         1, ge=1, le=64, description="Parallel streams each cross-site connection opens (NCCL_NSOCKS_PERTHREAD x "
         "NCCL_SOCKET_NTHREADS, at most 64).")
     price_usd_per_gbit_s_month: float | None = Field(
-        None, ge=0, description="Lease price of the long haul, USD per Gbit/s and month (not priced yet).")
-    optics: str | None = Field(None, description="Optics of each link, e.g. 400ZR, 800ZR+ (shown, not priced yet).")
+        None, ge=0, description="Lease price of the long haul's capacity (the line system between the sites' "
+        "optics), USD per Gbit/s and month; required to price a cluster with sites.")
+    optics: str | None = Field(None, description="Coherent optics at each link end, by the price book's dci_optics "
+                               "name (400ZR, 400ZR+); none: the lease includes them (a managed wavelength).")
 
     @field_validator("loss")
     @classmethod
@@ -110,6 +114,12 @@ class Interconnect:
     def egress_bytes_s(self) -> float:
         """Line rate of one site's links towards the others, each direction, bytes/s."""
         return self.links * self.link_bytes_s
+
+    @property
+    def route_km(self) -> float:
+        """Fibre route the round trip implies, km: RTT / 2 x the speed of light in fibre (queueing and equipment
+        delay counted as distance, so an upper bound)."""
+        return self.rtt_s / 2.0 * FIBRE_KM_S
 
     @property
     def bdp_bytes(self) -> float:
