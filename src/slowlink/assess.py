@@ -5,7 +5,8 @@ the same files give the same step, ETTR and cost wherever they are asked.
 
   step_s     = the step model's step + the storage model's data stall per step (what failures and cost price)
   ETTR       = the failure model at the checkpoint interval it picks (slowlink.reliability.goodput);
-               1 where failures cannot be priced, and ``unpriced`` says why
+               1 where failures cannot be priced, and ``unpriced`` says why; across sites x the share of time
+               the sites' outages leave (slowlink.sites.outages)
   tokens/s   = global_batch x seq_len / step_s
   $/M tokens = $/hour / (tokens/s x 3600 x ETTR) x 1e6                 (slowlink.cost.model)
   days, $    = the goodput model's wall time of the token budget, and $/hour over it
@@ -25,6 +26,7 @@ from slowlink.spec.workload import Workload
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
     from slowlink.reliability.goodput import Failures, Goodput
+    from slowlink.sites.outages import SiteOutages
     from slowlink.sites.plan import CrossSite
     from slowlink.spec.prices import PriceBook
     from slowlink.storage.plan import StoragePlan
@@ -87,6 +89,7 @@ class Assessment:
     stragglers: PlanStragglers | None  # degraded parts' cost and the jitter (None: a uniform cluster, or not asked)
     unpriced: tuple[Unpriced, ...]
     cross_site: CrossSite | None = None  # the long haul between sites (None: a one-site cluster)
+    outages: SiteOutages | None = None  # lost links and sites (None: one site, or failures not priced)
 
     @property
     def data_stall_s(self) -> float:
@@ -103,7 +106,10 @@ class Assessment:
 
     @property
     def ettr(self) -> float:
-        return 1.0 if self.failures is None else self.failures.ettr
+        """The failure model's ETTR, x the sites' outages' share of time where they are priced."""
+        if self.failures is None:
+            return 1.0
+        return self.failures.ettr * (1.0 if self.outages is None else self.outages.ettr)
 
     @functools.cached_property
     def goodput(self) -> Goodput | None:
@@ -129,8 +135,9 @@ class Assessment:
             from slowlink.cost.model import BEFORE_FAILURES
 
             return f"{BEFORE_FAILURES} ({self.why('failures')})"
-        return (f"x ETTR {f.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
-                f"{f.interval_s:.0f} s)")
+        sites = "" if self.outages is None else f", x {self.outages.ettr:.4f} for the sites' outages"
+        return (f"x ETTR {self.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
+                f"{f.interval_s:.0f} s{sites})")
 
     @property
     def token_cost(self) -> TokenCost | None:
@@ -189,6 +196,8 @@ class Assessment:
             js |= self.stragglers.to_json()
         if self.cross_site is not None:
             js["cross_site"] = self.cross_site.to_json()
+        if self.outages is not None:
+            js["site_outages"] = self.outages.to_json()
         if self.budget.given:
             js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
         return js | {"accuracy": self.accuracy.to_json(), "cost": self.cost_json(),
@@ -266,6 +275,18 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     fail = _failures(w, cluster, storage, unpriced)
     if fail is not None:  # one checkpoint interval for the whole chain: the one the failure model uses
         storage = storage.at_interval(fail.interval_s)
+    outages = None
+    if cross is not None and fail is not None:
+        from slowlink.sites.outages import Recovery, site_outages
+
+        rec = Recovery(fail.model.transport_detect_s, fail.recovery.restart_s, fail.recovery.restore_s,
+                       fail.interval_s)
+        outages = site_outages(w, cluster, step, alone, cross, rec)
+        if outages is not None and outages.ettr <= 0:  # the outages leave no time to train
+            unpriced.append(Unpriced("failures", "the sites' outages cost all of the wall time: "
+                                     + "; ".join(f"{o.what} {o.share:.0%}" for o in outages.outages),
+                                     "segment_completes"))
+            fail, outages = None, None
     if hardware is None:
         hardware = _hardware(cluster, prices, unpriced)
     elif not hardware.complete:  # a partial bill (cost, bom): priced as far as it goes, every gap said
@@ -289,7 +310,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3)
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
     return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
-                      tuple(order), cross)
+                      tuple(order), cross, outages)
 
 
 def _no_storage(w: Workload, cluster: Cluster) -> Unpriced:

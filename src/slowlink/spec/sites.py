@@ -7,7 +7,7 @@ come together; without them a cluster is one site. Resolved once, at load, into 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -33,6 +33,9 @@ class SiteSpec(BaseModel):
     model_config = SPEC_CONFIG
     name: str = Field(min_length=1, description="Name of the site (data centre), shown in reports.")
     nodes: int = Field(ge=1, description="Nodes of the cluster in this site; the sites' nodes sum to `nodes`.")
+    mtbf_hours: float | None = Field(None, gt=0, description="Mean hours between outages of the whole site (power, "
+                                     "cooling, its border network); with repair_hours. None: not priced.")
+    repair_hours: float | None = Field(None, ge=0, description="Mean hours a site outage lasts; with mtbf_hours.")
 
 
 class InterconnectSpec(BaseModel):
@@ -56,6 +59,10 @@ class InterconnectSpec(BaseModel):
     price_usd_per_gbit_s_month: float | None = Field(
         None, ge=0, description="Lease price of the long haul's capacity (the line system between the sites' "
         "optics), USD per Gbit/s and month; required to price a cluster with sites.")
+    link_mtbf_hours: float | None = Field(None, gt=0, description="Mean hours between failures of one long-haul "
+                                          "link (a fibre cut, an optic); with link_repair_hours. None: not priced.")
+    link_repair_hours: float | None = Field(None, ge=0, description="Mean hours to repair one long-haul link; with "
+                                            "link_mtbf_hours.")
     optics: str | None = Field(None, description="Coherent optics at each link end, by the price book's dci_optics "
                                "name (400ZR, 400ZR+); none: the lease includes them (a managed wavelength).")
 
@@ -83,16 +90,29 @@ def check_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | N
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"sites: name {twice[0]!r} given more than once: each site needs its own name")
+    _together("interconnect.link_mtbf_hours", interconnect.link_mtbf_hours, interconnect.link_repair_hours,
+              "interconnect.link_repair_hours")
+    for s in sites:
+        _together(f"sites.{s.name}.mtbf_hours", s.mtbf_hours, s.repair_hours, f"sites.{s.name}.repair_hours")
     total = sum(s.nodes for s in sites)
     if total != nodes:
         shown = " + ".join(str(s.nodes) for s in sites)
         raise ValueError(f"sites: nodes {shown} = {total} != nodes ({nodes}): every node is in one site")
 
 
+def _together(name: str, value: float | None, other: float | None, other_name: str) -> None:
+    if (value is None) != (other is None):
+        given, missing = (name, other_name) if value is not None else (other_name, name)
+        raise ValueError(f"{given} given without {missing}: an outage is priced from its rate and its length, "
+                         "give both")
+
+
 @dataclass(frozen=True)
 class Site:
     name: str
     nodes: int
+    mtbf_s: float | None = None    # mean time between whole-site outages (None: not priced)
+    repair_s: float | None = None  # their mean length
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,8 @@ class Interconnect:
     streams_per_connection: int
     price_usd_per_gbit_s_month: float | None = None
     optics: str | None = None
+    link_mtbf_s: float | None = None    # mean time between one link's failures (None: not priced)
+    link_repair_s: float | None = None  # mean time to repair it
 
     @property
     def egress_bytes_s(self) -> float:
@@ -151,7 +173,7 @@ class Sites:
             counts[i] += 1
         if min(counts) == 0:
             return None
-        return Sites(tuple(Site(s.name, n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
+        return Sites(tuple(replace(s, nodes=n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
 
 
 def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
@@ -163,7 +185,11 @@ def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec |
     window = (i.window_mib * units.MiB if i.window_mib is not None
               else LINUX_TCP_WINDOW_BYTES if tcp else None)
     segment = i.segment_bytes if i.segment_bytes is not None else TCP_MSS_BYTES if tcp else RDMA_MTU_BYTES
-    return Sites(tuple(Site(s.name, s.nodes) for s in sites),
+    return Sites(tuple(Site(s.name, s.nodes, _hours(s.mtbf_hours), _hours(s.repair_hours)) for s in sites),
                  Interconnect(i.links, i.speed_gbit_s * units.Gbit, i.rtt_ms * units.MS, i.loss, i.transport,
                               window, float(segment), i.streams_per_connection, i.price_usd_per_gbit_s_month,
-                              i.optics))
+                              i.optics, _hours(i.link_mtbf_hours), _hours(i.link_repair_hours)))
+
+
+def _hours(h: float | None) -> float | None:
+    return None if h is None else h * units.HOUR
