@@ -15,7 +15,7 @@ the same files give the same step, ETTR and cost wherever they are asked.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from slowlink import units
@@ -303,6 +303,15 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
 
         advice = tuple(advise(w, cluster, alone, price, check_memory=check_memory,
                               bottleneck="storage" if storage.dominates else None))
+        if cross is not None:  # what to change across sites, against the step with the long haul in it
+            from slowlink.sites.advice import site_advice
+            from slowlink.workload.advice import MIN_GAIN
+
+            held = tuple(replace(a, base_s=a.base_s + cross.exposed_s, step_time_s=a.step_time_s + cross.exposed_s,
+                                 gain=1.0 - (a.step_time_s + cross.exposed_s) / (a.base_s + cross.exposed_s))
+                         for a in advice)  # a one-site change, the long haul's exposed seconds held as planned
+            held = tuple(a for a in held if a.gain > MIN_GAIN)
+            advice = (*site_advice(w, cluster, alone, cross), *held)
         if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_stragglers
 
