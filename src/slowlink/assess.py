@@ -259,7 +259,10 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     from slowlink.workload.step import fit_dp, plan
 
     w = fit_dp(w, cluster)
-    price = comm if comm is not None else comm_cost(fidelity, cluster)
+    # the step as one site would run it: the flow simulator's graph of a cluster with sites has the long haul in
+    # it, which the cross-site part below prices (with the window and loss limits the graph does not carry)
+    price = comm if comm is not None else comm_cost(fidelity, cluster if cluster.sites is None
+                                                    else replace(cluster, sites=None))
     step = plan(w, cluster, price, check_memory=check_memory)
     cross, alone = None, step  # alone: the step as one site would run it (what the advice re-runs compare with)
     if cluster.sites is not None:  # the step waits for the long haul too

@@ -1,5 +1,6 @@
 """Build the topology graph of a cluster: GPUs on their scale-up switch, NICs, the scale-out fabric
-(:mod:`.fattree` or :mod:`.dragonfly`, sized by :mod:`.shape`) and the storage vertices (:mod:`.storage`).
+(:mod:`.fattree` or :mod:`.dragonfly`, sized by :mod:`.shape`), the storage vertices (:mod:`.storage`) and the
+long haul between sites (:mod:`.sites`).
 
 Kept apart from :mod:`.fabric` (the :class:`~slowlink.topology.fabric.Topology` data structure the builders
 fill in) so that no module of this package imports one that imports it back.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.topology import degraded, dragonfly, fattree, storage
+from slowlink.topology import degraded, dragonfly, fattree, sites, storage
 from slowlink.topology.fabric import Topology
 from slowlink.topology.shape import placement_nodes
 
@@ -59,4 +60,5 @@ def build(cluster: Cluster) -> Topology:
         fattree.build_fat_tree(topo, cluster, endpoints, caps)
     storage.attach(topo, cluster)
     degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
+    sites.add_long_haul(topo, cluster)  # the links between sites, where the cluster has them
     return topo
