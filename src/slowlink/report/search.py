@@ -82,6 +82,8 @@ def front_table(r: SearchResult) -> Table:
 
 def sync_label(sync: Sync) -> str:
     """A sync option in a few words: ``ddp``, ``diloco H=100 int8``, ``streaming-diloco H=100 fp4 F=10``."""
+    if sync.crosses == "pp":
+        return "pp across sites"
     if sync.method in ("ddp", "hierarchical"):
         return sync.method
     frag = f" F={sync.fragments}" if sync.method == "streaming-diloco" else ""

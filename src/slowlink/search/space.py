@@ -106,6 +106,8 @@ def sync_mapping(sync: Sync) -> dict[str, Any]:
                 "outer_dtype": sync.outer_dtype}
     if sync.method == "streaming-diloco":
         out |= {"fragments": sync.fragments, "overlap_steps": sync.overlap_steps}
+    if sync.crosses != "dp":
+        out["crosses"] = sync.crosses
     return out
 
 

@@ -1,5 +1,6 @@
 """What to change across sites, each change checked by re-running the cross-site model: another sync method (the
-published settings first), more long-haul links, RDMA over the long haul, more streams per connection.
+published settings first) or the other dimension across the sites (PP instead of DP, or back), more long-haul links,
+RDMA over the long haul, more streams per connection.
 
 Each is compared with the step as planned (the step model's step plus the exposed cross-site seconds) and kept when
 it saves more than :data:`~slowlink.workload.advice.MIN_GAIN` of it; a sync method that syncs less says what its
@@ -40,8 +41,14 @@ def _candidates(w: Workload, cluster: Cluster, cross: CrossSite) -> list[tuple[s
     if sites is None:
         return []
     current = w.sync if w.sync is not None else Sync()
-    out = [(f"sync by {sync_words(s)} instead of {sync_words(current)}", replace(w, sync=s), cluster)
-           for s in SYNC_OPTIONS if s != current]
+    if current.crosses == "pp":
+        out = [(f"whole replicas in each site (DP crosses instead of PP), synced by {sync_words(s)}",
+                replace(w, sync=s), cluster) for s in SYNC_OPTIONS]
+    else:
+        out = [(f"sync by {sync_words(s)} instead of {sync_words(current)}", replace(w, sync=s), cluster)
+               for s in SYNC_OPTIONS if s != current]
+        out.append(("pipeline stages across the sites instead of whole replicas (sync.crosses: pp; DP stays "
+                    "inside each site)", replace(w, sync=Sync(crosses="pp")), cluster))
     ic = sites.interconnect
 
     def haul(**kv: object) -> Cluster:

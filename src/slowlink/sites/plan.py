@@ -2,8 +2,10 @@
 for and how busy the links are.
 
 Placement keeps each model replica (TP, CP, EP and PP) inside a site and splits the data-parallel replicas over
-the sites, site after site: DP crosses. Exposed seconds per step, by method (:mod:`slowlink.sites.traffic` for
-the bytes, :mod:`slowlink.sites.transport` for the rate ``R`` of a site's egress, ``L`` = crossings x RTT / 2):
+the sites, site after site: DP crosses; with ``sync.crosses: pp`` the pipeline stages are split instead and the
+activations cross (:mod:`slowlink.sites.pipeline`). Exposed seconds per step, by method
+(:mod:`slowlink.sites.traffic` for the bytes, :mod:`slowlink.sites.transport` for the rate ``R`` of a site's
+egress, ``L`` = crossings x RTT / 2):
 
   ddp           the flat ring runs at its slowest edge: T = max(T_in, B / R) + L
   hierarchical  its phases run one after another:     T = T_in + B / R + L
@@ -98,9 +100,11 @@ def cross_site(w: Workload, cluster: Cluster, step: StepResult) -> CrossSite | N
     sites = cluster.sites
     if sites is None:
         return None
+    sync = w.sync if w.sync is not None else Sync()
+    if sync.crosses == "pp":
+        return _pipeline(w, cluster, sites, step)
     p = w.parallel
     replicas = replicas_per_site(w, cluster, sites)
-    sync = w.sync if w.sync is not None else Sync()
     # tp x pp groups each reduce their slice of the whole model (experts included) over dp x cp ranks
     dense, expert = params(w.model)
     slice_params = (dense + expert) / (p.tp * p.pp)
@@ -117,6 +121,18 @@ def cross_site(w: Workload, cluster: Cluster, step: StepResult) -> CrossSite | N
                      exposed_s=exposed, dci_utilisation=t.bytes_per_step / (new_step * ic.egress_bytes_s),
                      convergence_note=convergence_note(sync), egress_bytes_s=rate, line_bytes_s=ic.egress_bytes_s,
                      bdp_bytes=ic.bdp_bytes, sync_s=sync_s)
+
+
+def _pipeline(w: Workload, cluster: Cluster, sites: Sites, step: StepResult) -> CrossSite:
+    """The cross-site part when pipeline stages span the sites (:mod:`slowlink.sites.pipeline`)."""
+    from slowlink.sites.pipeline import PP_NOTE, pp_cross
+
+    total, exposed, hop, rate = pp_cross(w, cluster, step)
+    ic, n = sites.interconnect, len(sites.sites)
+    new_step = step.step_time_s + exposed
+    return CrossSite(sites=sites.names, dims=("pp",), method="ddp", bytes_per_step=total, exposed_s=exposed,
+                     dci_utilisation=total / n / (new_step * ic.egress_bytes_s), convergence_note=PP_NOTE,
+                     egress_bytes_s=rate, line_bytes_s=ic.egress_bytes_s, bdp_bytes=ic.bdp_bytes, sync_s=hop)
 
 
 def with_cross_site(step: StepResult, cross: CrossSite) -> StepResult:

@@ -82,6 +82,14 @@ def micro_batch_act_bytes(w: Workload) -> float:
     return w.micro_batch_tokens * w.model.hidden * kept_bytes(w.training.precision)
 
 
+def pp_hop_bytes(w: Workload) -> float:
+    """Bytes one rank sends to the next stage per micro-batch and direction: the activation, split over TP under
+    SP or scatter/gather (Narayanan et al. 2021, Sec. 4.1)."""
+    p = w.parallel
+    split = p.sequence_parallel or p.pp_scatter_gather
+    return micro_batch_act_bytes(w) / (p.tp if split else 1)
+
+
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     """TP seconds of one layer and micro-batch: (total, exposed before the compute overlap)."""
     p = w.parallel
@@ -215,8 +223,8 @@ def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None
     p = w.parallel
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
-    split = p.sequence_parallel or p.pp_scatter_gather  # SP, or scatter/gather (Narayanan et al. 2021, Sec. 4.1)
-    size = micro_batch_act_bytes(w) / (p.tp if split else 1)
+    split = p.sequence_parallel or p.pp_scatter_gather
+    size = pp_hop_bytes(w)
     hop = cost("send_recv", size, groups_of(p, "pp_pairs"))
     if p.tp > 1 and not p.sequence_parallel and split:  # the receiver re-assembles the tensor over NVLink
         hop += cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
