@@ -259,16 +259,27 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     from slowlink.workload.step import fit_dp, plan
 
     w = fit_dp(w, cluster)
-    # the step as one site would run it: the flow simulator's graph of a cluster with sites has the long haul in
-    # it, which the cross-site part below prices (with the window and loss limits the graph does not carry)
-    price = comm if comm is not None else comm_cost(fidelity, cluster if cluster.sites is None
-                                                    else replace(cluster, sites=None))
-    step = plan(w, cluster, price, check_memory=check_memory)
+    stepping, paced_by = cluster, None  # the cluster the step model runs on (a site's own fabric may set it)
+    if cluster.sites is None:
+        price = comm if comm is not None else comm_cost(fidelity, cluster)
+        step = plan(w, cluster, price, check_memory=check_memory)
+    else:  # the step as one site would run it, on the slowest of the sites' fabrics: the flow simulator's graph
+        # of a cluster with sites has the long haul in it, which the cross-site part below prices
+        from slowlink.sites.plan import fabric_variants
+
+        runs = []
+        for names, one in fabric_variants(cluster):
+            p1 = comm if comm is not None and not cluster.site_fabrics else comm_cost(fidelity, one)
+            runs.append((plan(w, one, p1, check_memory=check_memory), names, one, p1))
+        step, names, stepping, price = max(runs, key=lambda r: r[0].step_time_s)
+        paced_by = names if cluster.site_fabrics else None
     cross, alone = None, step  # alone: the step as one site would run it (what the advice re-runs compare with)
     if cluster.sites is not None:  # the step waits for the long haul too
         from slowlink.sites.plan import cross_site, with_cross_site
 
         cross = cross_site(w, cluster, step)
+        if cross is not None and paced_by is not None:
+            cross = replace(cross, paced_by=paced_by)
         step = step if cross is None else with_cross_site(step, cross)
     storage = plan_storage(w, cluster, step)
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
@@ -304,7 +315,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if full:
         from slowlink.workload.advice import advise
 
-        advice = tuple(advise(w, cluster, alone, price, check_memory=check_memory,
+        advice = tuple(advise(w, stepping, alone, price, check_memory=check_memory,
                               bottleneck="storage" if storage.dominates else None))
         if cross is not None:  # what to change across sites, against the step with the long haul in it
             from slowlink.sites.advice import site_advice

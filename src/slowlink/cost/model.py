@@ -146,11 +146,19 @@ def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> Cl
     spares = prices.facility.network_spares_fraction
     capex["spares"] = spares * (capex["switches"] + capex["optics"] + capex["cables"])
     dci = None if cluster.sites is None else price(dci_bill, cluster.sites, prices)
+    if cluster.site_fabrics:
+        price(_own_fabrics_unbilled, cluster)
     if dci is not None:
         capex["dci_optics"], power["dci_optics"] = dci.optics_usd, dci.optics_power_w
     fac = prices.facility
     return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
                        switch_usd, tuple(dict.fromkeys(excluded)), dci)
+
+
+def _own_fabrics_unbilled(cluster: Cluster) -> None:
+    names = ", ".join(name for name, _ in cluster.site_fabrics)
+    raise PriceMissing(f"sites ({names}): fabric: a site's own fabric is not in the bill of materials yet (it counts "
+                       "the cluster's fabric: section for every node)")
 
 
 # The basis of a cost per token whose failures could not be priced (no storage to price the checkpoint, ...):

@@ -48,18 +48,36 @@ class CrossSite:
     line_bytes_s: float          # its line rate
     bdp_bytes: float             # its bandwidth-delay product
     sync_s: float                # one sync's seconds on the long haul (one fragment for streaming-diloco)
+    paced_by: str | None = None  # the site whose own fabric sets the step (None: every site runs one fabric)
 
     def sentence(self) -> str:
         """One line for ``plan``: which dimension crosses, its bytes, what the step waits and the convergence."""
         return (f"cross-site: {', '.join(self.dims)} crosses {' | '.join(self.sites)} by {self.method}: "
                 f"{self.bytes_per_step / 1e9:.3g} GB per step over the long haul, {self.exposed_s:.3g} s exposed, "
-                f"{self.dci_utilisation:.1%} of its line rate used; convergence: {self.convergence_note}")
+                f"{self.dci_utilisation:.1%} of its line rate used; convergence: {self.convergence_note}"
+                + ("" if self.paced_by is None else f"; the step is {self.paced_by}'s, on its own fabric"))
 
     def to_json(self) -> dict[str, object]:
         return {"sites": list(self.sites), "dims": list(self.dims), "bytes_per_step": self.bytes_per_step,
                 "exposed_s": self.exposed_s, "dci_utilisation": self.dci_utilisation, "method": self.method,
                 "convergence_note": self.convergence_note, "egress_bytes_s": self.egress_bytes_s,
-                "line_bytes_s": self.line_bytes_s, "bdp_bytes": self.bdp_bytes, "sync_s": self.sync_s}
+                "line_bytes_s": self.line_bytes_s, "bdp_bytes": self.bdp_bytes, "sync_s": self.sync_s,
+                **({} if self.paced_by is None else {"paced_by": self.paced_by})}
+
+
+def fabric_variants(cluster: Cluster) -> list[tuple[str, Cluster]]:
+    """The job on each fabric its sites run, one site's view each: (the sites on it, joined by " + ", the cluster
+    on that fabric without sites). One entry, the cluster's own fabric, where no site has a fabric of its own."""
+    own = dict(cluster.site_fabrics)
+    names = cluster.sites.names if cluster.sites is not None else ()
+    groups: dict[object, list[str]] = {}
+    fabrics = {}
+    for name in names or ("",):
+        f = own.get(name, cluster.fabric)
+        groups.setdefault(repr(f), []).append(name)
+        fabrics[repr(f)] = f
+    return [(" + ".join(n), replace(cluster, fabric=fabrics[k], sites=None, site_fabrics=()))
+            for k, n in groups.items()]
 
 
 def replicas_per_site(w: Workload, cluster: Cluster, sites: Sites) -> tuple[int, ...]:
