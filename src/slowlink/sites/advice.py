@@ -16,6 +16,7 @@ from slowlink.errors import SlowlinkError
 from slowlink.sites.convergence import convergence_note
 from slowlink.sites.plan import CrossSite, cross_site
 from slowlink.spec.cluster import Cluster
+from slowlink.spec.sites import Interconnect
 from slowlink.spec.workload import Sync, Workload
 from slowlink.workload.advice import MIN_GAIN, Advice
 from slowlink.workload.step import StepResult
@@ -51,17 +52,19 @@ def _candidates(w: Workload, cluster: Cluster, cross: CrossSite) -> list[tuple[s
                     "inside each site)", replace(w, sync=Sync(crosses="pp")), cluster))
     ic = sites.interconnect
 
-    def haul(**kv: object) -> Cluster:
-        return replace(cluster, sites=replace(sites, interconnect=replace(ic, **kv)))
+    def haul(changed: Interconnect) -> Cluster:
+        return replace(cluster, sites=replace(sites, interconnect=changed))
 
-    out.append((f"{2 * ic.links} long-haul links per site instead of {ic.links}", w, haul(links=2 * ic.links)))
+    out.append((f"{2 * ic.links} long-haul links per site instead of {ic.links}", w,
+                haul(replace(ic, links=2 * ic.links))))
     if ic.transport == "tcp":
         out.append(("RDMA over the long haul instead of TCP (no window: the bandwidth-delay product in flight)", w,
-                    haul(transport="rdma", window_bytes=None)))
+                    haul(replace(ic, transport="rdma", window_bytes=None))))
     if ic.streams_per_connection < MAX_STREAMS:
         more = min(MAX_STREAMS, 4 * ic.streams_per_connection)
         out.append((f"{more} streams per cross-site connection instead of {ic.streams_per_connection} "
-                    "(NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)", w, haul(streams_per_connection=more)))
+                    "(NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)", w,
+                    haul(replace(ic, streams_per_connection=more))))
     return out
 
 

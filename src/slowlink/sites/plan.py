@@ -70,7 +70,7 @@ def fabric_variants(cluster: Cluster) -> list[tuple[str, Cluster]]:
     on that fabric without sites). One entry, the cluster's own fabric, where no site has a fabric of its own."""
     own = dict(cluster.site_fabrics)
     names = cluster.sites.names if cluster.sites is not None else ()
-    groups: dict[object, list[str]] = {}
+    groups: dict[str, list[str]] = {}
     fabrics = {}
     for name in names or ("",):
         f = own.get(name, cluster.fabric)

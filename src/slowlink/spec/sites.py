@@ -7,6 +7,7 @@ come together; without them a cluster is one site. Resolved once, at load, into 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -74,7 +75,7 @@ class InterconnectSpec(BaseModel):
         return v
 
 
-def check_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None, nodes: int) -> None:
+def check_sites(sites: Sequence[SiteSpec] | None, interconnect: InterconnectSpec | None, nodes: int) -> None:
     """The rules across keys: sites and interconnect come together, there are at least two sites, their names are
     unique and their nodes sum to the cluster's."""
     if sites is None and interconnect is None:
@@ -176,7 +177,7 @@ class Sites:
         return Sites(tuple(replace(s, nodes=n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
 
 
-def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
+def resolve_sites(sites: Sequence[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
     """The resolved sites, or None for a one-site cluster (validated already: :func:`check_sites`)."""
     if sites is None or interconnect is None:
         return None
