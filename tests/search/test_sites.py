@@ -97,3 +97,11 @@ def test_bad_site_axes(tmp_path: Path, cli_fails: Callable[..., str]) -> None:
     fails(_space(tmp_path, sites={"count": [2]}), "sites.interconnect", "required")
     fails(_space(tmp_path, sync=[{"method": "diloco"}]), "sync.inner_steps: required")
     fails(_space(tmp_path, constraints={"max_nodes_per_site": 0}), "constraints.max_nodes_per_site (0)")
+
+
+def test_the_csv_names_each_sync_option_in_words(tmp_path: Path) -> None:
+    csv = tmp_path / "all.csv"
+    res = runner.invoke(app, ["search", str(_space(tmp_path)), "--workers", "0", "--out", str(csv)])
+    assert res.exit_code == 0, res.output
+    text = csv.read_text()
+    assert ",diloco H=100 int8," in text and ",streaming-diloco H=100 fp4 F=10," in text and "{" not in text

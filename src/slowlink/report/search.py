@@ -123,7 +123,15 @@ def write_points(r: SearchResult, path: Path) -> None:
     """Every point as CSV or Parquet (by suffix)."""
     import pandas as pd
 
-    frame = pd.DataFrame([point_json(r.space, p) for p in r.points])
+    n = len(r.space.layouts)
+    rows = []
+    for p in r.points:
+        row = point_json(r.space, p)
+        if "sync" in row:  # a column of values, not of mappings: the option in words (its keys are in --json)
+            sync = r.space.layout(p.index % n).sync
+            row["sync"] = "" if sync is None else sync_label(sync)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
     if path.suffix.lower() == ".parquet":
         frame.to_parquet(path, index=False)
     else:
