@@ -119,8 +119,9 @@ class Assessment:
             return None
         from slowlink.reliability.goodput import goodput
 
-        return goodput(self.workload, self.cluster, self.step, self.storage, self.budget.tokens, self.budget.steps,
-                       self.failures)
+        g = goodput(self.workload, self.cluster, self.step, self.storage, self.budget.tokens, self.budget.steps,
+                    self.failures)
+        return g if self.outages is None else g.with_site_outages(self.outages.ettr)
 
     @property
     def bottleneck(self) -> str:

@@ -132,3 +132,19 @@ def test_plan_json_lists_the_outages(tmp_path: Path) -> None:
     js = json.loads(r.output)
     out = js[0]["site_outages"] if isinstance(js, list) else js["site_outages"]
     assert {o["what"] for o in out["outages"]} == {"one long-haul link", "a site cut off (all its links down)"}
+
+
+def test_goodput_and_cost_price_the_same_outages() -> None:
+    from slowlink.assess import Budget
+
+    a = assess(LLAMA, _with_outages(), budget=Budget(tokens=1e12), full=False)
+    g = a.goodput
+    assert g is not None and a.outages is not None and a.run_days is not None
+    assert g.ettr == pytest.approx(a.ettr) and g.wall_s / units.DAY == pytest.approx(a.run_days)
+    losses = g.losses_days()
+    assert losses["site_outages"] == pytest.approx(g.wall_s * (1 - a.outages.ettr) / units.DAY)
+    steps_own = ("data_stall", "bubble", "exposed_communication")
+    lost = sum(v for k, v in losses.items() if k not in steps_own)
+    assert lost == pytest.approx((g.wall_s - g.steps * g.step_s) / units.DAY, rel=1e-3)
+    one = assess(LLAMA, replace(TWO, sites=None), budget=Budget(tokens=1e12), full=False).goodput
+    assert one is not None and "site_outages" not in one.losses_days()
