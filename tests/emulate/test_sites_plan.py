@@ -40,6 +40,8 @@ def test_the_prediction_by_hand() -> None:
     assert ddp.bytes_per_step == s and ddp.sync_s == pytest.approx(s / r + 0.01)
     diloco = predict("diloco", 500_000, 4, ic)
     assert diloco.bytes_per_step == s / 4 and diloco.step_s(0.01) == pytest.approx(0.01 + (s / r + 0.01) / 4)
+    int8 = predict("diloco", 500_000, 4, ic, "int8")  # one byte per parameter
+    assert int8.bytes_per_step == 500_000 / 4 and int8.sync_s == pytest.approx(500_000 / r + 0.01)
 
 
 def test_refusals(cli_fails: Callable[..., str]) -> None:
@@ -54,6 +56,8 @@ def test_refusals(cli_fails: Callable[..., str]) -> None:
     plan = site_plan(TWO, DEFAULT_SCALE)
     with pytest.raises(EmulationError, match=r"method \(.allgather.\) must be ddp or diloco"):
         measure(plan, TWO, "allgather", 1000, 4, 1)
+    with pytest.raises(EmulationError, match=r"outer_dtype \('fp4'\) must be one of fp32, int8"):
+        measure(plan, TWO, "diloco", 1000, 4, 4, inner_steps=4, outer_dtype="fp4")
     with pytest.raises(EmulationError, match=r"steps \(6\) must be a positive multiple of inner_steps \(4\)"):
         measure(plan, TWO, "diloco", 1000, 6, 4, inner_steps=4)
     cli_fails(["emulate", "sites", str(EX / "ref-64gpu.yaml")], "sites (0) must name 2 sites")

@@ -1,5 +1,5 @@
-"""Two sites of the emulated cluster joined by a shaped, delayed long haul, and a DDP or DiLoCo run measured over it
-against the sites model (``slowlink emulate sites``).
+"""Two sites of the emulated cluster joined by a shaped, delayed long haul, and a DDP or DiLoCo run (fp32 or int8
+pseudo-gradients) measured over it against the sites model (``slowlink emulate sites``).
 
 Emulated: each site is a switch namespace (a bridge) with one node on a link at its NIC rate x scale; the long haul
 is one veth link between the two site switches, shaped by tbf to a site's egress x scale (all its links as one)
@@ -88,13 +88,21 @@ class Predicted:
         return compute_s + self.sync_s * self.syncs_per_step
 
 
-def sync_of(method: str, inner_steps: int) -> Sync:
-    return Sync("ddp") if method == "ddp" else Sync("diloco", inner_steps, outer_dtype="fp32")
+OUTER_DTYPES = ("fp32", "int8")  # what the emulated DiLoCo sends its pseudo-gradient in (sites_train.py)
 
 
-def predict(method: str, params: int, inner_steps: int, ic: Interconnect) -> Predicted:
-    """The sites model on the emulated long haul: two sites of one rank each, fp32 gradients and pseudo-gradients."""
-    t = sync_traffic(sync_of(method, inner_steps), params * FP32_BYTES, params, 2, 2, 1, 1)
+def sync_of(method: str, inner_steps: int, outer_dtype: str = "fp32") -> Sync:
+    if outer_dtype not in OUTER_DTYPES:
+        raise EmulationError(field_error("outer_dtype", outer_dtype, f"must be one of {', '.join(OUTER_DTYPES)}"))
+    if method == "ddp":
+        return Sync("ddp")
+    return Sync("diloco", inner_steps, outer_dtype="int8" if outer_dtype == "int8" else "fp32")
+
+
+def predict(method: str, params: int, inner_steps: int, ic: Interconnect, outer_dtype: str = "fp32") -> Predicted:
+    """The sites model on the emulated long haul: two sites of one rank each, fp32 gradients, the pseudo-gradient
+    in ``outer_dtype``."""
+    t = sync_traffic(sync_of(method, inner_steps, outer_dtype), params * FP32_BYTES, params, 2, 2, 1, 1)
     rate = egress_rate_bytes_s(ic, t.connections)
     return Predicted(t.bytes_per_sync / rate + t.crossings * ic.rtt_s / 2.0, t.syncs_per_step, t.bytes_per_step)
 
@@ -105,6 +113,7 @@ class SiteRun:
 
     method: str
     inner_steps: int
+    outer_dtype: str
     params: int
     steps: int
     step_s: float                 # measured, mean of the timed steps
@@ -124,7 +133,8 @@ class SiteRun:
         return self.bytes_per_step / self.predicted_bytes_per_step - 1.0
 
     def to_json(self) -> dict[str, object]:
-        return {"method": self.method, "inner_steps": self.inner_steps, "params": self.params, "steps": self.steps,
+        return {"method": self.method, "inner_steps": self.inner_steps, "outer_dtype": self.outer_dtype,
+                "params": self.params, "steps": self.steps,
                 "step_s": self.step_s, "compute_s": self.compute_s, "predicted_step_s": self.predicted_step_s,
                 "step_error": self.step_error, "bytes_per_step": self.bytes_per_step,
                 "predicted_bytes_per_step": self.predicted_bytes_per_step, "bytes_error": self.bytes_error,
@@ -143,12 +153,13 @@ def _payload_bytes(plan: Plan) -> list[float]:
 
 
 def measure(plan: Plan, cluster: Cluster, method: str, params: int, steps: int, warmup: int, inner_steps: int = 1,
-            timeout_s: float = 300) -> SiteRun:
+            timeout_s: float = 300, outer_dtype: str = "fp32") -> SiteRun:
     """Train the small model by ``method`` (ddp or diloco) across the emulated sites of ``plan`` and compare with the
     model (module docstring). For diloco, ``warmup`` and ``steps`` are whole multiples of ``inner_steps``."""
     if method not in ("ddp", "diloco"):
         raise EmulationError(field_error("method", method, "must be ddp or diloco"))
     h = inner_steps if method == "diloco" else 1
+    sync_of(method, h, outer_dtype)  # refuses an outer type the emulated run does not send
     for name, v in (("warmup", warmup), ("steps", steps)):
         if v < 0 or v % h or (name == "steps" and v == 0):
             raise EmulationError(field_error(name, v, f"must be a positive multiple of inner_steps ({h})"))
@@ -156,7 +167,7 @@ def measure(plan: Plan, cluster: Cluster, method: str, params: int, steps: int, 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
         cmd = [sys.executable, "-m", "slowlink.emulate.sites_train", method, str(params), str(steps), str(warmup),
-               str(h), str(out)]
+               str(h), str(out), outer_dtype]
         codes = net.run(plan, cmd, timeout_s=timeout_s)
         if any(codes):
             raise EmulationError(f"the {method} run across the emulated sites failed (exit codes {codes})")
@@ -164,10 +175,11 @@ def measure(plan: Plan, cluster: Cluster, method: str, params: int, steps: int, 
     after = _payload_bytes(plan)
     sent = sum(a - b for a, b in zip(after, before, strict=True)) / len(after)
     ic = emulated_interconnect(cluster, plan)
-    p = predict(method, int(data["params"]), h, ic)
+    p = predict(method, int(data["params"]), h, ic, outer_dtype)
     compute = sum(data["compute_s"]) / steps
-    return SiteRun(method, h, int(data["params"]), steps, sum(data["step_s"]) / steps, compute, p.step_s(compute),
-                   sent / (warmup + steps), p.bytes_per_step, ic.egress_bytes_s, ic.rtt_s)
+    dtype = outer_dtype if method == "diloco" else "fp32"
+    return SiteRun(method, h, dtype, int(data["params"]), steps, sum(data["step_s"]) / steps, compute,
+                   p.step_s(compute), sent / (warmup + steps), p.bytes_per_step, ic.egress_bytes_s, ic.rtt_s)
 
 
 @dataclass(frozen=True)
@@ -184,8 +196,9 @@ class SitesValidation:
 
 def validate_sites(cluster: Cluster, scale: float, params: int, steps: int, inner_steps: int,
                    timeout_s: float = 300) -> SitesValidation:
-    """Bring the two sites of ``cluster`` up, run DDP (one warm-up step, ``steps`` timed) and DiLoCo (one warm-up
-    sync period, ``steps`` rounded up to whole periods), measure the round trip, tear down."""
+    """Bring the two sites of ``cluster`` up, run DDP (one warm-up step, ``steps`` timed) and DiLoCo with fp32 and
+    with int8 pseudo-gradients (one warm-up sync period, ``steps`` rounded up to whole periods), measure the round
+    trip, tear down."""
     from slowlink.emulate.measure import rtt_s
 
     if params < 2 or inner_steps < 1 or steps < 1:
@@ -196,7 +209,8 @@ def validate_sites(cluster: Cluster, scale: float, params: int, steps: int, inne
         rtt = rtt_s(plan, 0, 1)
         ddp = measure(plan, cluster, "ddp", params, steps, 1, timeout_s=timeout_s)
         periods = -(-steps // inner_steps)
-        diloco = measure(plan, cluster, "diloco", params, periods * inner_steps, inner_steps, inner_steps, timeout_s)
+        diloco = [measure(plan, cluster, "diloco", params, periods * inner_steps, inner_steps, inner_steps, timeout_s,
+                          dtype) for dtype in OUTER_DTYPES]
     finally:
         net.down(plan.run_id)
-    return SitesValidation((ddp, diloco), 2.0 * plan.link("dci").delay_s, rtt)
+    return SitesValidation((ddp, *diloco), 2.0 * plan.link("dci").delay_s, rtt)

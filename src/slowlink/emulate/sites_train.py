@@ -1,7 +1,7 @@
 """A small model trained across the emulated sites by DDP or DiLoCo over gloo (`python -m
 slowlink.emulate.sites_train`).
 
-Usage: ``python -m slowlink.emulate.sites_train METHOD PARAMS STEPS WARMUP H OUT``.
+Usage: ``python -m slowlink.emulate.sites_train METHOD PARAMS STEPS WARMUP H OUT [OUTER_DTYPE]``.
 
 Each node runs one rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the emulation's environment). The model
 is two bias-free square linear layers of ``PARAMS`` parameters in all (fp32), trained on random inputs by SGD;
@@ -10,10 +10,13 @@ every rank starts from the same seed, so no broadcast crosses the sites. Per ste
   ddp     forward, backward, one all_reduce of the flattened gradient, the SGD step
   diloco  forward, backward, the SGD step; every H steps the pseudo-gradient (the outer parameters minus this
           rank's) is all_reduced and averaged, and the outer Nesterov step (lr 0.7, momentum 0.9: DiLoCo's,
-          Douillard et al. 2023) moves the outer parameters, which every rank then takes
+          Douillard et al. 2023) moves the outer parameters, which every rank then takes; with OUTER_DTYPE int8
+          each rank sends its pseudo-gradient as int8 with one fp32 scale (max |x| / 127) to every other, and
+          averages what it receives (one byte per parameter crosses, as INTELLECT-1's int8 pseudo-gradients)
 
-Rank 0 writes ``{"method", "params", "inner_steps", "step_s", "compute_s"}`` as JSON to OUT: the wall time of
-each timed step and its compute part (forward, backward and the SGD step), after ``WARMUP`` steps.
+Rank 0 writes ``{"method", "outer_dtype", "params", "inner_steps", "step_s", "compute_s"}`` as JSON to OUT: the
+wall time of each timed step and its compute part (all but the collective or the exchange itself: forward,
+backward, the SGD step, the outer step, the int8 quantisation), after ``WARMUP`` steps.
 """
 
 from __future__ import annotations
@@ -23,9 +26,38 @@ import math
 import sys
 import time
 from datetime import timedelta
+from typing import Any
 
 BATCH = 32
 OUTER_LR, OUTER_MOMENTUM = 0.7, 0.9  # DiLoCo's outer Nesterov (Douillard et al. 2023, Sec. 3)
+
+
+def mean(dist: Any, x: Any, world: int) -> tuple[Any, float]:
+    """The ranks' mean of ``x`` by an all_reduce, and the seconds it took."""
+    t = time.monotonic()
+    dist.all_reduce(x)
+    return x / world, time.monotonic() - t
+
+
+def average_int8(dist: Any, torch: Any, x: Any, world: int) -> tuple[Any, float]:
+    """The ranks' mean of ``x``, each sent as int8 with one fp32 scale (module docstring), and the seconds of the
+    exchange (the quantisation is compute)."""
+    scale = (x.abs().max() / 127.0).clamp(min=1e-12).reshape(1)
+    q = (x / scale).round().clamp(-127, 127).to(torch.int8)
+    packed = torch.cat([q, scale.view(torch.int8)])  # the scale's 4 bytes ride with the values: one exchange
+    me = dist.get_rank()
+    parts = [packed if r == me else torch.empty_like(packed) for r in range(world)]
+    peers = [(me + i) % world for i in range(1, world)]
+    # receives posted before sends, as emulate/collective.py's all_to_all: gloo's all_gather runs a pair's two
+    # directions one after the other (its send waits for the peer's receive-ready notice), which would halve the
+    # long haul's rate; the model's exchange, like NCCL's, runs both directions at once
+    t = time.monotonic()
+    reqs = [dist.irecv(parts[r], r) for r in peers] + [dist.isend(packed, r) for r in peers]
+    for req in reqs:
+        req.wait()
+    wait = time.monotonic() - t
+    n = q.numel()
+    return sum(p[:n].float() * p[n:].view(torch.float32) for p in parts) / world, wait
 
 
 def main(argv: list[str]) -> None:
@@ -33,6 +65,7 @@ def main(argv: list[str]) -> None:
     import torch.distributed as dist
 
     method, params, steps, warmup, inner, out = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), int(argv[4]), argv[5]
+    outer_dtype = argv[6] if len(argv) > 6 else "fp32"
     torch.set_num_threads(1)
     dist.init_process_group("gloo", timeout=timedelta(seconds=300))
     world = dist.get_world_size()
@@ -64,21 +97,20 @@ def main(argv: list[str]) -> None:
             opt.zero_grad()
             comm = 0.0
             if (i + 1) % inner == 0:
-                tc = time.monotonic()
                 delta = outer - torch.nn.utils.parameters_to_vector(weights).detach()
-                dist.all_reduce(delta)
-                delta /= world
+                delta, comm = (average_int8(dist, torch, delta, world) if outer_dtype == "int8"
+                               else mean(dist, delta, world))
                 momentum.mul_(OUTER_MOMENTUM).add_(delta)
                 outer -= OUTER_LR * (delta + OUTER_MOMENTUM * momentum)
                 torch.nn.utils.vector_to_parameters(outer, weights)
-                comm = time.monotonic() - tc
         if i >= warmup:
             total = time.monotonic() - t0
             step_s.append(total)
             compute_s.append(total - comm)
     if dist.get_rank() == 0:
         with open(out, "w") as f:
-            json.dump({"method": method, "params": sum(w.numel() for w in weights), "inner_steps": inner,
+            json.dump({"method": method, "outer_dtype": outer_dtype, "params": sum(w.numel() for w in weights),
+                       "inner_steps": inner,
                        "step_s": step_s, "compute_s": compute_s}, f)
     dist.barrier()
     dist.destroy_process_group()

@@ -56,7 +56,8 @@ def sites_table(v: SitesValidation) -> Table:
                 "error"):
         table.add_column(col, justify="right")
     for r in v.runs:
-        table.add_row(r.method if r.method == "ddp" else f"{r.method} H={r.inner_steps}", f"{r.params:,}",
+        table.add_row(r.method if r.method == "ddp" else f"{r.method} H={r.inner_steps} {r.outer_dtype}",
+                      f"{r.params:,}",
                       str(r.steps), f"{r.step_s:.3f}", f"{r.predicted_step_s:.3f}", f"{r.step_error:+.1%}",
                       f"{r.compute_s:.4f}", f"{r.bytes_per_step / units.MB:.3f}",
                       f"{r.predicted_bytes_per_step / units.MB:.3f}", f"{r.bytes_error:+.1%}")
