@@ -52,15 +52,26 @@ def test_three_sites_count_each_link_once() -> None:
 
 def test_the_lease_and_the_optics_are_in_the_hourly_cost() -> None:
     with_haul = cluster_cost(TWO, PRICES)
-    without = cluster_cost(replace(TWO, sites=None), PRICES)
-    assert with_haul.dci is not None and without.dci is None
-    assert with_haul.capex_usd["dci_optics"] == with_haul.dci.optics_usd
-    assert with_haul.total_capex_usd - without.total_capex_usd == pytest.approx(with_haul.dci.optics_usd)
+    bare = cluster_cost(replace(TWO, sites=_interconnect(optics=None, price_usd_per_gbit_s_month=0.0)), PRICES)
+    assert with_haul.dci is not None and bare.dci is not None
+    assert with_haul.capex_usd["dci_optics"] == with_haul.dci.optics_usd and bare.capex_usd["dci_optics"] == 0
+    assert with_haul.total_capex_usd - bare.total_capex_usd == pytest.approx(with_haul.dci.optics_usd)
     capex_h = with_haul.dci.optics_usd / (PRICES.facility.depreciation_years * 8766)
     power_h = with_haul.dci.optics_power_w * PRICES.facility.pue / 1e3 * PRICES.facility.usd_per_kwh
     lease_h = 8000 / HOURS_PER_MONTH
-    assert with_haul.usd_per_hour - without.usd_per_hour == pytest.approx(capex_h + power_h + lease_h)
-    assert "dci" in with_haul.to_json() and "dci" not in without.to_json()
+    assert with_haul.usd_per_hour - bare.usd_per_hour == pytest.approx(capex_h + power_h + lease_h)
+    assert "dci" in with_haul.to_json() and "dci" not in cluster_cost(ONE, PRICES).to_json()
+
+
+def test_each_site_is_billed_as_a_fabric_of_its_own_nodes() -> None:
+    # two buildings share no switch: each site's 4 nodes on a leaf of their own, storage with the first site
+    assert TWO.sites is not None
+    cost = cluster_cost(TWO, PRICES)
+    east = cluster_cost(replace(TWO, name="east", nodes=4, sites=None), PRICES)
+    west = cluster_cost(replace(TWO, name="west", nodes=4, sites=None, storage=None), PRICES)
+    assert cost.bom.switches == {"east leaf": 1, "east storage": 1, "west leaf": 1}
+    assert cost.total_capex_usd == pytest.approx(east.total_capex_usd + west.total_capex_usd + 24000)
+    assert cost.bom.nics == {"compute": 8, "storage": 8}
 
 
 def test_no_named_optics_are_the_leases() -> None:

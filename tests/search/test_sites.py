@@ -41,7 +41,10 @@ def test_placements_and_syncs_multiply_the_space(tmp_path: Path) -> None:
     # a one-site design runs the first sync only: 2 designs x 2 tp x 3 other syncs
     assert r.removed_by_rule["sync_needs_sites"] == 12
     assert r.removed_by_rule["max_nodes_per_site"] == 1  # 16 nodes in one 8-node building
-    assert r.best is not None and space.design_of(r.best.index).sites == 2
+    # each building a fabric of its own: one 8-node site is cheapest per token, two sites of 8 train twice as fast
+    assert r.best is not None and space.design_of(r.best.index).sites == 1
+    assert r.fastest is not None and space.design_of(r.fastest.index).sites == 2
+    assert r.fastest.days < r.best.days / 1.9 and r.fastest in r.front
 
 
 def test_a_point_is_the_chain_on_its_design(tmp_path: Path) -> None:
@@ -61,7 +64,7 @@ def test_a_point_is_the_chain_on_its_design(tmp_path: Path) -> None:
 def test_emit_writes_the_sites_and_the_sync(tmp_path: Path) -> None:
     space = load_space(_space(tmp_path))
     points = evaluate_space(space)
-    best = summarize(space, points).best
+    best = summarize(space, points).fastest  # the two-site design
     assert best is not None
     out = emit(space, best, tmp_path / "best")
     cluster = load_cluster(out.cluster)
@@ -80,8 +83,10 @@ def test_uneven_split_is_a_rule(tmp_path: Path) -> None:
 def test_json_spells_out_the_placement_and_a_space_without_sites_keeps_its_keys(tmp_path: Path) -> None:
     res = runner.invoke(app, ["search", str(_space(tmp_path)), "--workers", "0", "--json"])
     assert res.exit_code == 0, res.output
-    best = json.loads(res.output)["best"]
-    assert best["sites"] == 2 and best["dci_links"] >= 1 and best["sync"]["method"]
+    js = json.loads(res.output)
+    assert js["best"]["sites"] == 1 and js["best"]["dci_links"] == 0 and js["best"]["sync"] == {"method": "ddp"}
+    fastest = js["fastest"]
+    assert fastest["sites"] == 2 and fastest["dci_links"] >= 1 and fastest["sync"]["method"]
     res = runner.invoke(app, ["search", str(_space(tmp_path, **{"sites": None, "sync": None})), "--workers", "0",
                               "--json"])
     assert res.exit_code == 0, res.output

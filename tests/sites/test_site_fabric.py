@@ -1,5 +1,5 @@
 """A site's own fabric: the step is the slowest site's (each site's fabric prices the job's in-site communication),
-the plan names it, and the bill says it does not count it yet."""
+the plan names it, and the bill prices each site on its fabric."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from slowlink.assess import assess
 from slowlink.cli.main import app
 from slowlink.cost.model import cluster_cost
 from slowlink.cost.prices import load_prices
-from slowlink.errors import PriceMissing
 from slowlink.sites.plan import fabric_variants
 from slowlink.spec.cluster import cluster_from_mapping, load_cluster
 from slowlink.spec.workload import load_workload
@@ -55,12 +54,14 @@ def test_without_own_fabrics_nothing_changes(tmp_path: Path) -> None:
     assert "paced_by" not in a.cross_site.to_json()
 
 
-def test_the_bill_says_it_does_not_count_a_sites_own_fabric(tmp_path: Path) -> None:
-    c = load_cluster(_two(tmp_path))
-    with pytest.raises(PriceMissing, match=r"sites \(west\): fabric: a site's own fabric is not in the bill"):
-        cluster_cost(c, load_prices(None))
-    partial = cluster_cost(c, load_prices(None), strict=False)
-    assert any("own fabric" in x for x in partial.excluded)
+def test_the_bill_prices_each_site_on_its_own_fabric(tmp_path: Path) -> None:
+    prices = load_prices(None)
+    cost = cluster_cost(load_cluster(_two(tmp_path)), prices)
+    ib, eth = prices.switch("infiniband", 400, 64), prices.switch("ethernet", 400, 64)
+    assert cost.switch_usd["east leaf"] == ib.price_usd and cost.switch_usd["west leaf"] == eth.price_usd
+    assert cost.bom.topology == "east: fat-tree, west: fat-tree" and cost.complete
+    a = assess(LLAMA, load_cluster(_two(tmp_path)), full=False)
+    assert a.token_cost is not None  # priced, the long haul and both fabrics in it
 
 
 def test_a_bad_site_fabric_exits_2_naming_the_field(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Capex, power and hourly cost of a cluster, and its cost per token at the step model's throughput.
 
-  capex        = servers + NICs + switches + optics + cables + network spares (+ the long haul's optics)
+  capex        = servers + NICs + switches + optics + cables + network spares (+ the long haul's optics); a
+                 cluster over sites sums its sites, each a fabric of its own nodes (two buildings share no switch)
   network      = NICs + switches + optics + cables + spares (+ long-haul optics)   (its share: network / capex)
   IT power     = servers (datasheet, NICs included) + switches + optics (+ long-haul optics)
   $/hour       = capex / (depreciation_years x 8,766 h) + IT kW x PUE x $/kWh (+ the long haul's lease)
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from slowlink import units
-from slowlink.cost.bom import Bom, bill_of_materials
+from slowlink.cost.bom import Bom, bill_of_materials, site_boms
 from slowlink.cost.dci import DciBill, dci_bill
 from slowlink.errors import PriceMissing
 from slowlink.spec.cluster import Cluster
@@ -105,6 +106,8 @@ def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> Cl
     the chain's cost per token need). Not strict (``bom``, ``cost``): every part that can be is priced, each one
     that cannot is named in ``excluded`` and left out of the totals (a server without a price: its rack layout is
     bill_of_materials' default, its power unknown)."""
+    if cluster.sites is not None:
+        return _sites_cost(cluster, prices, strict)
     excluded: list[str] = []
 
     def price(lookup: Callable[..., T], *args: Any) -> T | None:
@@ -145,20 +148,44 @@ def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> Cl
         power["optics"] += links * ends * m.power_w
     spares = prices.facility.network_spares_fraction
     capex["spares"] = spares * (capex["switches"] + capex["optics"] + capex["cables"])
-    dci = None if cluster.sites is None else price(dci_bill, cluster.sites, prices)
-    if cluster.site_fabrics:
-        price(_own_fabrics_unbilled, cluster)
+    fac = prices.facility
+    return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
+                       switch_usd, tuple(dict.fromkeys(excluded)))
+
+
+def _sites_cost(cluster: Cluster, prices: PriceBook, strict: bool) -> ClusterCost:
+    """A cluster over sites: each site priced as a cluster of its nodes on its own fabric (its ``fabric:``, else
+    the cluster's; the storage and its fabric with the first site), summed, then the long haul."""
+    sites = cluster.sites
+    if sites is None:  # site fabrics come only with sites (spec/cluster.py)
+        raise ValueError("site fabrics without sites")
+    own = dict(cluster.site_fabrics)
+    parts = []
+    for i, s in enumerate(sites.sites):
+        one = replace(cluster, name=s.name, nodes=s.nodes, fabric=own.get(s.name, cluster.fabric), sites=None,
+                      site_fabrics=(), storage=cluster.storage if i == 0 else None)
+        parts.append((s.name, cluster_cost(one, prices, strict)))
+    capex: dict[str, float] = {}
+    power: dict[str, float] = {}
+    for _, c in parts:
+        for k, v in c.capex_usd.items():
+            capex[k] = capex.get(k, 0.0) + v
+        for k, v in c.power_w.items():
+            power[k] = power.get(k, 0.0) + v
+    excluded = [x for _, c in parts for x in c.excluded]
+    try:
+        dci = dci_bill(sites, prices)
+    except PriceMissing as exc:
+        if strict:
+            raise
+        excluded.append(str(exc))
+        dci = None
     if dci is not None:
         capex["dci_optics"], power["dci_optics"] = dci.optics_usd, dci.optics_power_w
     fac = prices.facility
-    return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
-                       switch_usd, tuple(dict.fromkeys(excluded)), dci)
-
-
-def _own_fabrics_unbilled(cluster: Cluster) -> None:
-    names = ", ".join(name for name, _ in cluster.site_fabrics)
-    raise PriceMissing(f"sites ({names}): fabric: a site's own fabric is not in the bill of materials yet (it counts "
-                       "the cluster's fabric: section for every node)")
+    switch_usd = {f"{name} {tier}": usd for name, c in parts for tier, usd in c.switch_usd.items()}
+    return ClusterCost(site_boms([(name, c.bom) for name, c in parts]), cluster.gpus, capex, power, fac.pue,
+                       fac.usd_per_kwh, fac.depreciation_years, switch_usd, tuple(dict.fromkeys(excluded)), dci)
 
 
 # The basis of a cost per token whose failures could not be priced (no storage to price the checkpoint, ...):
