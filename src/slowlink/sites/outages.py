@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from slowlink import units
 from slowlink.sites.plan import CrossSite, cross_site, replicas_per_site
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.sites import Sites
@@ -51,7 +52,7 @@ class Outage:
         return self.rate_per_s * self.lost_s
 
     def to_json(self) -> dict[str, object]:
-        return {"what": self.what, "rate_per_h": self.rate_per_s * 3600.0, "length_s": self.length_s,
+        return {"what": self.what, "rate_per_h": self.rate_per_s * units.HOUR, "length_s": self.length_s,
                 "lost_s": self.lost_s, "share": self.share, "behaviour": self.behaviour}
 
 
