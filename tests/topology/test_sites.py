@@ -51,6 +51,18 @@ def test_routes_inside_a_site_are_unchanged_and_between_sites_cross_the_long_hau
     assert [topo.names[i] for i in arr[2] if i >= 0][1:3] == ["site:west->wan", "wan->site:east"]
 
 
+def test_each_site_is_a_fabric_of_its_own() -> None:
+    g = build(TWO).graph
+    assert g.has_edge("nic:0:0", "east/leaf:0") and g.has_edge("nic:4:0", "west/leaf:0")
+    assert not any(v.startswith("leaf:") for v in g.nodes)  # no switch shared by the two buildings
+    west_eth = replace(TWO, site_fabrics=(("west", replace(TWO.fabric, transport=replace(
+        TWO.fabric.transport, efficiency=0.5))),))
+    topo = build(west_eth)
+    east_cap = topo.capacity_bytes_s[topo.nic_up[0]]
+    west_cap = topo.capacity_bytes_s[topo.nic_up[4]]
+    assert west_cap == pytest.approx(east_cap * 0.5 / TWO.fabric.transport.efficiency)
+
+
 def test_a_ring_across_a_slow_long_haul_takes_its_bytes_over_its_rate() -> None:
     # 8 ranks, one per node, 4 per site; 1 GB: the ring's edge out of each site carries 2 (n-1)/n x S
     size = 1 * units.GB
@@ -71,14 +83,27 @@ def test_the_chain_at_flow_fidelity_prices_the_long_haul_once() -> None:
     assert a.step.step_time_s == pytest.approx(one.step.step_time_s + a.cross_site.exposed_s)
 
 
+def test_a_site_of_several_leaves_routes_over_its_own_spines() -> None:
+    small = replace(SLOW, fabric=replace(SLOW.fabric, switch_radix=4))  # 2 nodes per leaf: 2 leaves per site
+    topo = build(small)
+    assert topo.route is not None and topo.route_array is not None
+    ((_, path),) = topo.route(4, 7, 3)  # west's first and last node: different leaves
+    names = [topo.names[i] for i in path]
+    assert names[1].startswith("west/leaf:0->west/spine") and names[2].startswith("west/spine")
+    arr = topo.route_array(np.array([4, 0]), np.array([7, 3]), np.array([3, 3], dtype=np.uint64))
+    assert [topo.names[i] for i in arr[0] if i >= 0] == names
+    assert all(topo.names[i].split("->")[1].startswith(("east/", "nic:")) for i in arr[1] if i >= 0)
+
+
+@pytest.mark.parametrize("radix", [64, 4])
 @pytest.mark.parametrize(("op", "algorithm"), [("all_reduce", "ring"), ("all_reduce", "tree"),
                                                ("all_reduce", "hierarchical"), ("all_gather", "ring"),
                                                ("all_to_all", "p2p"), ("send_recv", "p2p")])
-def test_invariants_across_sites(op: str, algorithm: str) -> None:
+def test_invariants_across_sites(op: str, algorithm: str, radix: int) -> None:
     from slowlink.sim.engine import simulate
     from slowlink.sim.flows import phases
 
-    topo = build(SLOW)
+    topo = build(replace(SLOW, fabric=replace(SLOW.fabric, switch_radix=radix)))
     ranks = list(range(SLOW.gpus))
     groups = [[0, SLOW.gpus - 1]] if op == "send_recv" else [ranks]
     crossed = 0.0

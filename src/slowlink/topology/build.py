@@ -51,14 +51,21 @@ def build(cluster: Cluster) -> Topology:
         topo.storage_endpoint0 = len(endpoints)
         endpoints += [name for name, _ in targets]
         caps += [cap for _, cap in targets]
-    if f.topology == "dragonfly":
-        if targets:
+    if cluster.sites is None:
+        _fabric(topo, cluster, endpoints, caps)
+    else:  # each site a fabric of its own nodes, and the long haul between them
+        sites.build_site_fabrics(topo, cluster, endpoints, caps, _fabric)
+    storage.attach(topo, cluster)
+    degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
+    return topo
+
+
+def _fabric(topo: Topology, cluster: Cluster, endpoints: list[str], caps: list[float]) -> None:
+    """The scale-out fabric of ``cluster``'s fabric: section over ``endpoints``."""
+    if cluster.fabric.topology == "dragonfly":
+        if len(endpoints) > cluster.nodes * topo.nics_per_node:
             raise SpecError("storage.shared_with_compute (True) on a dragonfly fabric is not built: use a "
                             "separate storage fabric (nics.storage) or a fat tree")
         dragonfly.build_dragonfly(topo, cluster, endpoints, caps)
     else:
         fattree.build_fat_tree(topo, cluster, endpoints, caps)
-    storage.attach(topo, cluster)
-    degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
-    sites.add_long_haul(topo, cluster)  # the links between sites, where the cluster has them
-    return topo
