@@ -73,7 +73,8 @@ def case(rate_a_mbit: float, rate_b_mbit: float, work: Path) -> dict[str, float]
     cluster = cluster_from_mapping(dict(CLUSTER), "emulate-2node-cpu", ROOT)
 
     def run_at(rate_mbit: float, name: str) -> tuple[Any, dict[str, Any]]:
-        # a fresh emulation at this rate (reshaping a live one's links upwards measured slower than building it)
+        # a fresh emulation at this rate, so that each run starts from the same state (a live link reshaped gets
+        # the same tbf, tests/emulate/test_set_rate_tc.py, but keeps the earlier run's TCP metrics)
         plan = net.up(build_plan(cluster, scale=rate_mbit * 1e6 / NIC_BIT_S, nodes=2))
         try:
             return emulated_cluster(cluster, plan), _train(plan, work / name, work / f"{name}.json")

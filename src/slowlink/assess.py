@@ -201,8 +201,8 @@ class Assessment:
             js["site_outages"] = self.outages.to_json()
         if self.budget.given:
             js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
-        return js | {"accuracy": self.accuracy.to_json(), "cost": self.cost_json(),
-                     "unpriced": [u.to_json() for u in self.unpriced]}
+        return js | {"stack": self.workload.stack.to_json(), "accuracy": self.accuracy.to_json(),
+                     "cost": self.cost_json(), "unpriced": [u.to_json() for u in self.unpriced]}
 
     def cost_json(self) -> dict[str, object]:
         """``plan --json``'s ``cost``: $/hour, $/GPU-hour, capex and $/M tokens at this step and ETTR, with the
@@ -331,7 +331,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
             from slowlink.straggler.degraded import plan_stragglers
 
             stragglers = plan_stragglers(w, cluster, fidelity, step)
-    acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3)
+    acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3, w.stack.name)
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
     return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
                       tuple(order), cross, outages)

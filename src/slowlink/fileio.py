@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from slowlink.errors import SpecError
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 # Where each kind of file is documented, so that an error points to the page that lists its keys.
 DOCS = {
@@ -418,11 +419,20 @@ def format_validation_error(exc: ValidationError, source: str, kind: str = "clus
     return "\n".join(lines)
 
 
-def validated(model: type[M], data: Any, source: str, kind: str) -> M:
+def validated(model: type[M], data: Any, source: str, kind: str, error: type[SpecError] = SpecError) -> M:
     """``data`` validated as ``model`` (a file's pydantic schema); every error rendered by
-    :func:`format_validation_error` into one :class:`SpecError` naming ``source``."""
+    :func:`format_validation_error` into one ``error`` (a :class:`SpecError`, or a subclass such as the
+    catalog's) naming ``source``."""
     try:
         return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(format_validation_error(exc, source, kind)) from None
+
+
+def adapted(adapter: TypeAdapter[T], data: Any, source: str, kind: str) -> T:
+    """:func:`validated` for a type that is not a model (a dataclass read back through pydantic's adapter)."""
+    try:
+        return adapter.validate_python(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, source, kind)) from None
 

@@ -73,8 +73,8 @@ class Scaling:
 
 
 # Refusals that belong to one size (it does not fit, divide or cable), not to the workload: the table goes on.
-SIZE_RULES = ("memory_fits", "batch_divides", "interleave_divides_batch", "ep_divides_dp", "parallel_divides",
-              "gpus_divide", "fabric_fits")
+SIZE_RULES = ("memory_fits", "batch_divides", "interleave_divides_batch", "ep_overlap_pairs", "ep_divides_dp",
+              "parallel_divides", "gpus_divide", "fabric_fits")
 
 
 def scale(w: Workload, cluster: Cluster, nodes: list[int], mode: str = "global-batch",

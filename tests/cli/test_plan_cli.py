@@ -36,6 +36,20 @@ def test_plan_json_has_contract_keys(tmp_path: Path) -> None:
     assert 0 < data["mfu"] <= data["hfu"] < 1
 
 
+def test_plan_json_names_the_stack_and_counts_collectives(tmp_path: Path) -> None:
+    path = _workload(tmp_path, stack={"name": "nemo", "grad_bucket_params": 1e8})
+    res = runner.invoke(app, ["plan", str(CLUSTER), str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    stack = data["stack"]
+    assert stack["name"] == "nemo"
+    assert stack["fields"]["grad_bucket_params"] == {"value": 1e8, "source": "workload override"}
+    assert "distributed_data_parallel.py" in stack["fields"]["buckets_without_overlap"]["source"]
+    assert set(data["collectives_per_step"]) == {"tp", "cp", "ep", "pp", "dp"}
+    assert data["collectives_per_step"]["dp"] > 0
+    assert data["accuracy"]["stack"] == "nemo"
+
+
 @pytest.mark.parametrize(("changes", "message"), [
     ({"parallel": {"dp": 3}}, "tp (2) * pp (1) * dp (3) * cp (1) = 6 != gpus (64)"),
     ({"parallel": {"tp": 64, "dp": 1}}, "parallel.tp (64) must divide model.heads (32)"),
@@ -48,6 +62,10 @@ def test_plan_json_has_contract_keys(tmp_path: Path) -> None:
      "(micro_batch * dp) = 10, to be a multiple of parallel.pp (4)"),
     ({"model": {"preset": "llama3-8", "seq_len": 8192}}, "did you mean llama3-8b"),
     ({"training": {"micro_batch": 16, "global_batch": 512, "recompute": "none"}}, "exceeds the GPU's HBM"),
+    ({"stack": {"name": "megatron"}}, "stack ('megatron') is not a bundled stack"),
+    ({"stack": {"name": "deepspeed", "reshard_after_forward": "sometimes"}},
+     "stack.reshard_after_forward ('sometimes')"),
+    ({"stack": {"name": "fsdp"}, "parallel": {"tp": 1, "pp": 2, "dp": 32}}, "stack fsdp implements none"),
 ])
 def test_bad_plans_exit_2_with_message(tmp_path: Path, changes: dict[str, dict[str, object]], message: str) -> None:
     res = runner.invoke(app, ["plan", str(CLUSTER), str(_workload(tmp_path, **changes))])

@@ -75,12 +75,13 @@ def test_kill_one_node(tree: Plan) -> None:
 
 
 def test_down_and_crash_leave_nothing() -> None:
-    before = _host_links()
+    before = _host_links()  # an emulation keeps every link inside its namespaces: the host's never change
     plan = net.up(build_plan(load_cluster(EX / "emulate-flat.yaml")))
     assert set(plan.namespaces) <= set(net.list_namespaces())
-    # A crash: the state file and namespaces stay; a later `down` with no run id sweeps by prefix.
+    # A crash: the state file goes, the namespaces stay; `down` sweeps them by the run's prefix. (`down()` with no
+    # run sweeps every sl- namespace on the host: not here, where other emulations may be running.)
     net.state_file(plan.run_id).unlink()
-    net.down()
-    net.down()  # idempotent
-    assert not [ns for ns in net.list_namespaces() if ns.startswith("sl-")]
+    assert sorted(net.down(plan.run_id)) == sorted(plan.namespaces)
+    assert net.down(plan.run_id) == []  # idempotent
+    assert not [ns for ns in net.list_namespaces() if ns.startswith(f"sl-{plan.run_id}-")]
     assert _host_links() == before

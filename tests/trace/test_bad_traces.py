@@ -112,3 +112,41 @@ def test_stream_decodes_what_json_load_does(tmp_path: Path, monkeypatch: pytest.
     got = list(iter_trace(path))
     assert [v for k, v in got if k == "traceEvents"] == trace["traceEvents"]
     assert {k: v for k, v in got if k != "traceEvents"} == {k: v for k, v in trace.items() if k != "traceEvents"}
+
+
+def _shifted(events: list[dict[str, object]], by_us: float, **changes: object) -> list[dict[str, object]]:
+    return [{**e, "ts": float(e["ts"]) + by_us, **changes} if "ts" in e else e for e in events]  # type: ignore[arg-type]
+
+
+def test_one_file_of_two_processes_or_runs(tmp_path: Path) -> None:
+    """A file that merges two processes, two profiling runs or two devices is refused, each with its reason."""
+    trace = _events(GLOO0)
+    events = list(trace["traceEvents"])  # type: ignore[call-overload]
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    later = 10 * max(float(e["ts"]) + float(e["dur"]) - float(steps[0]["ts"]) for e in steps)
+    _fails([str(_write(tmp_path / "twice.json", {**trace, "traceEvents": events + _shifted(steps, later)}))],
+           "twice.json", f"({steps[0]['name']} appears 2 times)", "one rank's one profiling run")
+    other = _shifted(steps, later, pid=99999999)
+    renamed = [{**e, "name": f"ProfilerStep#{1000 + i}"} for i, e in enumerate(other)]
+    _fails([str(_write(tmp_path / "pids.json", {**trace, "traceEvents": events + renamed}))],
+           "pids.json", "ProfilerStep#N of 2 processes", "99999999")
+    inside = [{**steps[0], "name": "ProfilerStep#999", "ts": float(steps[0]["ts"]) + 1.0}]
+    _fails([str(_write(tmp_path / "overlap.json", {**trace, "traceEvents": events + inside}))],
+           "overlap.json", "ProfilerStep#999 starts", "before", "ends)")
+
+
+def test_kernels_of_two_devices_in_one_file(tmp_path: Path) -> None:
+    trace = _events(DATA / "hta-mi250-rank-0.json.gz")
+    events = [{**e, "args": {**e["args"], "device": 7}} if e.get("cat") == "kernel" and i % 2 else e
+              for i, e in enumerate(trace["traceEvents"])]  # type: ignore[attr-defined]
+    _fails([str(_write(tmp_path / "devs.json", {**trace, "traceEvents": events}))],
+           "devs.json", "(kernels on devices 2, 7)", "one rank's one profiling run")
+
+
+def test_ranks_of_different_runs(tmp_path: Path) -> None:
+    trace = _events(GLOO1)
+    events = [{**e, "name": f"ProfilerStep#{500 + int(str(e['name']).split('#')[1])}"}
+              if str(e.get("name", "")).startswith("ProfilerStep#") else e
+              for e in trace["traceEvents"]]  # type: ignore[attr-defined]
+    _fails([str(GLOO0), str(_write(tmp_path / "later.json", {**trace, "traceEvents": events}))],
+           "ProfilerStep numbers", "later.json: 50", "not of one run")

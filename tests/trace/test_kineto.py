@@ -112,3 +112,37 @@ def test_computation_split_by_class() -> None:
     assert cnn.compute_classes["gemm"] > 0 and cnn.compute_classes["optimizer"] > 0
     assert cnn.compute_classes["other"] < 0.1 * cnn.compute_s
     assert rocm.compute_classes["gemm"] > rocm.compute_classes["other"]
+
+
+def test_self_times_subtract_direct_children() -> None:
+    import numpy as np
+
+    from slowlink.trace.kineto import self_times
+
+    # linear [0, 10) holds addmm [1, 8), which holds a copy [2, 4); then a lone op [10, 12)
+    ts, dur = np.array([0.0, 1.0, 2.0, 10.0]), np.array([10.0, 7.0, 2.0, 2.0])
+    assert self_times(ts, dur).tolist() == [3.0, 5.0, 2.0, 2.0]
+
+
+def test_a_cpu_trace_reports_its_gemm_shapes() -> None:
+    """record_shapes' Input Dims per op, by self time: the classes add up to the compute thread's busy time, and
+    the MLP's GEMMs are there with their shapes (bench train's model: hidden 256, ffn 1024, 64 tokens)."""
+    (r, _) = read_kineto(GLOO).ranks
+    assert sum(r.compute_classes.values()) == pytest.approx(r.compute_s, rel=0.01)
+    for cls in ("gemm", "optimizer", "elementwise"):
+        assert sum(x.time_s for x in r.shapes if x.cls == cls) == pytest.approx(r.compute_classes[cls], rel=0.05)
+    gemms = {(x.op, json.dumps(x.dims)) for x in r.shapes if x.cls == "gemm"}
+    assert ("aten::addmm", json.dumps([[1024], [64, 256], [256, 1024], [], []])) in gemms
+    assert [x.time_s for x in r.shapes] == sorted((x.time_s for x in r.shapes), reverse=True)
+    assert all(x.calls >= 1 and x.dtype for x in r.shapes)
+
+
+def test_a_gpu_trace_links_kernels_to_their_ops_shapes() -> None:
+    """Each kernel's External id names the op that launched it: on the MI250 trace every GEMM kernel is linked
+    to its aten::addmm/aten::mm and their dims; the old ViT trace's kernels carry no op's id, so no shape."""
+    (r,) = read_kineto([DATA / "hta-mi250-rank-0.json.gz"]).ranks
+    gemm = [x for x in r.shapes if x.cls == "gemm"]
+    assert {x.op for x in gemm} >= {"aten::addmm", "aten::mm"}
+    assert sum(x.time_s for x in gemm) == pytest.approx(r.compute_classes["gemm"])
+    assert next(x for x in gemm if x.op == "aten::addmm").dims == [[128], [5, 128], [128, 128], [], []]
+    assert read_kineto([DATA / "hta-vit-rank-0.json.gz"]).ranks[0].shapes == ()

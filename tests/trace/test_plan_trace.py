@@ -71,3 +71,85 @@ def test_a_workload_the_trace_did_not_run(tmp_path: Path) -> None:
     res = runner.invoke(app, ["plan", str(HERE), str(big), "--trace", str(TRACE)])
     assert res.exit_code == 2, res.output
     assert "cannot be reached by scaling the model's compute" in " ".join(res.output.split())
+
+
+FAST = """gpus:
+  cpu-fast:   # cpu-1thread (examples/bench-cpu-catalog.yaml) with every rate doubled
+    bf16_tflops: 0.0026315189875574614
+    fp16_tflops: 0.0026979548763365058
+    fp32_tflops: 0.12981147523269456
+    hbm_gib: 23.540176391601562
+    hbm_gbyte_s: 24.25762722997077
+    arch: cpu
+    sms: 1
+    gemm_fraction: 1.0
+    elementwise_gbyte_s: 5.384790965300799
+    adam_ns_per_param: 5.802635326973711
+    gemm_k_half: 0.0
+"""
+
+
+def _fast_cluster(tmp_path: Path) -> Path:
+    (tmp_path / "fast.yaml").write_text(FAST)
+    cluster = tmp_path / "here-fast.yaml"
+    cluster.write_text(HERE.read_text().replace("gpu: cpu-1thread", "gpu: cpu-fast")
+                       .replace("catalog: [bench-cpu-catalog.yaml]", "catalog: [fast.yaml]"))
+    return cluster
+
+
+def test_another_gpu_replaces_the_compute_class_by_class(tmp_path: Path) -> None:
+    """Every rate twice as fast: each class with a rate halves (GEMMs by shape, attention, elementwise, AdamW),
+    'other' stays; the compute on the new GPU is C - K + K x ratio and the chain's compute on it is that."""
+    w, here = load_workload(WORKLOAD), load_cluster(HERE)
+    cal = calibrate(read_kineto([TRACE]), w, here)
+    fast = load_cluster(_fast_cluster(tmp_path))
+    pred = cal.prediction(fast.gpu)
+    by = {c.cls: c for c in pred.classes}
+    for cls in ("gemm", "attention", "elementwise", "optimizer"):
+        assert by[cls].measured_s > 0 and by[cls].ratio == pytest.approx(0.5, rel=1e-6), by[cls]
+    assert by["other"].ratio == 1.0
+    assert "aten::mm" in by["gemm"].source and "100% of the time by shape" in by["gemm"].source
+    kernels = min(pred.measured_s, cal.calibrated_compute_s)
+    assert cal.compute_on_s(fast.gpu) == pytest.approx(cal.calibrated_compute_s - kernels * (1 - pred.ratio))
+    got = plan(w, cal.cluster(fast), check_memory=False).compute_s
+    assert got == pytest.approx(cal.compute_on_s(fast.gpu), rel=1e-6)
+    assert cal.scale_on(here.gpu) == cal.compute_scale  # the trace's own GPU: the calibration, untouched
+
+
+def test_plan_json_and_lines_give_the_compute_by_class(tmp_path: Path) -> None:
+    fast = _fast_cluster(tmp_path)
+    got = _plan(str(fast), str(WORKLOAD), "--trace", str(TRACE), "--trace-cluster", str(HERE))
+    trace = got["trace"]
+    assert isinstance(trace, dict) and trace["gpu"] == "cpu-1thread" and trace["target_gpu"] == "cpu-fast"
+    classes = {c["class"]: c for c in trace["compute_classes"]}
+    assert set(classes) == {"gemm", "attention", "elementwise", "optimizer", "other"}
+    assert trace["target_compute_s"] < trace["compute_s"]
+    here = _plan(str(HERE), str(WORKLOAD), "--trace", str(TRACE))
+    assert got["step_time_s"] < here["step_time_s"]
+    res = runner.invoke(app, ["plan", str(fast), str(WORKLOAD), "--trace", str(TRACE), "--trace-cluster", str(HERE)])
+    assert res.exit_code == 0, res.output
+    assert "compute on cpu-fast (op by op from cpu-1thread)" in res.output and "gemm:" in res.output
+
+
+def test_a_gpu_the_model_cannot_reach_is_a_clean_error(tmp_path: Path) -> None:
+    cluster = _fast_cluster(tmp_path)
+    fast = (tmp_path / "fast.yaml").read_text()
+    (tmp_path / "fast.yaml").write_text(fast.replace("0.12981147523269456", "1.3e6").replace(
+        "24.25762722997077", "2.4e8").replace("5.384790965300799", "5.4e7").replace("5.802635326973711", "5.8e-7"))
+    res = runner.invoke(app, ["plan", str(cluster), str(WORKLOAD), "--trace", str(TRACE), "--trace-cluster",
+                              str(HERE)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "trace: compute on cpu-fast" in " ".join(res.output.split())
+    assert "cannot be reached by scaling the model's compute" in " ".join(res.output.split())
+
+
+def test_a_gpu_trace_on_a_cpu_cluster_and_back(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", str(HERE), str(WORKLOAD), "--trace", str(DATA / "hta-nccl-a100-rank-0.json.gz")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    text = " ".join(res.output.split())
+    assert "gpu cpu-1thread, arch cpu) must be the cluster the trace ran on" in text and "GPU kernels" in text
+    gpus = tmp_path / "gpus.yaml"
+    gpus.write_text(HERE.read_text().replace("gpu: cpu-1thread", "gpu: a100-80gb").replace(
+        "catalog: [bench-cpu-catalog.yaml]", ""))
+    res = runner.invoke(app, ["plan", str(gpus), str(WORKLOAD), "--trace", str(TRACE)])
+    assert res.exit_code == 2 and "the trace has CPU ops only" in " ".join(res.output.split()), res.output

@@ -173,7 +173,7 @@ def test_zero3_moves_three_times_the_parameters_every_micro_batch() -> None:
 
 def test_last_ddp_bucket_is_exposed_even_with_overlap() -> None:
     # Megatron-LM DDP buckets of max(40M, 1M x dp) parameters: the last one is reduced after the backward ends.
-    from slowlink.workload.traffic import last_bucket_params
+    from slowlink.workload.buckets import last_bucket_params
 
     w = load_workload(ROOT / "examples" / "llama3-8b.yaml")
     cluster = load_cluster(ROOT / "examples" / "ref-64gpu.yaml")

@@ -11,16 +11,15 @@ from slowlink.collectives.constants import CHANNELS
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import load_cluster
 from slowlink.spec.workload import Workload, workload_from_mapping
+from slowlink.workload.buckets import last_bucket_params
 from slowlink.workload.comm import CommCost
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.memory import vocab_shard_params
 from slowlink.workload.traffic import (
-    MEGATRON_BUCKET_PARAMS,
     chunked_gather_exposed_s,
     chunked_reduce_exposed_s,
     comm_sm_share,
     dp_step,
-    last_bucket_params,
     micro_batch_act_bytes,
     overlap_contention_s,
     pp_microbatch,
@@ -147,11 +146,14 @@ def test_the_first_forward_waits_for_chunk_0s_whole_gather() -> None:
     assert chunked_gather_exposed_s([2.0, 5.0, 1.0], 1.0, 2) == pytest.approx(5.0)
 
 
+MEGATRON_BUCKET_PARAMS = 40e6  # megatron-core's bucket at dp x cp <= 40 (catalog/data/stacks.yaml)
+
+
 def test_the_last_bucket_holds_the_word_embedding_whole() -> None:
     w = _dp_w(zero=1, vp=1)
     emb = vocab_shard_params(w)
     assert emb == 128256 / 4 * 4096  # llama3-8b at TP 4: 131M, more than Megatron's 40M bucket
-    assert last_bucket_params(w, 1e12) == MEGATRON_BUCKET_PARAMS
+    assert last_bucket_params(w, 1e12) == MEGATRON_BUCKET_PARAMS  # max(40M, 1M x 2): 40M
     assert last_bucket_params(w, 1e12, emb) == emb
     assert last_bucket_params(w, 1e6, emb) == 1e6  # never more than the GPU holds
 

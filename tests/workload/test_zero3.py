@@ -123,7 +123,7 @@ def test_step_adds_per_rank_loops_to_every_collective_and_the_post_step_gather()
     def free(op: str, size: float, groups: list[list[int]]) -> float:
         return 0.0
 
-    total, exposed = deepspeed_2021_step(_w(n), free, 96, 1, A100)
+    total, exposed, _ = deepspeed_2021_step(_w(n), free, 96, 1, A100)
     assert total == exposed
     copies = n * SHORT_KERNEL_S
     gather, scatter = copies + host_loop_s(n, 1), copies + host_loop_s(n, 2)
@@ -139,7 +139,7 @@ def test_step_adds_per_rank_loops_to_every_collective_and_the_post_step_gather()
     hbm = (gather_hbm_bytes(g_bytes, n) + scatter_hbm_bytes(s_bytes, n)) / HBM
     assert hbm == pytest.approx(2.22, abs=0.01)  # seconds per step at the A100's 2,039 GB/s
     assert total == pytest.approx(96 * per_layer + ends + post + hbm)
-    two, _ = deepspeed_2021_step(_w(n, micro=2), free, 96, 2, A100)
+    two, _, _ = deepspeed_2021_step(_w(n, micro=2), free, 96, 2, A100)
     assert two - post == pytest.approx(2 * (total - post))  # per micro-batch, but the post-step gather once
 
 

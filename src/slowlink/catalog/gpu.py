@@ -27,7 +27,8 @@ class GpuEntry(BaseModel):
         0.85, gt=0, le=1, description="Share of the FP16/BF16 peak a large square GEMM sustains (clock and "
         "power limits), as measured with cuBLAS/hipBLASLt.")
     gemm_fp8_fraction: float = Field(
-        0.7, gt=0, le=1, description="The same for FP8 GEMMs (scaling and conversion included).")
+        0.7, gt=0, le=1, description="The same for FP8 GEMMs (the GEMM alone: the recipe's quantization passes are "
+        "priced apart, slowlink.workload.fp8).")
     elementwise_gbyte_s: float | None = Field(
         None, gt=0, description="Bytes read + written per second of the layer's elementwise kernels (LayerNorm, "
         "GeLU, residual add), as `slowlink bench compute` measures them, GB/s; null: hbm_gbyte_s (on a GPU "
@@ -41,6 +42,9 @@ class GpuEntry(BaseModel):
     host_link: str | None = Field(
         None, description="The GPU's own link to its host CPU, a scale-up catalog name (e.g. pcie-gen5): what a "
         "device-to-host copy crosses, and the most a NIC behind the same x16 slot can carry; null if unknown.")
+    scale_up: str | None = Field(
+        None, description="The scale-up link of the GPU's own baseboard or rack (HGX/DGX, NVL72, the MI300X "
+        "platform), a scale-up catalog name: what `slowlink init` writes into a new cluster file; null: pcie-gen5.")
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Gpu:
     elementwise_bw: float | None = None  # bytes/s; None: hbm_bw_bytes_s
     adam_s_per_param: float | None = None  # seconds; None: the step model's memory-bound optimizer term
     host_link: str | None = None  # scale-up catalog name of the GPU's link to the host CPU
+    scale_up: str | None = None  # scale-up catalog name of the link its own baseboard or rack ships with
 
     @classmethod
     def from_entry(cls, name: str, entry: GpuEntry) -> Gpu:
@@ -77,6 +82,7 @@ class Gpu:
             elementwise_bw=None if entry.elementwise_gbyte_s is None else entry.elementwise_gbyte_s * units.GB,
             adam_s_per_param=None if entry.adam_ns_per_param is None else entry.adam_ns_per_param * units.NS,
             host_link=entry.host_link,
+            scale_up=entry.scale_up,
         )
 
     def peak(self, precision: str) -> float:

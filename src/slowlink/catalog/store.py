@@ -9,13 +9,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from slowlink.catalog.gpu import Gpu, GpuEntry
 from slowlink.catalog.scale_up import ScaleUpEntry, ScaleUpLink
 from slowlink.catalog.transport import Transport, TransportEntry
 from slowlink.errors import CatalogError
-from slowlink.fileio import format_validation_error, read_mapping
+from slowlink.fileio import read_mapping, validated
 
 
 class CatalogFile(BaseModel):
@@ -63,10 +63,7 @@ class Catalog:
 
     def add_file(self, data: dict[str, Any], source: str) -> None:
         """Add (or override) entries from a parsed catalog file."""
-        try:
-            parsed = CatalogFile.model_validate(data)
-        except ValidationError as exc:
-            raise CatalogError(format_validation_error(exc, source, "catalog")) from None
+        parsed = validated(CatalogFile, data, source, "catalog", CatalogError)
         self.gpus.update({k: Gpu.from_entry(k, v) for k, v in parsed.gpus.items()})
         self.scale_up.update({k: ScaleUpLink.from_entry(k, v) for k, v in parsed.scale_up.items()})
         self.transports.update({k: Transport.from_entry(k, v) for k, v in parsed.transports.items()})
@@ -115,10 +112,7 @@ def catalog_entries(extra_files: list[Path] | None = None) -> dict[str, dict[str
         out[section] = {name: {**entry, "source": notes.get(name, "")} for name, entry in raw.items()}
     for path in extra_files or []:
         data = read_mapping(path)
-        try:
-            CatalogFile.model_validate(data)
-        except ValidationError as exc:
-            raise CatalogError(format_validation_error(exc, str(path), "catalog")) from None
+        validated(CatalogFile, data, str(path), "catalog", CatalogError)
         for section in SECTIONS:
             for name, entry in (data.get(section) or {}).items():
                 out[section][name] = {**entry, "source": str(path)}

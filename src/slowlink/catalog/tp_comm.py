@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from slowlink.catalog.store import nearest
 from slowlink.errors import SpecError
-from slowlink.fileio import SPEC_CONFIG, format_validation_error, parse_text
+from slowlink.fileio import SPEC_CONFIG, parse_text, validated
 
 DEFAULT = "te-v1.13-default"
 DATA_FILE = "tp_comm_configs.yaml"
@@ -69,10 +69,7 @@ class TpCommConfig:
 
 def _gemm(base: dict[str, Any], given: dict[str, Any], where: str) -> GemmOverlap:
     """One GEMM's entry: ``given`` over ``base`` (TE's ``ub_cfg.update``), validated."""
-    try:
-        e = _GemmEntry.model_validate({**base, **given})
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, where, "workload")) from None
+    e = validated(_GemmEntry, {**base, **given}, where, "workload")
     return GemmOverlap(e.method, e.num_sm, e.set_sm_margin, e.num_splits, e.aggregate)
 
 
@@ -84,10 +81,7 @@ def parse_configs(data: Any, source: str) -> dict[str, TpCommConfig]:
     out: dict[str, TpCommConfig] = {}
     base: dict[GemmName, dict[str, Any]] = {}
     for name in [DEFAULT, *[n for n in data if n != DEFAULT]]:
-        try:
-            entry = _ConfigEntry.model_validate(data[name])
-        except ValidationError as exc:
-            raise SpecError(format_validation_error(exc, f"{source}: {name}", "workload")) from None
+        entry = validated(_ConfigEntry, data[name], f"{source}: {name}", "workload")
         if name == DEFAULT:
             base = entry.gemms
         gemms = {g: _gemm(base.get(g, {}), entry.gemms.get(g, {}), f"{source}: {name}.gemms.{g}")

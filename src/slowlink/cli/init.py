@@ -13,11 +13,6 @@ import typer
 from slowlink.cli.common import clean_errors, err, out
 from slowlink.errors import SlowlinkError, SpecError
 
-# The scale-up link each GPU architecture ships with in its 8-GPU baseboard (HGX/DGX, or the MI300X
-# platform): NVIDIA HGX A100/H100/B200 and AMD Instinct MI300X platform datasheets. The catalog's
-# scale_up.yaml has the link's figures; this only says which one a new cluster file starts with.
-_SCALE_UP_BY_ARCH = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5", "cdna3": "xgmi"}
-
 _CLUSTER = """\
 # A cluster for slowlink (keys: docs/spec.md). Written by `slowlink init`; edit freely.
 name: {name}
@@ -99,11 +94,11 @@ def init_cmd(
                         ("--pp", pp)):
         if value is not None and value < 1:
             raise SpecError(f"{flag} ({value}) must be >= 1")
-    arch = load_catalog().gpu(gpu, "--gpu").arch
+    link = load_catalog().gpu(gpu, "--gpu").scale_up or "pcie-gen5"
     gpus = nodes * gpus_per_node
     fields: dict[str, object] = {
         "name": f"{nodes}x{gpus_per_node}-{gpu}", "nodes": nodes, "gpn": gpus_per_node, "gpu": gpu,
-        "link": _SCALE_UP_BY_ARCH.get(arch, "pcie-gen5"), "nics": nics, "speed": f"{nic_gbit:g}",
+        "link": link, "nics": nics, "speed": f"{nic_gbit:g}",
         "transport": transport, "read": gpus, "model": model, "gpus": gpus}
     cluster_text = _CLUSTER.format(**fields)
     cluster = cluster_from_mapping(parse_text(cluster_text, "--gpu/--nodes/...", False), "the new cluster.yaml",

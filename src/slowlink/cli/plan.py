@@ -120,7 +120,9 @@ def plan_cmd(
         report_html.write_plan(html, w, list(fits.values()),
                                [accuracy_sentence(a.accuracy, fidelity) for a in fits.values()])
     if as_json:
-        js = {key: a.to_json() | ({"trace": cal.to_json()} if cal is not None else {}) for key, a in fits.items()}
+        on = dict(zip(keys, loaded, strict=True))
+        js = {key: a.to_json() | ({"trace": cal.to_json(on[key])} if cal is not None else {})
+              for key, a in fits.items()}
         js |= {key: {"infeasible": why} for key, why in infeasible.items()}
         print_json(next(iter(js.values())) if len(done) == 1 else {"clusters": {key: js[key] for key in keys}})
         return
@@ -131,7 +133,7 @@ def plan_cmd(
     if cal is not None:
         from slowlink.report.trace import calibration_lines
 
-        for line in calibration_lines(cal):
+        for line in calibration_lines(cal, loaded):
             out.print(line, soft_wrap=True, markup=False)
 
 

@@ -16,7 +16,7 @@ def read_kineto(paths: list[Path] = _TRACES,
                 as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """PyTorch profiler traces: per rank compute, communication, memory and idle time and their overlap (as HTA
     reads them), per collective its calls, bytes, time and busbw."""
-    from slowlink.report.trace import classes_line, collectives_table, ranks_table, sentence
+    from slowlink.report.trace import classes_line, collectives_table, ranks_table, sentence, shapes_lines
     from slowlink.trace.kineto import read_kineto as read
 
     summary = read(paths)
@@ -30,3 +30,5 @@ def read_kineto(paths: list[Path] = _TRACES,
         out.print(sentence(r), markup=False)
         if classes_line(r):
             out.print(classes_line(r), markup=False)
+        for line in shapes_lines(r):
+            out.print(line, markup=False)

@@ -104,19 +104,14 @@ class NodeRecord:
     def from_json(cls, data: object, source: str) -> NodeRecord:
         """A record read back (a node file, another rank's or node's answer): types checked, unknown keys kept
         out; a message naming the key, the value and the rule otherwise."""
-        from pydantic import ValidationError
-
         from slowlink.errors import SpecError
-        from slowlink.fileio import format_validation_error
+        from slowlink.fileio import adapted
 
         if not isinstance(data, dict) or not isinstance(data.get("host"), str):
             got = data.get("host") if isinstance(data, dict) else type(data).__name__
             raise SpecError(f"{source}: host ({got!r}) must be a string: write the file with "
                             "`slowlink inventory --json`")
-        try:
-            return _record_adapter().validate_python(data)
-        except ValidationError as exc:
-            raise SpecError(format_validation_error(exc, source, "inventory")) from None
+        return adapted(_record_adapter(), data, source, "inventory")
 
 
 @functools.cache

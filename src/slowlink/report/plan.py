@@ -40,6 +40,8 @@ def plan_table(names: list[str], results: list[StepResult], extra: list[tuple[st
         if any(r.comm_total_s.get(dim, 0.0) > 0 for r in results):
             table.add_row(f"  {dim} exposed / total (s)",
                           *(f"{r.comm_s[dim]:.3f} / {r.comm_total_s[dim]:.3f}" for r in results), *none)
+            table.add_row(f"  {dim} collectives per step",
+                          *(f"{r.collectives_per_step.get(dim, 0.0):,.0f}" for r in results), *none)
     if any(r.tp_spans_nodes for r in results):
         table.add_row("TP group spans nodes", *("YES (over the network)" if r.tp_spans_nodes else "no"
                                                  for r in results), *none)
@@ -159,13 +161,16 @@ def _longer(e: float) -> str:
 
 def accuracy_sentence(a: Accuracy, fidelity: str = "analytical") -> str:
     """What the held-out runs say about a plan: the runs alike (GPU, TP, ZeRO-3) and all on its GPU, or that
-    none was published on it (plain text: the terminal and the HTML report print it). The runs were priced by
-    the analytical model; a plan at another ``fidelity`` is told so."""
+    none was published on it, then those of its stack (plain text: the terminal and the HTML report print it). The
+    runs were priced by the analytical model; a plan at another ``fidelity`` is told so."""
     sharded = " with ZeRO-3" if a.sharded_params else ""
     label = "accuracy" if fidelity == "analytical" else "accuracy (of the analytical model)"
+    st = a.same_stack
+    stack = (f"; stack {a.stack}: {st.n} held-out runs, {_longer(st.mean_error)} (|error| {st.mean_abs_error:.1%})"
+             if st.n else f"; no held-out run of stack {a.stack}")
     if not a.same_gpu.n:
         return (f"{label} unmeasured: no held-out published run on {a.gpu} (runs on "
-                f"{', '.join(a.gpus_measured)}; slowlink validate)")
+                f"{', '.join(a.gpus_measured)}; slowlink validate){stack}")
 
     def measured(g: RunGroup, runs: str) -> str:
         return (f"on {runs} measured steps were {_longer(g.mean_error)} than predicted on average "
@@ -173,11 +178,12 @@ def accuracy_sentence(a: Accuracy, fidelity: str = "analytical") -> str:
 
     every = f"{a.same_gpu.n} held-out {a.gpu} runs"
     if not a.alike.n:
-        return (f"{label}: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}; "
+        return (f"{label}: no held-out {a.gpu} run at TP {a.tp}{sharded}; {measured(a.same_gpu, every)}{stack}; "
                 "slowlink validate lists them")
     same = a.same_gpu
     return (f"{label}: {measured(a.alike, f'{a.alike.n} held-out {a.gpu} runs at TP {a.tp}{sharded}')}; all "
-            f"{every}: {_longer(same.mean_error)} (|error| {same.mean_abs_error:.1%}); slowlink validate lists them")
+            f"{every}: {_longer(same.mean_error)} (|error| {same.mean_abs_error:.1%}){stack}; slowlink validate "
+            "lists them")
 
 
 def accuracy_lines(names: list[str], accs: list[Accuracy], fidelity: str = "analytical") -> list[str]:

@@ -3,10 +3,14 @@ the article's sentence: the compute/communication ratio and the communication no
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from rich.markup import escape
 from rich.table import Table
 
 from slowlink import units
+from slowlink.spec.cluster import Cluster
 from slowlink.trace.calibrate import TraceCalibration
 from slowlink.trace.result import TraceRank, TraceSummary
 
@@ -48,12 +52,31 @@ def collectives_table(s: TraceSummary) -> Table:
 
 
 def classes_line(r: TraceRank) -> str:
-    """A GPU rank's computation kernels by class (summed, per analysed step); "" for a CPU trace."""
+    """A rank's computation by class (GPU: its kernels, summed over streams; CPU: its ops' self time), per
+    analysed step."""
     if not r.compute_classes:
         return ""
     per = max(r.window_steps, 1)
     parts = ", ".join(f"{k} {_ms(v / per)}" for k, v in r.compute_classes.items() if v > 0)
-    return f"rank {r.rank}: computation kernels per step by class (ms, summed over streams): {parts}"
+    what = "computation kernels per step by class (ms, summed over streams)" if r.device != "cpu" else \
+        "computation per step by class (ms, ops' self time)"
+    return f"rank {r.rank}: {what}: {parts}"
+
+
+SHAPES_SHOWN = 3  # per class, in the table view (--json lists every shape)
+
+
+def shapes_lines(r: TraceRank) -> list[str]:
+    """The op shapes that take the most time in each class (record_shapes' Input Dims), per step."""
+    per = max(r.window_steps, 1)
+    lines = []
+    for cls in dict.fromkeys(x.cls for x in r.shapes):
+        top = [x for x in r.shapes if x.cls == cls][:SHAPES_SHOWN]
+        total = r.compute_classes.get(cls, 0.0)
+        parts = "; ".join(f"{x.op} {json.dumps(x.dims, separators=(',', ':'))} {x.dtype or ''} x{x.calls / per:.3g} "
+                          f"{_ms(x.time_s / per)} ms ({_share(x.time_s, total)})" for x in top)
+        lines.append(f"rank {r.rank} {cls} by shape (per step): {parts}")
+    return lines
 
 
 def sentence(r: TraceRank) -> str:
@@ -69,8 +92,9 @@ def sentence(r: TraceRank) -> str:
             f"({_share(r.exposed_comm_s, r.kernel_s)} of the span).")
 
 
-def calibration_lines(cal: TraceCalibration) -> list[str]:
-    """What the trace measured against what the model said on the trace's cluster, and what stays modelled."""
+def calibration_lines(cal: TraceCalibration, targets: Sequence[Cluster] = ()) -> list[str]:
+    """What the trace measured against what the model said on the trace's cluster, what stays modelled, and the
+    computation by class on each target cluster with another GPU."""
     lines = [f"trace ({len(cal.summary.ranks)} rank(s), on {cal.trace_cluster}): compute x{cal.compute_scale:.3g} "
              "to return the traced step there; measured:"]
     for t in cal.measured:
@@ -79,4 +103,11 @@ def calibration_lines(cal: TraceCalibration) -> list[str]:
         scale = "" if t.scale is None else f", x{t.scale:.3g}"
         lines.append(f"  {t.term}: measured {got} ms, model {model} ms{scale} ({t.note})")
     lines += [f"  modelled: {m}" for m in cal.to_json()["modelled"]]
+    gpus = [c.gpu for c in targets if c.gpu != cal.traced_on.gpu]
+    for gpu in [g for i, g in enumerate(gpus) if g not in gpus[:i]]:
+        pred = cal.prediction(gpu)
+        lines.append(f"  compute on {gpu.name} (op by op from {pred.trace_gpu}): {_ms(cal.compute_on_s(gpu))} ms per "
+                     f"step against {_ms(cal.calibrated_compute_s)}; kernels by class, measured -> predicted:")
+        lines += [f"    {p.cls}: {_ms(p.measured_s)} -> {_ms(p.predicted_s)} ms (x{p.ratio:.3g}; {p.source})"
+                  for p in pred.classes if p.measured_s > 0]
     return lines

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from slowlink.catalog.stack import Stack, StackOverrides, stack
 from slowlink.catalog.tp_comm import tp_comm_config
 from slowlink.errors import InfeasiblePlan, SpecError
 from slowlink.fileio import SPEC_CONFIG, check_kind, read_mapping, source_name, validated
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 # The choices of the schema's fields, shared with the resolved dataclasses below.
 Precision = Literal["fp16", "bf16", "fp8", "fp32"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "op_selective"]
 GradDtype = Literal["fp32", "bf16", "fp8"]
 CrossEntropy = Literal["megatron", "megatron_fused", "fused", "gathered"]
 GradAccumulation = Literal["fused", "autograd", "autograd_fp32"]
@@ -30,6 +32,7 @@ Zero3Impl = Literal["fsdp", "deepspeed-2021"]
 CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
 AttentionKind = Literal["mha", "mla"]
+Fp8Recipe = Literal["delayed", "current", "blockwise", "mxfp8"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -83,7 +86,11 @@ class TrainingSpec(BaseModel):
     micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch per data-parallel rank.")
     precision: Precision = Field(
         "bf16", description="Precision of the GEMMs; fp32 = no mixed precision (fp32 weights, activations, GEMMs).")
-    recompute: Recompute = Field("selective", description="Activation recomputation.")
+    recompute: Recompute = Field(
+        "selective", description="Activation recomputation: none; selective (Megatron: the attention core); full "
+        "(every layer from its input); op_selective (torchtitan's op-level selective checkpointing: matrix outputs "
+        "but every second one, attention and reduce-scatter outputs kept, the rest recomputed; dense models: "
+        "slowlink.workload.sac).")
     grad_comm_dtype: GradDtype = Field("bf16", description="Gradient traffic dtype.")
     flash_attention: bool = Field(
         True, description="Fused (flash) attention: scores never reach HBM, causal blocks skipped; false = "
@@ -111,6 +118,18 @@ class TrainingSpec(BaseModel):
         "elementwise pass (FSDP2 with reduce_dtype fp32 and gradient sync off: unsharded_accumulated_grad).")
     tokens: float | int | str | None = Field(
         None, description="Token budget of the whole run, e.g. 15T or 15e12 (slowlink goodput: time-to-train).")
+    fp8_recipe: Fp8Recipe = Field(
+        "delayed", description="With precision fp8, Transformer Engine's scaling recipe: delayed (per-tensor scale "
+        "from an amax history, TE's default DelayedScaling), current (per-tensor amax of the tensor itself), blockwise "
+        "(1x128 / 128x128 blocks, DeepSeek-V3 style) or mxfp8 (1x32 blocks, Blackwell); what each quantization "
+        "reads and writes: slowlink.workload.fp8.")
+
+    @model_validator(mode="after")
+    def _recipe_needs_fp8(self) -> TrainingSpec:
+        if "fp8_recipe" in self.model_fields_set and self.precision != "fp8":
+            raise ValueError(f"fp8_recipe ({self.fp8_recipe}) is for precision fp8, not {self.precision}: only FP8 "
+                             "GEMMs quantize")
+        return self
 
     @field_validator("tokens")
     @classmethod
@@ -206,6 +225,11 @@ class OverlapSpec(BaseModel):
     wgrad_deferral_limit: int = Field(
         0, ge=0, description="With defer_embedding_wgrad: how many micro-batches' output-layer weight gradients are "
         "deferred, the first ones; the rest are computed at once (Megatron-Core's wgrad_deferral_limit; 0 = all).")
+    ep_comm: bool = Field(
+        False, description="Batch-level MoE overlap: one micro-batch's token dispatch and combine (EP all-to-all, its "
+        "TP gathers) run beside another micro-batch's layer compute, forward of one beside backward of the other "
+        "(DeepSeek-V3 DualPipe, arXiv 2412.19437 Sec. 3.2.1; Megatron-Core >= v0.14 "
+        "--overlap-moe-expert-parallel-comm); needs a MoE model and two or more micro-batches per step.")
 
 
 # The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
@@ -280,6 +304,14 @@ class WorkloadSpec(BaseModel):
     checkpoint: CheckpointSpec | None = Field(None, description="Checkpoints: interval, sync/async, contents.")
     sync: SyncSpec | None = Field(None, description="How replicas in different sites sync (docs/sites.md); read "
                                   "only on a cluster with sites: (absent there: ddp).")
+    stack: StackOverrides | None = Field(
+        None, description="The training stack: a name in catalog/data/stacks.yaml (megatron-core, the default; nemo, "
+        "torchtitan, deepspeed, fsdp), or {name: ..., <field>: ...} to override its fields (docs/stacks.md).")
+
+    @field_validator("stack", mode="before")
+    @classmethod
+    def _stack_by_name(cls, v: object) -> object:
+        return {"name": v} if isinstance(v, str) else v
 
 
 @dataclass(frozen=True)
@@ -383,6 +415,7 @@ class Training:
     fused_gate_up: bool
     grad_accumulation: GradAccumulation
     tokens: float | None
+    fp8_recipe: Fp8Recipe = "delayed"
 
 
 @dataclass(frozen=True)
@@ -463,6 +496,7 @@ class Overlap:
     pp_comm: bool
     defer_embedding_wgrad: bool
     wgrad_deferral_limit: int
+    ep_comm: bool = False
 
 
 @dataclass(frozen=True)
@@ -494,6 +528,7 @@ class Workload:
     data: Data | None = None  # the storage model's sections (slowlink.spec.storage)
     checkpoint: Checkpoint | None = None
     sync: Sync | None = None  # how replicas in different sites sync (read only on a cluster with sites)
+    stack: Stack = dataclasses.field(default_factory=stack)  # catalog/data/stacks.yaml, overrides applied
 
     @property
     def micro_batch_tokens(self) -> float:
@@ -591,17 +626,41 @@ def check_pipeline_overlap(spec: WorkloadSpec) -> None:
                         f"{spec.training.grad_accumulation!r}")
 
 
+def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
+    """The pipeline schedule the layout needs must be one the stack implements: 1F1B for pp > 1, the interleaved
+    one for vp > 1 (each stack's ``pipeline_schedules``, with its source, in catalog/data/stacks.yaml)."""
+    have = st.fields.pipeline_schedules
+    if parallel.vp > 1 and "interleaved" not in have:
+        raise SpecError(f"parallel.vp ({parallel.vp}) > 1 needs the interleaved pipeline schedule; stack {st.name} "
+                        f"implements {', '.join(have) or 'none'} ({dict(st.sources)['pipeline_schedules']})")
+    if parallel.pp > 1 and not have:
+        raise SpecError(f"parallel.pp ({parallel.pp}) > 1 needs a pipeline schedule; stack {st.name} implements "
+                        f"none ({dict(st.sources)['pipeline_schedules']})")
+
+
+# The GPU architectures each FP8 recipe runs on (Transformer Engine docs: MXFP8 needs Blackwell's block-scaled
+# tensor cores; blockwise scaling is emulated in software on Hopper, fp8_blockwise_scaling.rst).
+RECIPE_ARCHS: dict[str, tuple[str, ...]] = {"delayed": ("hopper", "ada", "blackwell"),
+                                            "current": ("hopper", "ada", "blackwell"),
+                                            "blockwise": ("hopper", "blackwell"), "mxfp8": ("blackwell",)}
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
     the pair infeasible, not the file wrong: a multi-cluster plan shows that cluster as a column with this
-    reason."""
+    reason. The FP8 recipe must run on the GPU's architecture (:data:`RECIPE_ARCHS`)."""
     gpu = cluster.gpu
     for field, dtype in (("training.precision", w.training.precision),
                          ("training.grad_comm_dtype", w.training.grad_comm_dtype)):
         if dtype not in gpu.peak_flops:
             raise InfeasiblePlan(f"{field} ({dtype!r}) is not supported by gpu {gpu.name} of cluster {cluster.name}: "
                             f"it has {', '.join(sorted(gpu.peak_flops))}", rule="precision_supported")
+    t = w.training
+    if t.precision == "fp8" and gpu.arch not in RECIPE_ARCHS[t.fp8_recipe]:
+        raise InfeasiblePlan(f"training.fp8_recipe ({t.fp8_recipe!r}) needs {' or '.join(RECIPE_ARCHS[t.fp8_recipe])} "
+                             f"tensor cores; gpu {gpu.name} of cluster {cluster.name} is {gpu.arch}",
+                             rule="precision_supported")
 
 
 def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Workload:
@@ -612,14 +671,22 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         model = resolve_model(spec.model)
         check_context_parallel(model, spec.parallel)
         check_pipeline_overlap(spec)
+        if spec.training.recompute == "op_selective" and model.moe is not None:
+            raise SpecError(f"training.recompute (op_selective): priced for dense blocks only; model {model.name} has "
+                            "MoE layers, whose grouped expert GEMMs torchtitan's save list does not name")
+        if spec.overlap.ep_comm and model.moe is None:
+            raise SpecError(f"overlap.ep_comm (true): model {model.name} has no MoE layers (model.moe): there is no "
+                            "token dispatch to overlap")
         tp_comm_config(spec.overlap.tp_comm_config)
+        resolved_stack = stack(spec.stack)
+        check_stack_schedule(resolved_stack, spec.parallel)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),
                     Parallel(**spec.parallel.model_dump()), Overlap(**spec.overlap.model_dump()),
                     None if spec.data is None else Data.of(spec.data),
                     None if spec.checkpoint is None else Checkpoint.of(spec.checkpoint),
-                    None if spec.sync is None else Sync.of(spec.sync))
+                    None if spec.sync is None else Sync.of(spec.sync), resolved_stack)
 
 
 def load_workload(path: Path | str) -> Workload:

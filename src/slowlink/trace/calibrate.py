@@ -15,6 +15,15 @@ with both calibrations applied.
 What the calibrated compute stands for: everything in the measured step that is not a modelled collective's
 exposed time (kernels, launch gaps and host time alike); the trace's own compute/communication split is reported
 beside it. Collectives the model prices but the trace has no sized call of stay modelled, and are named so.
+
+On a cluster with another GPU the compute is replaced op by op (:mod:`slowlink.trace.predict`): the slowest rank's
+computation per step, class by class and GEMM shape by shape, times the two GPUs' rate ratios; the calibrated
+compute's share that no kernel measured (launch gaps, host time; what exceeds the kernels' sum) is kept as is:
+
+  compute on GPU g = C - K + K x (predicted / measured kernels),  K = min(measured kernels, C)
+    C = the calibrated compute per step on the trace's cluster (the step model's at k)
+  and the chain runs with the k_g for which the step model, on the trace's cluster with GPU g, gives that compute
+  (bisection again), so a cluster of another size or layout still gets the model's scaling of it.
 """
 
 from __future__ import annotations
@@ -24,11 +33,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from slowlink.catalog import Gpu
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Workload
-from slowlink.trace.result import TraceSummary
+from slowlink.trace.predict import ComputePrediction, predict
+from slowlink.trace.result import TraceRank, TraceSummary
 from slowlink.workload.comm import CommCost, analytical_cost
+from slowlink.workload.step import plan
 
 K_LOW, K_HIGH, ITERATIONS = 1e-3, 1e3, 60
 
@@ -60,10 +72,32 @@ class TraceCalibration:
     comm_scale: dict[str, float]
     measured: tuple[Term, ...]
     modelled_ops: tuple[str, ...]
+    workload: Workload              # the traced workload, its dp fitted to the trace's cluster
+    traced_on: Cluster              # the trace's cluster, uncalibrated
+    rank: TraceRank                 # the slowest rank: the one whose computation is moved to another GPU
+    calibrated_compute_s: float     # C: the step model's compute per step at compute_scale on the trace's cluster
+
+    def prediction(self, gpu: Gpu) -> ComputePrediction:
+        """The slowest rank's computation moved to ``gpu``, class by class (:mod:`slowlink.trace.predict`)."""
+        return predict(self.rank, self.traced_on.gpu, gpu, self.workload.training.precision)
+
+    def compute_on_s(self, gpu: Gpu) -> float:
+        """The compute per step on ``gpu`` (module docstring): C - K + K x predicted / measured."""
+        kernels = min(self.prediction(gpu).measured_s, self.calibrated_compute_s)
+        return self.calibrated_compute_s - kernels + kernels * self.prediction(gpu).ratio
+
+    def scale_on(self, gpu: Gpu) -> float:
+        """The compute scale for ``gpu``: :attr:`compute_scale` on the trace's GPU, else the k for which the step
+        model on the trace's cluster with ``gpu`` returns :meth:`compute_on_s`."""
+        if gpu == self.traced_on.gpu:
+            return self.compute_scale
+        there = replace(self.traced_on, gpu=gpu)
+        return _bisect(lambda k: plan(self.workload, slower(there, k), self.trace_cost, check_memory=False).compute_s,
+                       self.compute_on_s(gpu), "compute on " + gpu.name)
 
     def cluster(self, c: Cluster) -> Cluster:
-        """``c`` with its GPU's compute :attr:`compute_scale` times slower (module docstring)."""
-        return slower(c, self.compute_scale)
+        """``c`` with its GPU's compute :meth:`scale_on` times slower (module docstring)."""
+        return slower(c, self.scale_on(c.gpu))
 
     def comm_cost(self, c: Cluster, base: CommCost | None = None) -> CommCost:
         """The collective model of ``c`` (``base``, default analytical) with the trace's calibration: an op the
@@ -87,10 +121,15 @@ class TraceCalibration:
 
         return cost
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, c: Cluster | None = None) -> dict[str, Any]:
+        """The calibration, and with a target cluster ``c`` its compute by class there."""
+        target = self.traced_on.gpu if c is None else c.gpu
+        pred = self.prediction(target)
         return {"path": list(self.summary.paths), "ranks": len(self.summary.ranks),
                 "steps": max(r.steps for r in self.summary.ranks), "cluster": self.trace_cluster,
-                "compute_scale": self.compute_scale,
+                "compute_scale": self.compute_scale, "gpu": pred.trace_gpu, "target_gpu": pred.target_gpu,
+                "target_compute_scale": self.scale_on(target), "compute_s": self.calibrated_compute_s,
+                "target_compute_s": self.compute_on_s(target), "compute_classes": pred.to_json(),
                 "measured": [t.to_json() for t in self.measured],
                 "modelled": [f"collective {op}: no sized call in the trace" for op in self.modelled_ops]
                 + ["pipeline bubble, data stall, failures and cost: the chain's models"]}
@@ -142,10 +181,10 @@ def comm_scales(s: TraceSummary, base: CommCost) -> tuple[dict[str, float], list
     return scale, terms
 
 
-def _bisect(step_of: Callable[[float], float], target_s: float) -> float:
+def _bisect(step_of: Callable[[float], float], target_s: float, what: str = "step") -> float:
     lo, hi = K_LOW, K_HIGH
     if not step_of(lo) <= target_s <= step_of(hi):
-        raise SpecError(f"trace: step ({target_s:.4g} s) cannot be reached by scaling the model's compute between "
+        raise SpecError(f"trace: {what} ({target_s:.4g} s) cannot be reached by scaling the model's compute between "
                         f"{K_LOW:g}x and {K_HIGH:g}x: is the workload the traced job?")
     for _ in range(ITERATIONS):
         mid = float((lo * hi) ** 0.5)
@@ -156,11 +195,16 @@ def _bisect(step_of: Callable[[float], float], target_s: float) -> float:
 def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCost | None = None
               ) -> TraceCalibration:
     """The calibrations of ``s`` (a trace of ``w`` on ``trace_cluster``), as the module docstring defines them."""
-    from slowlink.workload.step import fit_dp, plan
+    from slowlink.workload.step import fit_dp
 
     if s.world_size is not None and s.world_size != trace_cluster.gpus:
         raise SpecError(f"--trace-cluster ({trace_cluster.name}: {trace_cluster.gpus} GPUs) must be the cluster the "
                         f"trace ran on: the trace's world_size is {s.world_size}")
+    on_gpu = any(r.device == "cuda" for r in s.ranks)
+    if on_gpu == (trace_cluster.gpu.arch == "cpu"):
+        ran = f"GPU kernels ({s.device_name or 'device unnamed'})" if on_gpu else "CPU ops only"
+        raise SpecError(f"--trace-cluster ({trace_cluster.name}: gpu {trace_cluster.gpu.name}, arch "
+                        f"{trace_cluster.gpu.arch}) must be the cluster the trace ran on: the trace has {ran}")
     base_cost = base if base is not None else analytical_cost(trace_cluster)
     comm, terms = comm_scales(s, base_cost)
     asked: set[str] = set()
@@ -179,8 +223,9 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
                   "measured: the trace's computation per step (HTA's compute); model: the step model's compute, "
                   "scaled so that the step matches (idle and host time included)"),
              *terms]
-    return TraceCalibration(s, trace_cluster.name, base_cost, trace_cluster.gpus, k, comm, tuple(terms),
-                            tuple(sorted(asked - set(comm))))
+    return TraceCalibration(s, trace_cluster.name, base_cost, trace_cluster.gpus, k, comm,
+                            tuple(terms), tuple(sorted(asked - set(comm))), w, trace_cluster, slowest,
+                            at_k.compute_s)
 
 
 def calibrate_files(paths: list[Path], w: Workload, trace_cluster: Cluster, fidelity: str = "analytical"

@@ -8,11 +8,14 @@ Chrome trace events used (Kineto's output, libkineto ``output_json.cpp`` and tor
 ``ProfilerStep#N`` is a CPU annotation; NCCL kernels carry their collective's ``Collective name``, ``In msg
 nelems``/``Out msg nelems``, ``dtype``, ``Group size`` and ``Process Group Name`` (PyTorch >= 2.1); gloo runs a
 collective on its ``pt_gloo_runloop`` thread under a ``gloo:<op>`` annotation with ``Input Dims`` and
-``Input type``.
+``Input type``. With ``record_shapes`` a CPU op carries its inputs' ``Input Dims`` and ``Input type``, and a
+kernel the ``External id`` of the innermost op that launched it (PyTorch >= 2.0; older traces' kernels carry their
+correlation there, and their kernels stay unattributed).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from array import array
@@ -73,13 +76,22 @@ class FileTrace:
     kernel_dur: array = field(default_factory=lambda: array("d"))     # type: ignore[type-arg]
     kernel_corr: array = field(default_factory=lambda: array("q"))    # type: ignore[type-arg]
     kernel_stream: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
+    kernel_ext: array = field(default_factory=lambda: array("q"))     # type: ignore[type-arg]
     launch_corr: array = field(default_factory=lambda: array("q"))    # type: ignore[type-arg]
     launch_ts: array = field(default_factory=lambda: array("d"))      # type: ignore[type-arg]
-    cpu_ops: dict[Any, tuple[array, array]] = field(default_factory=dict)  # type: ignore[type-arg]  # tid: ts, dur
+    # CPU traces: per thread, each op's start, duration and signature (an index into ``sigs``)
+    cpu_ops: dict[Any, tuple[array, array, array]] = field(default_factory=dict)  # type: ignore[type-arg]
+    # every op signature met: (op name, its inputs' dims as JSON, its first input's type); interned
+    sigs: list[tuple[str, str, str | None]] = field(default_factory=list)
+    op_ext: array = field(default_factory=lambda: array("q"))   # type: ignore[type-arg]  # shaped ops' External id
+    op_sig: array = field(default_factory=lambda: array("l"))   # type: ignore[type-arg]  # and their signature
+    sig_index: dict[tuple[str, str, str | None], int] = field(default_factory=dict)
     steps: list[tuple[int, float, float]] = field(default_factory=list)
     optimizer_spans: list[tuple[float, float]] = field(default_factory=list)  # Optimizer.step#... (start, end)
     collectives: list[CollectiveCall] = field(default_factory=list)
     gloo_threads: set[Any] = field(default_factory=set)
+    step_pids: set[Any] = field(default_factory=set)      # the processes whose ProfilerStep#N the file holds
+    devices: set[int | None] = field(default_factory=set)  # the devices its kernels ran on (args.device)
     events: int = 0
     ns_resolution: bool = False   # some ``ts`` has a fraction of a microsecond (Kineto's ns-resolution output)
 
@@ -122,6 +134,17 @@ def gloo_call(op_name: str, args: dict[str, Any], ts: float, dur: float) -> Coll
                           None, None, ts, dur)
 
 
+def _signature(ft: FileTrace, name: str, args: dict[str, Any]) -> int:
+    """The index in ``ft.sigs`` of an op's (name, Input Dims, first Input type); dims "" when unrecorded."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    first = types[0] if isinstance(types, list) and types and isinstance(types[0], str) and types[0] else None
+    key = (name, json.dumps(dims, separators=(",", ":")) if dims is not None else "", first)
+    idx = ft.sig_index.setdefault(key, len(ft.sigs))
+    if idx == len(ft.sigs):
+        ft.sigs.append(key)
+    return idx
+
+
 def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     if not isinstance(ev, dict) or ev.get("ph") != "X":
         if (isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "thread_name"
@@ -139,7 +162,7 @@ def _event(ft: FileTrace, ev: Any, interned: dict[str, int]) -> None:
     if DEVICE_CATS.search(cat) and _int(args.get("stream")) is not None and args["stream"] >= 0:
         _kernel(ft, name, args, ts, dur, interned)
     elif cat not in ("gpu_user_annotation", "python_function"):  # HTA drops both
-        _host(ft, cat, name, args, ts, dur, ev.get("tid"))
+        _host(ft, cat, name, args, ts, dur, ev.get("tid"), ev.get("pid"))
 
 
 def _kernel(ft: FileTrace, name: str, args: dict[str, Any], ts: float, dur: float,
@@ -155,12 +178,17 @@ def _kernel(ft: FileTrace, name: str, args: dict[str, Any], ts: float, dur: floa
     ft.kernel_dur.append(dur)
     ft.kernel_corr.append(-1 if corr is None else corr)
     ft.kernel_stream.append(args["stream"])
+    ext = _int(args.get("External id"))
+    ft.kernel_ext.append(-1 if ext is None else ext)
+    ft.devices.add(_int(args.get("device")))
     if name.startswith("nccl") or "ncclKernel" in name:
         ft.collectives.append(nccl_call(name, args, ts, dur, len(ft.kernel_ts) - 1))
 
 
-def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, dur: float, tid: Any) -> None:
-    """A CPU event: a launch (its correlation), a step, a gloo collective, or (CPU traces) a compute op."""
+def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, dur: float, tid: Any,
+          pid: Any = None) -> None:
+    """A CPU event: a launch (its correlation), a step, a gloo collective, or a compute op (kept whole on a CPU
+    trace; on a GPU trace only a shaped op's External id and signature, to attribute its kernels)."""
     corr = _int(args.get("correlation"))
     if corr is not None:
         ft.launch_corr.append(corr)
@@ -168,6 +196,7 @@ def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, d
     step = STEP.match(name)
     if step and cat in ("cpu_op", "user_annotation"):
         ft.steps.append((int(step.group(1)), ts, dur))
+        ft.step_pids.add(pid)
         return
     gloo = GLOO.match(name)
     if gloo:
@@ -176,10 +205,17 @@ def _host(ft: FileTrace, cat: str, name: str, args: dict[str, Any], ts: float, d
         return
     if name.startswith(OPTIMIZER_SCOPE) and cat in ("cpu_op", "user_annotation"):
         ft.optimizer_spans.append((ts, ts + dur))
-    if cat == "cpu_op" and not len(ft.kernel_ts) and not name.startswith(NOT_COMPUTE_CPU):
-        tss, durs = ft.cpu_ops.setdefault(tid, (array("d"), array("d")))
+    if cat != "cpu_op" or name.startswith(NOT_COMPUTE_CPU):
+        return
+    ext = _int(args.get("External id"))
+    if ext is not None and "Input Dims" in args:
+        ft.op_ext.append(ext)
+        ft.op_sig.append(_signature(ft, name, args))
+    if not len(ft.kernel_ts):
+        tss, durs, sig = ft.cpu_ops.setdefault(tid, (array("d"), array("d"), array("l")))
         tss.append(ts)
         durs.append(dur)
+        sig.append(_signature(ft, name, args))
 
 
 def read_file(path: Path, max_bytes: int | None = None) -> FileTrace:

@@ -18,9 +18,11 @@ mean for a GPU, with the CPU's threads standing for the device's streams; HTA it
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,7 @@ from slowlink.collectives.ops import busbw_factor
 from slowlink.errors import SpecError
 from slowlink.trace import classes, kinds
 from slowlink.trace.collect import CollectiveCall, FileTrace, read_file
-from slowlink.trace.result import CollectiveStat, TraceRank, TraceSummary
+from slowlink.trace.result import CollectiveStat, OpShape, TraceRank, TraceSummary
 
 US = 1e-6  # Chrome trace times are microseconds
 
@@ -52,10 +54,36 @@ def trace_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def _steps(ft: FileTrace) -> list[tuple[int, float, float]]:
+    """The file's steps in time order; a :class:`SpecError` when there are none or the file mixes runs."""
     if not ft.steps:
         raise SpecError(f"{ft.path}: (no ProfilerStep#N) the trace has no steps: profile with "
                         "torch.profiler.schedule and call prof.step() once per training step")
-    return sorted(ft.steps, key=lambda s: s[1])
+    steps = sorted(ft.steps, key=lambda s: s[1])
+    _one_run(ft, steps)
+    return steps
+
+
+MIXED = "one file must hold one rank's one profiling run: export each rank's trace on its own"
+
+
+def _one_run(ft: FileTrace, steps: list[tuple[int, float, float]]) -> None:
+    """A :class:`SpecError` when one file holds several processes, devices or profiling runs: its steps come from
+    more than one process, its kernels ran on more than one device, a step number repeats, or two steps
+    overlap (one process runs its steps one after another)."""
+    if len(ft.step_pids) > 1:
+        raise SpecError(f"{ft.path}: (ProfilerStep#N of {len(ft.step_pids)} processes, pids "
+                        f"{', '.join(map(str, sorted(ft.step_pids, key=str)))}) {MIXED}")
+    devices = sorted(d for d in ft.devices if d is not None)
+    if len(devices) > 1:
+        raise SpecError(f"{ft.path}: (kernels on devices {', '.join(map(str, devices))}) {MIXED}")
+    again = sorted(n for n, k in Counter(n for n, _, _ in steps).items() if k > 1)
+    if again:
+        raise SpecError(f"{ft.path}: (ProfilerStep#{again[0]} appears "
+                        f"{sum(1 for n, _, _ in steps if n == again[0])} times) {MIXED}")
+    for (n0, s0, d0), (n1, s1, _) in pairwise(steps):
+        if s1 < s0 + d0:
+            raise SpecError(f"{ft.path}: (ProfilerStep#{n1} starts {s0 + d0 - s1:.0f} us before ProfilerStep#{n0} "
+                            f"ends) {MIXED}")
 
 
 def _gpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRank, list[CollectiveCall]]:
@@ -90,10 +118,41 @@ def _gpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRan
     computing = kind == kinds.KINDS.index(kinds.COMPUTATION)
     names = np.frombuffer(ft.kernel_name, dtype=np.int64)[keep][computing]
     in_opt = _in_optimizer(ft, np.frombuffer(ft.kernel_corr, dtype=np.int64)[keep][computing])
+    ext = np.frombuffer(ft.kernel_ext, dtype=np.int64)[keep][computing]
+    op_of = _op_of_ext(ft, ext)
     per = dict.fromkeys(classes.CLASSES, 0.0)
-    for name, opt, d in zip(names, in_opt, (end - start)[computing], strict=True):
-        per[classes.classify(ft.names[name], bool(opt))] += float(d) * US
-    return replace(rank, streams=streams, compute_classes=per), calls
+    by_sig: dict[tuple[str, int], tuple[float, set[int]]] = {}
+    for name, opt, d, e, sig in zip(names, in_opt, (end - start)[computing], ext, op_of, strict=True):
+        cls = classes.classify(ft.names[name], bool(opt))
+        per[cls] += float(d) * US
+        if sig >= 0:
+            t, calls_of = by_sig.setdefault((cls, int(sig)), (0.0, set()))
+            calls_of.add(int(e))
+            by_sig[cls, int(sig)] = (t + float(d) * US, calls_of)
+    shapes = _shapes(ft, {k: (t, len(c)) for k, (t, c) in by_sig.items()})
+    return replace(rank, streams=streams, compute_classes=per, shapes=shapes), calls
+
+
+def _op_of_ext(ft: FileTrace, ext: np.ndarray) -> np.ndarray:
+    """The signature (index into ``ft.sigs``) of the shaped op each kernel's External id names; -1 if none."""
+    op_ext, op_sig = np.frombuffer(ft.op_ext, dtype=np.int64), np.frombuffer(ft.op_sig, dtype=np.int64)
+    if op_ext.size == 0 or ext.size == 0:
+        return np.full(ext.size, -1, dtype=np.int64)
+    order = np.argsort(op_ext, kind="stable")
+    op_ext, op_sig = op_ext[order], op_sig[order]
+    i = np.minimum(np.searchsorted(op_ext, ext), op_ext.size - 1)
+    found: np.ndarray = np.where(op_ext[i] == ext, op_sig[i], -1)
+    return found
+
+
+def _shapes(ft: FileTrace, times: dict[tuple[str, int], tuple[float, int]]) -> tuple[OpShape, ...]:
+    """(class, signature) -> (seconds, calls) as :class:`OpShape` rows, longest first; ops without dims left out."""
+    out = []
+    for (cls, sig), (t, n) in times.items():
+        op, dims, dtype = ft.sigs[sig]
+        if dims:
+            out.append(OpShape(cls, op, json.loads(dims), dtype, n, t))
+    return tuple(sorted(out, key=lambda x: (-x.time_s, x.cls, x.op)))
 
 
 def _in_optimizer(ft: FileTrace, corr: np.ndarray) -> np.ndarray:
@@ -125,17 +184,49 @@ def _cpu(ft: FileTrace, steps: list[tuple[int, float, float]]) -> tuple[TraceRan
     cs = np.array([c.ts_us for c in calls])
     comm = clipped(cs, cs + np.array([c.dur_us for c in calls]))
     starts, ends = [], []
-    for tid, (tss, durs) in ft.cpu_ops.items():
+    per = dict.fromkeys(classes.CLASSES, 0.0)
+    by_sig: dict[tuple[str, int], tuple[float, int]] = {}
+    for tid, (tss, durs, sigs) in ft.cpu_ops.items():
         if tid not in ft.gloo_threads:
-            s = np.frombuffer(tss, dtype=np.float64)
+            s, d = np.frombuffer(tss, dtype=np.float64), np.frombuffer(durs, dtype=np.float64)
             starts.append(s)
-            ends.append(s + np.frombuffer(durs, dtype=np.float64))
+            ends.append(s + d)
+            _cpu_self(ft, s, d, np.frombuffer(sigs, dtype=np.int64), (lo, hi), per, by_sig)
     comp = clipped(np.concatenate(starts or [np.empty(0)]), np.concatenate(ends or [np.empty(0)]))
     c_len, p_len = kinds.length(comm), kinds.length(comp)
     both = kinds.overlap(comm, comp)
     span = hi - lo
     idle = span - (c_len + p_len - both)
-    return _rank(ft, "cpu", steps, len(steps), span, p_len, c_len, 0.0, idle, both / c_len if c_len else 0.0), calls
+    rank = _rank(ft, "cpu", steps, len(steps), span, p_len, c_len, 0.0, idle, both / c_len if c_len else 0.0)
+    return replace(rank, compute_classes=per, shapes=_shapes(ft, by_sig)), calls
+
+
+def self_times(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Each op's self time on one thread: its duration less its direct children's (ops that start inside it)."""
+    own = dur.astype(np.float64).copy()
+    stack: list[int] = []
+    for i in np.lexsort((-dur, ts)):
+        while stack and ts[i] >= ts[stack[-1]] + dur[stack[-1]]:
+            stack.pop()
+        if stack:
+            own[stack[-1]] -= dur[i]
+        stack.append(int(i))
+    return np.maximum(own, 0.0)
+
+
+def _cpu_self(ft: FileTrace, ts: np.ndarray, dur: np.ndarray, sigs: np.ndarray, window: tuple[float, float],
+              per: dict[str, float], by_sig: dict[tuple[str, int], tuple[float, int]]) -> None:
+    """Add one thread's ops in ``window`` to the class totals and the signature totals, by self time."""
+    own = self_times(ts, dur)
+    spans = sorted(ft.optimizer_spans)
+    for t, o, sig in zip(ts, own, sigs, strict=True):
+        if not window[0] <= t < window[1]:
+            continue
+        opt = any(a <= t < b for a, b in spans)
+        cls = classes.classify(ft.sigs[sig][0], opt)
+        per[cls] += float(o) * US
+        old_t, old_n = by_sig.get((cls, int(sig)), (0.0, 0))
+        by_sig[cls, int(sig)] = (old_t + float(o) * US, old_n + 1)
 
 
 def _rank(ft: FileTrace, device: str, steps: list[tuple[int, float, float]], window_steps: int, span: float,
@@ -200,6 +291,11 @@ def _job(files: list[FileTrace]) -> tuple[int | None, str | None]:
                 raise SpecError(f"{ft.path}: (rank {ft.rank}, as {seen[ft.rank]}) two files of the same rank: "
                                 "read the files of one run")
             seen[ft.rank] = ft.path
+    numbers = [{n for n, _, _ in ft.steps} for ft in files]
+    if numbers and all(numbers) and not set.intersection(*numbers):
+        got = ", ".join(f"{Path(ft.path).name}: {min(n)}-{max(n)}" for ft, n in zip(files, numbers, strict=True))
+        raise SpecError(f"traces (ProfilerStep numbers {got}) are not of one run: the ranks of one job profile the "
+                        "same steps, so their files share step numbers")
     kinds_of = {bool(len(ft.kernel_ts)) for ft in files}
     if len(kinds_of) > 1:
         raise SpecError("traces (some with device kernels, some without) are not of one job: read the GPU run's "

@@ -8,6 +8,25 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class OpShape:
+    """Time spent in one op signature (op name, input dims and type, as ``record_shapes`` gives them) in a rank's
+    window. On a GPU trace it is the summed time of the computation kernels the op launched (linked by their
+    ``External id``), classed by the kernel; on a CPU trace the op's self time (its span less its child ops'),
+    classed by the op's name (:mod:`slowlink.trace.classes`)."""
+
+    cls: str                    # gemm, attention, elementwise, optimizer, other
+    op: str                     # e.g. aten::mm
+    dims: list[Any]             # Input Dims, e.g. [[4096, 1024], [1024, 4096]]
+    dtype: str | None           # the first input's type, e.g. c10::BFloat16
+    calls: int                  # op calls in the window
+    time_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.cls, "op": self.op, "dims": self.dims, "dtype": self.dtype, "calls": self.calls,
+                "time_s": self.time_s}
+
+
+@dataclass(frozen=True)
 class TraceRank:
     """One rank's trace over its analysed window (:mod:`slowlink.trace.kineto`).
 
@@ -34,6 +53,9 @@ class TraceRank:
     # GPU: the computation kernels' summed seconds by class (slowlink.trace.classes: gemm, attention, elementwise,
     # optimizer, other); a sum, not a union, so two streams' overlapping kernels both count
     compute_classes: dict[str, float] = field(default_factory=dict)
+    # the time by op signature (OpShape), longest first: which GEMM shapes dominate; empty when the trace has no
+    # shapes (record_shapes off) or its kernels cannot be linked to their ops (PyTorch before 2.0)
+    shapes: tuple[OpShape, ...] = ()
 
     @property
     def exposed_comm_s(self) -> float:
@@ -46,7 +68,8 @@ class TraceRank:
         return self.communication_s / self.compute_s if self.compute_s > 0 else float("inf")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {k: v for k, v in asdict(self).items() if k != "shapes"}
+        return {**out, "shapes": [x.to_json() for x in self.shapes]}
 
 
 @dataclass(frozen=True)

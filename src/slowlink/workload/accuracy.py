@@ -33,6 +33,7 @@ class RecordedRun:
     tp: int
     sharded_params: bool
     error: float
+    stack: str = "megatron-core"  # the stack it ran (a bundled stack's name, or the software the source names)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ class RunGroup:
 class Accuracy:
     """What the held-out runs say about a plan of ``tp`` (ZeRO-3 or not) on ``gpu``: the runs ``alike`` (same
     GPU, TP and parameter sharding) and every run on the GPU (``same_gpu``); both empty where no run on that GPU
-    was published (``gpus_measured`` then says which GPUs have runs)."""
+    was published (``gpus_measured`` then says which GPUs have runs); and every run of the plan's ``stack``
+    (``same_stack``, any GPU)."""
 
     gpu: str
     tp: int
@@ -80,13 +82,16 @@ class Accuracy:
     alike: RunGroup
     same_gpu: RunGroup
     gpus_measured: tuple[str, ...]
+    stack: str = "megatron-core"
+    same_stack: RunGroup = RunGroup(())
 
     def to_json(self) -> dict[str, object]:
         """The ``accuracy`` object of ``slowlink plan --json``, as the analytical model priced the runs
         (``model``)."""
         return {"model": "analytical", "gpu": self.gpu, "tp": self.tp, "sharded_params": self.sharded_params,
                 "alike": self.alike.to_json(), "same_gpu": self.same_gpu.to_json(),
-                "gpus_measured": list(self.gpus_measured)}
+                "gpus_measured": list(self.gpus_measured), "stack": self.stack,
+                "same_stack": self.same_stack.to_json()}
 
 
 def layout_key(gpu: str, tp: int, sharded_params: bool) -> str:
@@ -98,22 +103,23 @@ def layout_key(gpu: str, tp: int, sharded_params: bool) -> str:
 def record_rows(runs: list[RecordedRun]) -> list[dict[str, object]]:
     """The record's rows, errors rounded to ``DIGITS`` decimals."""
     return [{"id": r.id, "gpu": r.gpu, "tp": r.tp, "sharded_params": r.sharded_params,
-             "error": round(r.error, DIGITS)} for r in runs]
+             "error": round(r.error, DIGITS), "stack": r.stack} for r in runs]
 
 
 @functools.cache
 def recorded_runs() -> tuple[RecordedRun, ...]:
     """The held-out runs as last recorded (``data/heldout_accuracy.json``)."""
     data = json.loads(resources.files("slowlink.workload.data").joinpath(RECORD).read_text("utf-8"))
-    return tuple(RecordedRun(r["id"], r["gpu"], int(r["tp"]), bool(r["sharded_params"]), float(r["error"]))
-                 for r in data["runs"])
+    return tuple(RecordedRun(r["id"], r["gpu"], int(r["tp"]), bool(r["sharded_params"]), float(r["error"]),
+                             str(r["stack"])) for r in data["runs"])
 
 
-def accuracy(gpu: str, tp: int, sharded_params: bool) -> Accuracy:
-    """The recorded held-out runs alike a plan of TP ``tp`` on ``gpu`` (catalog name), ZeRO-3 / FSDP or not."""
+def accuracy(gpu: str, tp: int, sharded_params: bool, stack: str = "megatron-core") -> Accuracy:
+    """The recorded held-out runs alike a plan of TP ``tp`` on ``gpu`` (catalog name), ZeRO-3 / FSDP or not, and
+    those of its ``stack``."""
     runs = recorded_runs()
     same = tuple(r for r in runs if r.gpu == gpu)
     key = layout_key(gpu, tp, sharded_params)
     alike = tuple(r for r in same if layout_key(r.gpu, r.tp, r.sharded_params) == key)
     return Accuracy(gpu, tp, sharded_params, RunGroup(alike), RunGroup(same),
-                    tuple(sorted({r.gpu for r in runs})))
+                    tuple(sorted({r.gpu for r in runs})), stack, RunGroup(tuple(r for r in runs if r.stack == stack)))

@@ -3,8 +3,10 @@
 Each candidate answers one wait (``answers``, a :attr:`StepResult.bottleneck_dim` or ``storage``):
 
   tp         keep TP inside the scale-up domain; overlap TP collectives with the GEMMs
-  dp         overlap the gradient reduction / parameter gather; BF16 or FP8 gradients
-  ep         keep EP inside the scale-up domain
+  dp         overlap the gradient reduction / parameter gather; BF16 or FP8 gradients; the stack's gradient
+             bucket size (the best of 1/4, 1/2, 2 and 4 times the current one: smaller buckets shorten the
+             reduction left after the backward, larger ones pay fewer calls' latency)
+  ep         keep EP inside the scale-up domain; overlap one micro-batch's token dispatch with another's compute
   pp         overlap the PP send/recv with compute
   pp_bubble  virtual stages (interleaved 1F1B), more micro-batches per pipeline (a smaller micro-batch at the
              same global batch), fewer stages
@@ -28,6 +30,7 @@ from slowlink import units
 from slowlink.errors import SlowlinkError
 from slowlink.spec.cluster import Cluster, with_transport
 from slowlink.spec.workload import Workload
+from slowlink.units import PRECISION_BYTES
 from slowlink.workload.comm import CommCost
 from slowlink.workload.step import DIM_WORDS, StepResult, plan
 
@@ -106,6 +109,10 @@ def _candidates(w: Workload, cluster: Cluster) -> list[Candidate]:
         if m.moe.experts % ep == 0 and p.dp % ep == 0:
             out.append((f"keep EP in the NVLink domain: ep {ep} (tp {p.tp} x ep {ep} = {dom} GPUs)", "ep",
                         upd("parallel", ep=ep), cluster))
+    if m.moe is not None and not o.ep_comm and w.micro_batches >= 2 and (p.ep > 1 or p.tp > 1):
+        out.append(("overlap one micro-batch's token dispatch with another's layer compute (overlap.ep_comm: true; "
+                    "DualPipe, Megatron-Core >= v0.14 --overlap-moe-expert-parallel-comm)", "ep",
+                    upd("overlap", ep_comm=True), cluster))
     if p.pp > 1:
         out += _pipeline(w, cluster, upd)
     if t.global_batch % (2 * t.micro_batch * p.dp) == 0:
@@ -132,9 +139,31 @@ def _pipeline(w: Workload, cluster: Cluster, upd: Callable[..., Workload]) -> li
         out.append((f"fewer pipeline stages: pp {p.pp // 2}, dp {p.dp * 2}", "pp_bubble",
                     upd("parallel", pp=p.pp // 2, dp=p.dp * 2, vp=1, first_stage_layers=None,
                         last_stage_layers=None), cluster))
-    if not o.pp_comm:
+    if not o.pp_comm and p.vp > 1:  # Megatron-Core overlaps the PP send/recv only in the interleaved schedule
         out.append(("overlap the PP send/recv with compute (overlap.pp_comm: true)", "pp", upd("overlap", pp_comm=True),
                     cluster))
+    return out
+
+
+BUCKET_FACTORS = (0.25, 0.5, 2.0, 4.0)  # gradient bucket sizes tried, relative to the stack's
+
+
+def _buckets(w: Workload, cluster: Cluster) -> list[Candidate]:
+    """Other gradient bucket sizes for a stack that buckets its DP reduction (ZeRO 0-2; not ZeRO-2 per FSDP unit, not
+    an unbucketed reduction): :data:`BUCKET_FACTORS` x the current bucket, in parameters."""
+    p, st = w.parallel, w.stack
+    f = st.fields
+    per_unit = p.zero == 2 and f.sharded_unit == "layer"
+    if p.dp_shards == 1 or p.zero >= 3 or per_unit or not (w.overlap.grad_reduce or f.buckets_without_overlap):
+        return []
+    now = st.grad_bucket_params(p.dp_shards, PRECISION_BYTES[w.training.grad_comm_dtype])
+    out: list[Candidate] = []
+    for k in BUCKET_FACTORS:
+        size = round(now * k)
+        changed = st.with_fields(grad_bucket_params=float(size), grad_bucket_params_per_dp=0.0, grad_bucket_bytes=None)
+        out.append((f"DP gradient buckets of {size / 1e6:.3g}M parameters instead of {now / 1e6:.3g}M (stack: "
+                    f"{{name: {st.name}, grad_bucket_params: {size:.4g}, grad_bucket_params_per_dp: 0}})", "dp",
+                    replace(w, stack=changed), cluster))
     return out
 
 
@@ -157,17 +186,21 @@ def advise(w: Workload, cluster: Cluster, base: StepResult, cost: CommCost | Non
     first (``w`` resolved on ``cluster``: :func:`~slowlink.workload.step.fit_dp`)."""
     from slowlink.storage.plan import plan_storage
 
-    out: list[Advice] = []
     stored = cluster.storage is not None and (w.data is not None or w.checkpoint is not None)
     base_s = _with_storage(plan_storage(w, cluster, base)) if stored else base.step_time_s
-    for words, answers, w2, c2 in _candidates(w, cluster):
+
+    def checked(c: Candidate) -> Advice | None:
+        words, answers, w2, c2 = c
         try:
             r = plan(w2, c2, cost if c2 is cluster else None, check_memory=check_memory)
             t = _with_storage(plan_storage(w2, c2, r)) if stored else r.step_time_s
         except SlowlinkError:
-            continue  # does not fit or breaks a divisibility rule: not advice
-        if (gain := 1.0 - t / base_s) > MIN_GAIN:
-            out.append(Advice(words, t, gain, answers, base_s, stored))
+            return None  # does not fit or breaks a divisibility rule: not advice
+        return Advice(words, t, 1.0 - t / base_s, answers, base_s, stored)
+
+    out = [a for a in map(checked, _candidates(w, cluster)) if a is not None and a.gain > MIN_GAIN]
+    sizes = [a for a in map(checked, _buckets(w, cluster)) if a is not None and a.gain > MIN_GAIN]
+    out += sorted(sizes, key=lambda a: -a.gain)[:1]  # one bucket size: the best
     for words, w2 in _storage(w) if stored else []:
         try:
             t = _with_storage(plan_storage(w2, cluster, base))

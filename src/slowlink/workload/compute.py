@@ -7,7 +7,8 @@ One efficiency model for every case (constants below, no per-case fitting):
                 and the last partial wave of output tiles (wave quantisation)
     k_eff     = k / (k + K_HALF): the main loop's prologue/epilogue per output tile (short inner dims,
                 e.g. the head dimension of the attention-score GEMMs, lose most); a device measured by
-                `slowlink bench compute` carries its own k_half (catalog gemm_k_half)
+                `slowlink bench compute` carries its own k_half (catalog gemm_k_half); FP8 x FP8_K_HALF_RATIO
+  FP8       = only the Linear GEMMs, with their quantization passes (:mod:`slowlink.workload.fp8`)
     bytes     = dtype * batch * (m*k + k*n + m*n): arithmetic intensity, the roofline's memory side
   elementwise = ELEMENTWISE_RW * activation bytes / HBM bandwidth (layer norms, dropout, GeLU, softmax:
                 memory bound; their traffic scales with the activations kept, Korthikanti et al. 2022 Table 2);
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from slowlink.catalog import Gpu
 from slowlink.spec.workload import Workload
 from slowlink.units import PRECISION_BYTES
+from slowlink.workload.fp8 import linear_precision, other_precision, quantize_bytes
 from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import (
     MAIN_GRAD_BYTES,
@@ -47,12 +49,18 @@ from slowlink.workload.memory import (
     vocab_shard_params,
 )
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
+from slowlink.workload.sac import block_matmuls
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
 # only (all A100): it fixed gemm_fraction x E_GEMM at 0.783 for the A100; with the A100's measured MAMF share
 # 0.859 (catalog) that is 0.912.
 E_GEMM = 0.912
 K_HALF = 200.0  # inner dimension at which a tile's main loop reaches half its rate
+# FP8 GEMMs reach half their rate at a longer inner dimension: rate(K) = R K / (K + k_half) fitted to tilelang's
+# K sweeps at M = N = 8192 on H800 SXM (shared/calibration/kernels.yaml tilelang_fp8_gemm_8192_h800 and
+# tilelang_fp16_gemm_8192_h800, 7 points each, residuals under 2%): k_half 440 for FP8, 258 for FP16, same kernel
+# generator and shape; their ratio scales K_HALF (or a device's measured k_half) for FP8.
+FP8_K_HALF_RATIO = 440.5 / 258.5
 ELEMENTWISE_RW = 2.0  # bytes moved per activation byte kept: written once by its kernel, read once by the next
 FLASH_CAUSAL = 0.5  # share of the s x s score blocks a causal fused kernel computes
 TILES = ((256, 128), (128, 256), (128, 128))  # output tile shapes (m, n) of cuBLAS/CUTLASS kernels
@@ -108,6 +116,7 @@ def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
     if g.flops <= 0:
         return 0.0
     k_half = K_HALF if gpu.gemm_k_half is None else gpu.gemm_k_half
+    k_half *= FP8_K_HALF_RATIO if precision == "fp8" else 1.0
     rate = gpu.sustained(precision) * E_GEMM * wave_quantisation(g, gpu.sms) * g.k / (g.k + k_half)
     dtype = PRECISION_BYTES[precision]
     mem = dtype * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) / gpu.hbm_bw_bytes_s
@@ -115,7 +124,26 @@ def gemm_time_s(g: Gemm, gpu: Gpu, precision: str) -> float:
 
 
 def layer_gemms(w: Workload) -> list[Gemm]:
-    """Forward weight GEMMs of one layer on one GPU (MoE experts included)."""
+    """Forward weight GEMMs of one layer on one GPU (MoE experts included): the Linear GEMMs
+    (:func:`linear_gemms`) with the router's gating GEMM after the attention's."""
+    router = router_gemm(w)
+    lin = linear_gemms(w)
+    if router is None:
+        return lin
+    attn = len(w.model.attention_matrices())
+    return [*lin[:attn], router, *lin[attn:]]
+
+
+def router_gemm(w: Workload) -> Gemm | None:
+    """The MoE router's gating GEMM on the GPU's own n tokens (the SP slice; core_r0.10.0 router.py gating);
+    None for a dense model."""
+    e = w.model.moe
+    return None if e is None else Gemm(local_tokens(w), e.experts, w.model.hidden)
+
+
+def linear_gemms(w: Workload) -> list[Gemm]:
+    """Forward GEMMs of one layer's Linear modules on one GPU: the attention's matrices, the MLP or the local experts
+    (and shared experts); the ones an FP8 recipe quantizes (:mod:`slowlink.workload.fp8`)."""
     m, p = w.model, w.parallel
     tokens = w.micro_batch_tokens
     h, tp = m.hidden, p.tp
@@ -131,10 +159,7 @@ def layer_gemms(w: Workload) -> list[Gemm]:
     per_expert = tokens * e.top_k * p.ep / e.experts
     # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
     # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish.
-    # The router's gating GEMM sees the GPU's own n tokens (the SP slice; core_r0.10.0 router.py gating)
-    out += [Gemm(local_tokens(w), e.experts, h),
-            *[Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)]
-            * local]
+    out += [Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)] * local
     if e.shared_experts:
         f = e.expert_ffn_hidden * e.shared_experts
         out += [Gemm(tokens, mats * f / tp, h), Gemm(tokens, h, f / tp)]
@@ -199,25 +224,31 @@ class LayerParts:
     moe_bwd_s: float        # and backward
     recompute_s: float      # activation recomputation in backward (training.recompute)
     accumulate_s: float     # weight-gradient accumulation outside the GEMM (training.grad_accumulation)
+    quantize_fwd_s: float = 0.0  # FP8 quantization of the Linear inputs and weights (slowlink.workload.fp8)
+    quantize_bwd_s: float = 0.0  # and of their output gradients
 
     @property
     def forward_s(self) -> float:
-        return self.gemm_fwd_s + self.attn_fwd_s + self.elementwise_fwd_s + self.moe_fwd_s
+        return self.gemm_fwd_s + self.attn_fwd_s + self.elementwise_fwd_s + self.moe_fwd_s + self.quantize_fwd_s
 
     @property
     def backward_s(self) -> float:
         return (self.gemm_bwd_s + self.attn_bwd_s + self.elementwise_bwd_s + self.moe_bwd_s + self.recompute_s
-                + self.accumulate_s)
+                + self.accumulate_s + self.quantize_bwd_s)
 
 
 def layer_parts(w: Workload, gpu: Gpu) -> LayerParts:
     """Forward and backward seconds of one layer for one micro-batch on one GPU by kind (see module docstring)."""
-    prec = w.training.precision
-    gemms = layer_gemms(w)
-    fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in gemms)
-    bwd_gemm = sum(gemm_time_s(x, gpu, prec) for g in gemms for x in g.backward())
-    core = sum(gemm_time_s(g, gpu, prec) for g in attention_gemms(w))
+    prec, other = linear_precision(w), other_precision(w)  # under FP8 only the Linear GEMMs run in FP8
+    lin, router = linear_gemms(w), router_gemm(w)
+    routed = [] if router is None else [router]
+    fwd_gemm = sum(gemm_time_s(g, gpu, prec) for g in lin) + sum(gemm_time_s(g, gpu, other) for g in routed)
+    bwd_gemm = (sum(gemm_time_s(x, gpu, prec) for g in lin for x in g.backward())
+                + sum(gemm_time_s(x, gpu, other) for g in routed for x in g.backward()))
+    core = sum(gemm_time_s(g, gpu, other) for g in attention_gemms(w))
     bw = elementwise_bw_bytes_s(gpu)
+    quant = [quantize_bytes(w, g.m, g.n, g.k) for g in lin] if prec == "fp8" else []
+    q_fwd, q_bwd = sum(f for f, _ in quant) / bw, sum(b for _, b in quant) / bw
     kept = activation_bytes_per_layer(w, recompute="none")
     elem = ELEMENTWISE_RW * (kept + expert_activation_bytes(w)) / bw
     # the attention core's share (softmax, its dropout): what selective recompute does not keep
@@ -228,12 +259,25 @@ def layer_parts(w: Workload, gpu: Gpu) -> LayerParts:
     moe_fwd, moe_bwd = (x / bw for x in dispatch_bytes(w))
     router_fwd, router_bwd = router_kernels_s(w)
     moe_fwd, moe_bwd = moe_fwd + router_fwd, moe_bwd + router_bwd
-    fwd = fwd_gemm + core + elem + moe_fwd
-    extra = {"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
+    fwd = fwd_gemm + core + elem + moe_fwd + q_fwd
+    extra = ({"none": 0.0, "selective": core + elem_attn, "full": fwd}[w.training.recompute]
+             if w.training.recompute != "op_selective" else op_sac_recompute_s(w, gpu, elem))
     return LayerParts(gemm_fwd_s=fwd_gemm, gemm_bwd_s=bwd_gemm, attn_fwd_s=core,
                       attn_bwd_s=(2.5 if flash else 2.0) * core, elementwise_fwd_s=elem, elementwise_bwd_s=2.0 * elem,
                       moe_fwd_s=moe_fwd, moe_bwd_s=moe_bwd, recompute_s=extra,
-                      accumulate_s=grad_accumulation_s(w, layer_params_per_gpu(w), gpu))
+                      accumulate_s=grad_accumulation_s(w, layer_params_per_gpu(w), gpu), quantize_fwd_s=q_fwd,
+                      quantize_bwd_s=q_bwd)
+
+
+def op_sac_recompute_s(w: Workload, gpu: Gpu, elementwise_s: float) -> float:
+    """Seconds op-level selective checkpointing runs again in a layer's backward (:mod:`slowlink.workload.sac`):
+    the unsaved matrix multiplies at their per-GPU shapes and every elementwise kernel of the forward
+    (``elementwise_s``); the attention core and the saved outputs are not recomputed."""
+    tokens, tp = w.micro_batch_tokens, w.parallel.tp
+    prec = linear_precision(w)
+    gemms = [Gemm(tokens, mm.out / tp, mm.inp) if mm.column else Gemm(tokens, mm.out, mm.inp / tp)
+             for mm in block_matmuls(w.model) if not mm.saved]
+    return sum(gemm_time_s(g, gpu, prec) for g in gemms) + elementwise_s
 
 
 def layer_compute(w: Workload, gpu: Gpu) -> StageCompute:
@@ -270,7 +314,7 @@ class LogitsParts:
 def logits_parts(w: Workload, gpu: Gpu) -> LogitsParts:
     """Forward + backward seconds of the output projection and its vocab-parallel cross-entropy
     (:func:`~slowlink.workload.loss.cross_entropy_bytes`) for one micro-batch (on the last stage), by kind."""
-    g, prec = output_gemm(w), w.training.precision
+    g, prec = output_gemm(w), other_precision(w)  # the output layer is no TE module: BF16 under FP8
     forward = gemm_time_s(g, gpu, prec)
     return LogitsParts(gemm_s=forward + sum(gemm_time_s(x, gpu, prec) for x in g.backward()),
                        cross_entropy_s=cross_entropy_bytes(w) / elementwise_bw_bytes_s(gpu),

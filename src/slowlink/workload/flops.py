@@ -59,9 +59,15 @@ def model_flops_per_step(model: Model, global_batch: int) -> float:
 
 
 def hardware_flops_per_step(model: Model, global_batch: int, recompute: str) -> float:
-    """FLOPs the GPUs execute: model FLOPs plus recomputation (full: one more forward of each layer)."""
+    """FLOPs the GPUs execute: model FLOPs plus recomputation (full: one more forward of each layer; selective: the
+    attention core; op_selective: every second matrix multiply)."""
     lf = layer_forward(model, global_batch)
-    extra = {"none": 0.0, "selective": lf.attn_core, "full": lf.total}[recompute]
+    if recompute == "op_selective":  # the unsaved matrix multiplies (slowlink.workload.sac)
+        from slowlink.workload.sac import recomputed_flops_per_token
+
+        extra = recomputed_flops_per_token(model) * global_batch * model.seq_len
+    else:
+        extra = {"none": 0.0, "selective": lf.attn_core, "full": lf.total}[recompute]
     return model_flops_per_step(model, global_batch) + model.layers * extra
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 from slowlink import units
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.workload import Workload
+from slowlink.workload import sac
 from slowlink.workload.flops import params
 from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
 
@@ -147,7 +148,7 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
                                     (none with flash attention or selective recompute)
     For GPT (ffn 4h, non-gated, MHA, dropout) at e = 2 this is Table 2's sbh(10 + 24/t + 5as/(ht)).
     ``recompute`` overrides the workload's mode (the compute model prices the traffic of every
-    activation, kept or not, with ``"none"``).
+    activation, kept or not, with ``"none"``); op_selective keeps what :mod:`slowlink.workload.sac` says.
     """
     m, p, t = w.model, w.parallel, w.training
     mode = t.recompute if recompute is None else recompute
@@ -157,6 +158,8 @@ def activation_bytes_per_layer(w: Workload, recompute: str | None = None) -> flo
     h = m.hidden
     if mode == "full":
         return tokens * e * h / split
+    if mode == "op_selective":
+        return tokens * sac.saved_bytes_per_token(m, p.tp, split, e)
     qkv_out = m.heads * m.qk_head_dim + m.k_width + m.v_width + m.attn_out_width
     latents = 0.0 if m.mla is None else float(m.mla.q_lora_rank + m.mla.kv_lora_rank)
     per_token = e * (3.0 * h / split + qkv_out / p.tp + latents

@@ -33,6 +33,7 @@ from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of
 from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_parts, output_gemm
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
+from slowlink.workload.fp8 import other_precision
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
 from slowlink.workload.tp_overlap import tp_overlap
@@ -63,6 +64,7 @@ class StepResult:
     bottleneck: str = ""
     bottleneck_dim: str = ""
     dp_window_s: float = 0.0  # the backward the DP gradient reduction hides behind (0 without overlap.grad_reduce)
+    collectives_per_step: dict[str, float] = field(default_factory=dict)  # calls by dimension, slowest stage's GPU
 
     @property
     def exposed_comm_s(self) -> float:
@@ -84,7 +86,7 @@ class StepResult:
             "comm_compute_ratio": self.comm_compute_ratio,
             "memory_gib_per_gpu": self.memory.total_bytes / units.GiB, "memory": self.memory.to_json(),
             "tp_spans_nodes": self.tp_spans_nodes, "bottleneck": self.bottleneck,
-            "bottleneck_dim": self.bottleneck_dim,
+            "bottleneck_dim": self.bottleneck_dim, "collectives_per_step": self.collectives_per_step,
         }
 
 
@@ -101,7 +103,7 @@ def stage_time_s(w: Workload, layers_s: tuple[float, float, float], first_extra_
 def output_wgrad_s(w: Workload, gpu: Gpu) -> float:
     """Seconds of the output layer's weight-gradient GEMM, dW = X^T dY over [tokens, h] x [tokens, V/tp], for one
     micro-batch: what ``overlap.defer_embedding_wgrad`` takes out of the last stage's backward."""
-    return gemm_time_s(output_gemm(w).backward()[1], gpu, w.training.precision)
+    return gemm_time_s(output_gemm(w).backward()[1], gpu, other_precision(w))
 
 
 def embedding_grad_s(w: Workload, gpu: Gpu) -> float:
@@ -219,6 +221,10 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
     if p.dp % p.ep:
         raise InfeasiblePlan(f"parallel.ep ({p.ep}) must divide dp ({p.dp})", rule="ep_divides_dp")
     micro = w.micro_batches
+    if w.overlap.ep_comm and micro < 2:
+        raise InfeasiblePlan(f"overlap.ep_comm (true): pairs micro-batches, and each DP rank runs {micro} per step "
+                             f"(training.global_batch / (micro_batch * dp) = {t.global_batch} / ({t.micro_batch} * "
+                             f"{p.dp})); needs 2 or more", rule="ep_overlap_pairs")
     if p.vp > 1 and p.pp > 1 and micro % p.pp:
         # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
         raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
@@ -251,7 +257,7 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
         tp_total, tp_exp, tp_hidden = ub.total_s, ub.exposed_s, ub.hidden_s
     per_layer_wait = tp_exp + dims["cp"].exposed_s + dims["ep"].exposed_s
     share = comm_sm_share(paced.sms)
-    beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s
+    beside = tp_hidden + dims["cp"].total_s - dims["cp"].exposed_s + dims["ep"].total_s - dims["ep"].exposed_s
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logit_parts = logits_parts(w, paced)
@@ -289,6 +295,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
               "dp": dims["dp"].total_s}
+    calls = {"tp": micro * (busiest * tp.calls + edge.calls), "cp": micro * busiest * dims["cp"].calls,
+             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls, "dp": dims["dp"].calls}
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)
@@ -299,7 +307,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
                       mfu=mf / peak, hfu=hf / peak, compute_s=compute, bubble_s=bubble, optimizer_s=opt,
                       memory=mem, contention_s=contention, comm_s=exposed, comm_total_s=totals, tp_spans_nodes=spans,
                       bottleneck=words, bottleneck_dim=dim,
-                      dp_window_s=busiest * lc.backward_s if w.overlap.grad_reduce else 0.0)
+                      dp_window_s=busiest * lc.backward_s if w.overlap.grad_reduce else 0.0,
+                      collectives_per_step=calls)
 
 
 def bottleneck(w: Workload, cluster: Cluster, dims: dict[str, DimComm], exposed: dict[str, float],

@@ -8,7 +8,7 @@ Volumes are in :mod:`slowlink.workload.comm`; exposure rules (per micro-batch on
   CP  each ring hop hides behind one block of attention (1/cp of the attention core); the all-gather
       variant (K/V gathered, dK/dV reduce-scattered: Llama 3) is exposed;
   EP  exposed (the all-to-all, and with TP the routed tokens' all-gather / reduce-scatter, sit between
-      router and experts);
+      router and experts), unless overlap.ep_comm pairs micro-batches (:func:`ep_layer`);
   PP  exposed (1F1B send/recv on the critical path; without SP the receiver all-gathers the 1/tp slices
       over the TP group, Narayanan et al. 2021 Sec. 4.1, or with pp_scatter_gather false every TP rank
       sends the whole tensor); with overlap.pp_comm (Megatron's overlap_p2p_comm, interleaved schedule) a
@@ -37,22 +37,26 @@ from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Workload
 from slowlink.units import PRECISION_BYTES
 from slowlink.workload import zero3
+from slowlink.workload.buckets import bucketed_s, dp_buckets
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
+from slowlink.workload.fp8 import amax_allreduces, other_precision
 from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 
 
 @dataclass(frozen=True)
 class DimComm:
-    """One dimension's traffic: ``layer_s`` per layer and micro-batch (tp, cp, ep), ``mb_s`` per
-    micro-batch (pp), ``step_s`` per step (dp); the largest collective names the link."""
+    """One dimension's traffic: per layer and micro-batch (tp, cp, ep), per micro-batch (pp), per step (dp), the
+    seconds in all, the seconds the step waits and the collectives issued (``calls``, each paying its latency); the
+    largest collective names the link."""
 
     total_s: float
     exposed_s: float
     op: str
     size_bytes: float
     groups: str
+    calls: float = 0.0
 
 
 def comm_sm_share(sms: int, comm_ctas: int = CHANNELS) -> float:
@@ -82,12 +86,13 @@ def micro_batch_act_bytes(w: Workload) -> float:
     return w.micro_batch_tokens * w.model.hidden * kept_bytes(w.training.precision)
 
 
+AMAX_BYTES = PRECISION_BYTES["fp32"]  # one amax, reduced in FP32 (TE's amax buffers are float32)
+
+
 def pp_hop_bytes(w: Workload) -> float:
-    """Bytes one rank sends to the next stage per micro-batch and direction: the activation, split over TP under
-    SP or scatter/gather (Narayanan et al. 2021, Sec. 4.1)."""
+    """One rank's PP send per micro-batch and direction: the activation, over TP under SP or scatter/gather."""
     p = w.parallel
-    split = p.sequence_parallel or p.pp_scatter_gather
-    return micro_batch_act_bytes(w) / (p.tp if split else 1)
+    return micro_batch_act_bytes(w) / (p.tp if p.sequence_parallel or p.pp_scatter_gather else 1)
 
 
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
@@ -101,10 +106,15 @@ def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     blocks = 1.0 if moe is not None and not moe.shared_experts else 2.0
     passes = 3.0 if w.training.recompute == "full" else 2.0
     if p.sequence_parallel:
-        one, op = blocks * (cost("all_gather", size, grp) + cost("reduce_scatter", size, grp)), "all_gather"
-        return DimComm(one * passes, one * passes, op, size, "tp")
-    total = (blocks * passes + split_gate_up_allreduces(w)) * cost("all_reduce", size, grp)
-    return DimComm(total, total, "all_reduce", size, "tp")
+        # op-level SAC saves the reduce-scatter outputs but not the all-gathers: those run again (workload.sac)
+        gathers = 3.0 if w.training.recompute == "op_selective" else passes
+        t = blocks * (gathers * cost("all_gather", size, grp) + passes * cost("reduce_scatter", size, grp))
+        amax = sum(amax_allreduces(w))  # FP8 current scaling: each gathered tensor's amax, before it is quantized
+        t += amax * cost("all_reduce", AMAX_BYTES, grp) if amax else 0.0
+        return DimComm(t, t, "all_gather", size, "tp", blocks * (gathers + passes) + amax)
+    calls = blocks * passes + split_gate_up_allreduces(w)
+    total = calls * cost("all_reduce", size, grp)
+    return DimComm(total, total, "all_reduce", size, "tp", calls)
 
 
 def split_gate_up_allreduces(w: Workload) -> int:
@@ -126,7 +136,8 @@ class EdgeTp:
     """TP seconds per micro-batch of the layers at the model's two ends: what the first stage waits for around the
     word embedding (``embedding_s``), the last stage around the output layer (``output_s``; ``output_deferred_s``
     for a micro-batch whose weight gradient overlap.defer_embedding_wgrad defers), and all their collectives
-    (``total_s``); of the waits, what falls in the forward (``embedding_fwd_s``, ``output_fwd_s``)."""
+    (``total_s``, ``calls`` collectives, a micro-batch whose weight gradient is not deferred); of the waits, what falls
+    in the forward (``embedding_fwd_s``, ``output_fwd_s``)."""
 
     embedding_s: float
     output_s: float
@@ -134,6 +145,7 @@ class EdgeTp:
     total_s: float
     embedding_fwd_s: float = 0.0
     output_fwd_s: float = 0.0
+    calls: float = 0.0
 
 
 def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
@@ -155,17 +167,18 @@ def edge_tp(w: Workload, cost: CommCost, gpu: Gpu) -> EdgeTp:
     if p.tp == 1:
         return EdgeTp(0.0, 0.0, 0.0, 0.0)
     grp, size = groups_of(p, "tp"), micro_batch_act_bytes(w)
-    dgrad, wgrad = (gemm_time_s(g, gpu, t.precision) for g in output_gemm(w).backward())
+    dgrad, wgrad = (gemm_time_s(g, gpu, other_precision(w)) for g in output_gemm(w).backward())
+    gathered = 1.0 if t.cross_entropy == "gathered" else 0.0
     logits = (cost("all_gather", w.micro_batch_tokens * w.model.vocab * kept_bytes(t.precision), grp)
-              if t.cross_entropy == "gathered" else 0.0)
+              if gathered else 0.0)
     if not p.sequence_parallel:
         ar = cost("all_reduce", size, grp)
         return EdgeTp(ar, logits + max(0.0, ar - wgrad), logits + ar, 2.0 * ar + logits, embedding_fwd_s=ar,
-                      output_fwd_s=logits)
+                      output_fwd_s=logits, calls=2.0 + gathered)
     ag, rs = cost("all_gather", size, grp), cost("reduce_scatter", size, grp)
     return EdgeTp(embedding_s=rs + ag, output_s=logits + ag + max(0.0, ag - dgrad) + max(0.0, rs - wgrad),
                   output_deferred_s=logits + ag + rs, total_s=rs + ag + 2.0 * ag + rs + logits, embedding_fwd_s=rs,
-                  output_fwd_s=ag + logits)
+                  output_fwd_s=ag + logits, calls=5.0 + gathered)
 
 
 def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
@@ -179,21 +192,30 @@ def cp_layer(w: Workload, cost: CommCost, lc: StageCompute) -> DimComm:
         full, grp = kv * p.cp, groups_of(p, "cp")  # reduce-scattered backward; all on the critical path
         gathers = 2.0 if w.training.recompute == "full" else 1.0
         t = gathers * cost("all_gather", full, grp) + cost("reduce_scatter", full, grp)
-        return DimComm(t, t, "all_gather", full, "cp")
+        return DimComm(t, t, "all_gather", full, "cp", gathers + 1.0)
     hop = cost("send_recv", kv, groups_of(p, "cp_pairs"))
     passes = 1.0 + 2.0 + (1.0 if w.training.recompute == "full" else 0.0)
     hidden = lc.attn_core_s / p.cp
     return DimComm((p.cp - 1) * hop * passes, (p.cp - 1) * max(0.0, hop - hidden) * passes, "send_recv", kv,
-                   "cp_pairs")
+                   "cp_pairs", (p.cp - 1) * passes)
 
 
-def ep_layer(w: Workload, cost: CommCost) -> DimComm:
+def ep_layer(w: Workload, cost: CommCost, lc: StageCompute | None = None, micro: int = 1) -> DimComm:
     """Token-dispatch seconds of one MoE layer and micro-batch, forward + backward: the EP all-to-all (dispatch
     + combine) and, with TP > 1, the all-gather / reduce-scatter of the routed tokens over the TP group that
     Megatron-Core's MoEAlltoAllTokenDispatcher runs between the all-to-all and the experts (core_r0.10.0
     token_dispatcher.py; expert TP defaults to TP). Both sit on the compute stream between router and experts:
     exposed. Each forward the router's aux loss also all-reduces the tokens-per-expert counts over the TP x CP
-    group (moe.token_count_bytes), a blocking call on the compute stream: exposed."""
+    group (moe.token_count_bytes), a blocking call on the compute stream: exposed.
+
+    With ``overlap.ep_comm`` (batch-level overlap: DeepSeek-V3's DualPipe, arXiv 2412.19437 Sec. 3.2.1, pairs the
+    forward chunk of one micro-batch with the backward chunk of another so that "both all-to-all and PP
+    communication can be fully hidden"; Megatron-Core v0.14's --overlap-moe-expert-parallel-comm does the same in
+    1F1B) the ``micro`` micro-batches of a step run as micro - 1 pairs, forward of micro-batch i + 1 beside backward
+    of micro-batch i: a pair's dispatch traffic (one micro-batch's forward and backward, ``t``) hides behind the pair's
+    layer compute (``lc``: one layer's forward and backward), waiting max(0, t - compute); the first forward and the
+    last backward have no partner and wait whole. Per layer and micro-batch: (t + (micro - 1) max(0, t - compute)) /
+    micro."""
     p, m = w.parallel, w.model
     if m.moe is None or (p.ep == 1 and p.tp == 1 and p.cp == 1):
         return DimComm(0.0, 0.0, "all_to_all", 0.0, "ep")
@@ -205,9 +227,14 @@ def ep_layer(w: Workload, cost: CommCost) -> DimComm:
                                                                             groups_of(p, "tp"))) if p.tp > 1 else 0.0
     counts = (passes - 1.0) * cost("all_reduce", token_count_bytes(w), groups_of(p, "tp_cp"))
     t = a2a + tp + counts
+    calls = ((2.0 * passes if p.ep > 1 else 0.0) + (2.0 * passes if p.tp > 1 else 0.0)
+             + (passes - 1.0 if p.tp * p.cp > 1 else 0.0))
+    exposed = t
+    if w.overlap.ep_comm and lc is not None:
+        exposed = (t + (micro - 1) * max(0.0, t - lc.total_s)) / micro
     if p.ep > 1:
-        return DimComm(t, t, "all_to_all", size, "ep")
-    return DimComm(t, t, "all_gather", gathered, "tp")
+        return DimComm(t, exposed, "all_to_all", size, "ep", calls)
+    return DimComm(t, exposed, "all_gather", gathered, "tp", calls)
 
 
 def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None) -> DimComm:
@@ -223,38 +250,19 @@ def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None
     p = w.parallel
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
-    split = p.sequence_parallel or p.pp_scatter_gather
+    split = p.sequence_parallel or p.pp_scatter_gather  # SP, or scatter/gather (Narayanan et al. 2021, Sec. 4.1)
     size = pp_hop_bytes(w)
     hop = cost("send_recv", size, groups_of(p, "pp_pairs"))
+    per_hop = 1.0
     if p.tp > 1 and not p.sequence_parallel and split:  # the receiver re-assembles the tensor over NVLink
         hop += cost("all_gather", micro_batch_act_bytes(w), groups_of(p, "tp"))
-    t = 2.0 * p.vp * hop
+        per_hop = 2.0
+    t, calls = 2.0 * p.vp * hop, 2.0 * p.vp * per_hop
     if not w.overlap.pp_comm or chunk is None:
-        return DimComm(t, t, "send_recv", size, "pp_pairs")
+        return DimComm(t, t, "send_recv", size, "pp_pairs", calls)
     # the forward hop waits through a backward chunk, the backward hop through a forward chunk
     exposed = p.vp * (max(0.0, hop - chunk.backward_s) + max(0.0, hop - chunk.forward_s))
-    return DimComm(t, exposed, "send_recv", size, "pp_pairs")
-
-
-MEGATRON_BUCKET_PARAMS = 40e6  # Megatron-LM DDP bucket: max(40M, 1M x dp) parameters
-MEGATRON_BUCKET_PER_DP = 1e6  # (megatron/core/distributed/distributed_data_parallel.py, bucket_size default)
-
-
-def last_bucket_params(w: Workload, local_params: float, embedding_params: float = 0.0) -> float:
-    """Parameters in the DP bucket that no compute can hide: Megatron-LM's DDP reduces gradients in buckets
-    of max(40M, 1M x dp) parameters (core_r0.10.0 distributed_data_parallel.py l.54-56); the bucket
-    holding the first layers is ready only when the last backward ends, and the optimizer waits for it.
-    Its parameter all-gather (distributed optimizer) likewise precedes the first forward.
-
-    ``embedding_params``: the word embedding that bucket holds. param_and_grad_buffer.py l.533-561 fills
-    buckets from the last parameter backwards and closes one only after a whole parameter is in it (and
-    puts a shared embedding in a bucket of its own, l.520-531): the first parameter, the embedding, is in
-    the last bucket, never split. That bucket is the embedding plus what remains of the other parameters,
-    which the model does not know at tensor granularity: the full bucket when the embedding is smaller,
-    the embedding alone (a lower bound) when it is larger."""
-    p = w.parallel
-    bucket = max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DP * p.dp_shards, embedding_params)
-    return min(local_params, bucket)
+    return DimComm(t, exposed, "send_recv", size, "pp_pairs", calls)
 
 
 def chunked_reduce_exposed_s(chunk_s: list[float], last_bucket_s: float, chunk_backward_s: float,
@@ -312,12 +320,15 @@ def chunked_gather_exposed_s(chunk_s: list[float], chunk_forward_s: float, pp: i
 
 def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int, gpu: Gpu) -> DimComm:
     """DP seconds per step: gradient reduction and ZeRO parameter gathers, total and exposed (``gpu``: the HBM
-    bandwidth DeepSpeed 2021's ZeRO-3 copies run at).
+    bandwidth DeepSpeed 2021's ZeRO-3 copies run at), one collective per bucket of the workload's stack.
 
     zero 1 is Megatron-Core's distributed optimizer: its last bucket holds the word embedding, and with
     vp > 1 the exposure follows the interleaved schedule (:func:`chunked_reduce_exposed_s`,
     :func:`chunked_gather_exposed_s`, per chunk of the first pipeline rank: ``layers`` / vp layers, chunk 0
-    with the embedding). zero 0 (PyTorch or Megatron DDP) and zero 2 keep the one-chunk rule."""
+    with the embedding, the only chunk with buckets). zero 0 (PyTorch or Megatron DDP) and zero 2 keep the
+    one-chunk rule; ZeRO-2 of a stack that shards per FSDP unit (``stack.sharded_unit: layer``) reduces and gathers
+    one unit per layer and one per end of the model. Without overlap.grad_reduce a stack with
+    ``buckets_without_overlap`` false reduces each gradient buffer in one call (Megatron-Core)."""
     p, o = w.parallel, w.overlap
     if p.dp_shards == 1:
         return DimComm(0.0, 0.0, "all_reduce", 0.0, "dp_cp")
@@ -325,38 +336,45 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
         return zero3_step(w, cost, lc, layers, micro, gpu)
     dense_n, expert_n = _local_params(w)
     g_bytes = PRECISION_BYTES[w.training.grad_comm_dtype]
+    w_bytes = kept_bytes(w.training.precision)
     dim = "dp_cp" if p.cp > 1 else "dp"
     reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     edp = bool(expert_n) and p.dp // p.ep > 1
+    b = dp_buckets(w, layers, dense_n, expert_n, g_bytes)
 
-    def reduce_s(dense: float, expert: float) -> float:
-        t = cost(reduce_op, dense * g_bytes, groups_of(p, dim))
-        return t + (cost(reduce_op, expert * g_bytes, groups_of(p, "edp")) if edp and expert else 0.0)
+    def reduce_s(dense: float, expert: float, bucketed: bool = True) -> tuple[float, int]:
+        size, first = (b.grad, b.first) if bucketed else (None, None)
+        t, n = bucketed_s(cost, reduce_op, dense, g_bytes, size, groups_of(p, dim), first)
+        te, ne = bucketed_s(cost, reduce_op, expert, g_bytes, size, groups_of(p, "edp")) if edp else (0.0, 0)
+        return t + te, n + ne
 
-    def gather_s(dense: float, expert: float) -> float:
-        w_bytes = kept_bytes(w.training.precision)
-        t = cost("all_gather", dense * w_bytes, groups_of(p, dim))
-        return t + (cost("all_gather", expert * w_bytes, groups_of(p, "edp")) if edp and expert else 0.0)
+    def gather_s(dense: float, expert: float, bucketed: bool = True) -> tuple[float, int]:
+        size = b.gather if bucketed else None
+        t, n = bucketed_s(cost, "all_gather", dense, w_bytes, size, groups_of(p, dim))
+        te, ne = bucketed_s(cost, "all_gather", expert, w_bytes, size, groups_of(p, "edp")) if edp else (0.0, 0)
+        return t + te, n + ne
 
-    red = reduce_s(dense_n, expert_n)
-    gather = gather_s(dense_n, expert_n) if p.zero >= 1 else 0.0
-    megatron = p.zero == 1
-    emb = vocab_shard_params(w) if megatron else 0.0
-    bucket = last_bucket_params(w, dense_n, emb)
-    chunks = _chunk_params(w, layers) if megatron and p.vp > 1 else None
+    chunks = _chunk_params(w, layers) if p.zero == 1 and p.vp > 1 else None
+    if chunks is None:
+        red_chunks = [reduce_s(dense_n, expert_n)]
+        gat_chunks = [gather_s(dense_n, expert_n) if p.zero >= 1 else (0.0, 0)]
+    else:  # chunk 0 alone has buckets (distributed_data_parallel.py l.69-77)
+        red_chunks = [reduce_s(d, e, c == 0) for c, (d, e) in enumerate(chunks)]
+        gat_chunks = [gather_s(d, e, c == 0) for c, (d, e) in enumerate(chunks)]
+    red, red_calls = sum(t for t, _ in red_chunks), sum(n for _, n in red_chunks)
+    gather, gather_calls = sum(t for t, _ in gat_chunks), sum(n for _, n in gat_chunks)
     red_exp = red
     if o.grad_reduce and chunks is not None:
-        red_exp = chunked_reduce_exposed_s([reduce_s(d, e) for d, e in chunks], reduce_s(bucket, 0.0),
+        red_exp = chunked_reduce_exposed_s([t for t, _ in red_chunks], reduce_s(b.last, 0.0, False)[0],
                                            layers * lc.backward_s / p.vp, p.pp)
     elif o.grad_reduce:
-        red_exp = max(red - layers * lc.backward_s, reduce_s(bucket, 0.0))
+        red_exp = max(red - layers * lc.backward_s, reduce_s(b.last, 0.0, False)[0])
     gat_exp = gather
     if o.param_gather and p.zero >= 1 and chunks is not None:
-        gat_exp = chunked_gather_exposed_s([gather_s(d, e) for d, e in chunks], layers * lc.forward_s / p.vp,
-                                           p.pp)
+        gat_exp = chunked_gather_exposed_s([t for t, _ in gat_chunks], layers * lc.forward_s / p.vp, p.pp)
     elif o.param_gather and p.zero >= 1:
-        gat_exp = max(gather - layers * lc.forward_s, gather_s(bucket, 0.0))
-    return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim)
+        gat_exp = max(gather - layers * lc.forward_s, gather_s(b.last, 0.0, False)[0])
+    return DimComm(red + gather, red_exp + gat_exp, reduce_op, dense_n * g_bytes, dim, red_calls + gather_calls)
 
 
 def _chunk_params(w: Workload, layers: int) -> list[tuple[float, float]]:
@@ -374,11 +392,11 @@ def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro
     dense_n, expert_n = _local_params(w)
     dim = "dp_cp" if p.cp > 1 else "dp"
     if p.zero3_impl == "deepspeed-2021":
-        total, exposed = zero3.deepspeed_2021_step(w, cost, layers, micro, gpu)
+        total, exposed, calls = zero3.deepspeed_2021_step(w, cost, layers, micro, gpu)
     else:  # experts: gathered in the same unit (ep = 1 view)
-        total, exposed = zero3.fsdp_step(w, cost, lc, layers, micro, dense_n + expert_n)
+        total, exposed, calls = zero3.fsdp_step(w, cost, lc, layers, micro, dense_n + expert_n)
     per_layer = (dense_n + expert_n) / max(layers, 1)
-    return DimComm(total, exposed, "all_gather", per_layer * kept_bytes(w.training.precision), dim)
+    return DimComm(total, exposed, "all_gather", per_layer * kept_bytes(w.training.precision), dim, calls)
 
 
 def _local_params(w: Workload) -> tuple[float, float]:
@@ -395,7 +413,7 @@ def _local_params(w: Workload) -> tuple[float, float]:
 def all_dims(w: Workload, cluster: Cluster, cost: CommCost, lc: StageCompute, layers: int,
              micro: int) -> dict[str, DimComm]:
     """Every dimension's traffic; tp/cp/ep per layer and micro-batch, pp per micro-batch, dp per step."""
-    return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost),
+    return {"tp": tp_layer(w, cost), "cp": cp_layer(w, cost, lc), "ep": ep_layer(w, cost, lc, micro),
             "pp": pp_microbatch(w, cost, virtual_stage(lc, layers, w.parallel.vp)),
             "dp": dp_step(w, cost, lc, layers, micro, cluster.gpu)}
 

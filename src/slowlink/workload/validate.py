@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from slowlink.catalog.stack import stacks
 from slowlink.fileio import parse_text
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.spec.workload import Model, Workload, workload_from_mapping
@@ -39,6 +40,7 @@ class Case:
     gpu: str = ""  # the run's GPU (catalog name), for the breakdown by generation
     tp: int = 1  # the run's TP degree and whether it shards parameters (ZeRO-3 / FSDP): the error's two
     sharded_params: bool = False  # strongest patterns (workload.accuracy)
+    stack: str = "megatron-core"  # the stack it ran: the workload's, or the software its source names
 
     @property
     def error(self) -> float:
@@ -99,7 +101,7 @@ def heldout_cases() -> list[Case]:
         # micro-batches in flight on the first stage; Meta frees stage inputs/outputs early, Sec. 3.3.2)
         r = plan(w, cluster, check_memory=False)
         out.append(Case(c["id"], r.mfu, measured_mfu(c, w, cluster), "MFU", cluster.gpu.name, w.parallel.tp,
-                        w.parallel.zero == 3))
+                        w.parallel.zero == 3, c.get("software", w.stack.name)))
     return out
 
 
@@ -110,14 +112,16 @@ def _group_key(c: Case, label: str) -> str:
         return c.source
     if label == "gpu":
         return c.gpu or "-"
+    if label == "stack":
+        return c.stack
     return layout_key(c.gpu, c.tp, c.sharded_params)
 
 
 def breakdown(cases: list[Case]) -> dict[str, dict[str, tuple[int, float, float]]]:
-    """Cases, mean |error| and mean signed error by source (id prefix), by GPU and by GPU and TP: where a
+    """Cases, mean |error| and mean signed error by source (id prefix), by GPU, by GPU and TP and by stack: where a
     set's error lives."""
     out: dict[str, dict[str, tuple[int, float, float]]] = {}
-    for label in ("source", "gpu", "gpu_tp"):
+    for label in ("source", "gpu", "gpu_tp", "stack"):
         groups: dict[str, list[Case]] = {}
         for c in cases:
             groups.setdefault(_group_key(c, label), []).append(c)
@@ -144,7 +148,7 @@ def cases() -> list[Case]:
             cl = selene(c["gpus"] // 8)
             r = plan(w, cl)
             out.append(Case(f"{c['id']}-{mode}", r.step_time_s, c[f"iter_time_{mode}_s"], gpu=cl.gpu.name,
-                            tp=w.parallel.tp))
+                            tp=w.parallel.tp, stack=w.stack.name))
     runs = _data("narayanan_2021_runs.yaml")["runs"]
     for c in data["narayanan_2021"]["cases"]:
         run = runs[c["id"]]
@@ -157,16 +161,29 @@ def cases() -> list[Case]:
             "parallel": {"tp": c["tp"], "pp": c["pp"], "dp": dp,
                          "vp": stage // run.get("layers_per_virtual_stage", stage),
                          "sequence_parallel": False, "zero": 0},
-            "overlap": {"grad_reduce": run["ddp"] == "torch"}})
+            "overlap": {"grad_reduce": run["ddp"] == "torch"}, "stack": _ddp_stack(run["ddp"])})
         cl = selene(c["gpus"] // 8)
         r = plan(w, cl)
-        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name, tp=w.parallel.tp))
+        out.append(Case(c["id"], r.step_time_s, c["iter_time_s_derived"], gpu=cl.gpu.name, tp=w.parallel.tp,
+                        stack=w.stack.name))
     return out
+
+
+def _ddp_stack(ddp: str) -> dict[str, object]:
+    """The stack of a Narayanan Table 1 run: Megatron-LM with its own DDP (``local``: megatron-core's one call per
+    buffer without overlap) or with PyTorch DDP (``torch``: PyTorch's 25 MiB buckets and 1 MiB first bucket, the
+    ``fsdp`` stack's, catalog/data/stacks.yaml)."""
+    if ddp != "torch":
+        return {"name": "megatron-core"}
+    torch_ddp = stacks()["fsdp"].fields
+    return {"name": "megatron-core", "grad_bucket_bytes": torch_ddp.grad_bucket_bytes,
+            "first_bucket_bytes": torch_ddp.first_bucket_bytes,
+            "buckets_without_overlap": torch_ddp.buckets_without_overlap}
 
 
 def priced_runs() -> list[RecordedRun]:
     """Every held-out run priced now by the step model (``slowlink validate``'s held-out set)."""
-    return [RecordedRun(c.id, c.gpu, c.tp, c.sharded_params, c.error) for c in heldout_cases()]
+    return [RecordedRun(c.id, c.gpu, c.tp, c.sharded_params, c.error, c.stack) for c in heldout_cases()]
 
 
 def write_record(path: Path) -> None:

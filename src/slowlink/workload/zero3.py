@@ -211,9 +211,10 @@ def end_tensors(m: Model, tp: int) -> list[float]:
     return [word, float(m.seq_len * m.hidden)]
 
 
-def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gpu: Gpu) -> tuple[float, float]:
-    """(total, exposed) seconds per step of DeepSpeed 2021 ZeRO-3: per-tensor collectives at the full DP size,
-    each paying the collective model's time (ring latency of n-1 steps included), one short kernel per rank
+def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int,
+                        gpu: Gpu) -> tuple[float, float, float]:
+    """(total, exposed seconds, collectives) per step of DeepSpeed 2021 ZeRO-3: per-tensor collectives at the full
+    DP size, each paying the collective model's time (ring latency of n-1 steps included), one short kernel per rank
     for the list API, DeepSpeed's per-rank Python loop and the HBM bytes of its fills and copies
     (:func:`gather_hbm_bytes`, :func:`scatter_hbm_bytes`) at ``gpu``'s HBM bandwidth; plus the post-step
     gather of the persistent tensors; none overlaps with compute (module docstring)."""
@@ -234,12 +235,13 @@ def deepspeed_2021_step(w: Workload, cost: CommCost, layers: int, micro: int, gp
 
     n_gather = gathers_per_microbatch(w.training.recompute == "full")
     # DeepSpeed compares a tensor's full size (ds_numel) with the persistence threshold
-    per_layer = sum(n_gather * gather(numel * w_bytes) + scatter(numel * g_bytes)
-                    for numel in layer_tensors(w.model, p.tp) if numel * p.tp >= DS_PERSISTENCE_NUMEL)
-    ends = sum(GATHERS_NO_REUSE * gather(numel * w_bytes) + scatter(numel * g_bytes)
-               for numel in end_tensors(w.model, p.tp))
+    gathered = [numel for numel in layer_tensors(w.model, p.tp) if numel * p.tp >= DS_PERSISTENCE_NUMEL]
+    per_layer = sum(n_gather * gather(numel * w_bytes) + scatter(numel * g_bytes) for numel in gathered)
+    end = end_tensors(w.model, p.tp)
+    ends = sum(GATHERS_NO_REUSE * gather(numel * w_bytes) + scatter(numel * g_bytes) for numel in end)
     total = micro * (layers * per_layer + ends) + post_step_gather_s(w, cost, grp, layers, gpu)
-    return total, total
+    calls = micro * (layers * len(gathered) * (n_gather + 1) + len(end) * (GATHERS_NO_REUSE + 1)) + 1
+    return total, total, calls
 
 
 def prefetched_exposed_s(comm_s: float, compute_s: float, layers: int) -> float:
@@ -249,20 +251,31 @@ def prefetched_exposed_s(comm_s: float, compute_s: float, layers: int) -> float:
     return comm_s + (layers - 1) * max(0.0, comm_s - compute_s)
 
 
+def reshards_after_forward(w: Workload) -> bool:
+    """Whether each FSDP unit frees its gathered parameters after its forward and gathers them again before its
+    backward: the stack's ``reshard_after_forward`` (always; never; not_with_pp = torchtitan's default, never
+    under pipeline parallelism: catalog/data/stacks.yaml)."""
+    rule = w.stack.fields.reshard_after_forward
+    return rule == "always" or (rule == "not_with_pp" and w.parallel.pp == 1)
+
+
 def fsdp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: int,
-              local_params: float) -> tuple[float, float]:
-    """(total, exposed) seconds per step of FSDP-style ZeRO-3: every micro-batch all-gathers each layer before
-    its forward and again before its backward (recomputation reuses the backward gather) and reduce-scatters
-    its gradients; one collective per layer at the full DP size, behind the previous layer's compute; in the
-    backward the gather of the next layer and the reduce-scatter of the last share the network."""
+              local_params: float) -> tuple[float, float, float]:
+    """(total, exposed seconds, collectives) per step of FSDP-style ZeRO-3: every micro-batch all-gathers each
+    layer before its forward and, when the stack reshards after the forward (:func:`reshards_after_forward`), again
+    before its backward (recomputation reuses the backward gather), and reduce-scatters its gradients; one
+    collective per layer at the full DP size, behind the previous layer's compute; in the backward the gather of
+    the next layer and the reduce-scatter of the last share the network."""
     p, o = w.parallel, w.overlap
     grp = groups_of(p, "dp_cp" if p.cp > 1 else "dp")
     per_layer = local_params / max(layers, 1)
     gather = cost("all_gather", per_layer * kept_bytes(w.training.precision), grp)
     scatter = cost("reduce_scatter", per_layer * PRECISION_BYTES[w.training.grad_comm_dtype], grp)
-    total = micro * layers * (2.0 * gather + scatter)
+    again = 1.0 if reshards_after_forward(w) else 0.0
+    total = micro * layers * ((1.0 + again) * gather + scatter)
+    calls = micro * layers * (2.0 + again)
     if not o.param_gather:
-        return total, total
+        return total, total, calls
     fwd = prefetched_exposed_s(gather, lc.forward_s, layers)
-    bwd = prefetched_exposed_s(gather + scatter, lc.backward_s, layers)
-    return total, micro * (fwd + bwd)
+    bwd = prefetched_exposed_s(again * gather + scatter, lc.backward_s, layers)
+    return total, micro * (fwd + bwd), calls
