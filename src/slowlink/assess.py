@@ -5,7 +5,8 @@ the same files give the same step, ETTR and cost wherever they are asked.
 
   step_s     = the step model's step + the storage model's data stall per step (what failures and cost price)
   ETTR       = the failure model at the checkpoint interval it picks (slowlink.reliability.goodput);
-               1 where failures cannot be priced, and ``unpriced`` says why
+               1 where failures cannot be priced, and ``unpriced`` says why; across sites x the share of time
+               the sites' outages leave (slowlink.sites.outages)
   tokens/s   = global_batch x seq_len / step_s
   $/M tokens = $/hour / (tokens/s x 3600 x ETTR) x 1e6                 (slowlink.cost.model)
   days, $    = the goodput model's wall time of the token budget, and $/hour over it
@@ -14,7 +15,7 @@ the same files give the same step, ETTR and cost wherever they are asked.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from slowlink import units
@@ -25,6 +26,7 @@ from slowlink.spec.workload import Workload
 if TYPE_CHECKING:
     from slowlink.cost.model import ClusterCost, TokenCost
     from slowlink.reliability.goodput import Failures, Goodput
+    from slowlink.sites.outages import SiteOutages
     from slowlink.sites.plan import CrossSite
     from slowlink.spec.prices import PriceBook
     from slowlink.storage.plan import StoragePlan
@@ -87,6 +89,7 @@ class Assessment:
     stragglers: PlanStragglers | None  # degraded parts' cost and the jitter (None: a uniform cluster, or not asked)
     unpriced: tuple[Unpriced, ...]
     cross_site: CrossSite | None = None  # the long haul between sites (None: a one-site cluster)
+    outages: SiteOutages | None = None  # lost links and sites (None: one site, or failures not priced)
 
     @property
     def data_stall_s(self) -> float:
@@ -103,7 +106,10 @@ class Assessment:
 
     @property
     def ettr(self) -> float:
-        return 1.0 if self.failures is None else self.failures.ettr
+        """The failure model's ETTR, x the sites' outages' share of time where they are priced."""
+        if self.failures is None:
+            return 1.0
+        return self.failures.ettr * (1.0 if self.outages is None else self.outages.ettr)
 
     @functools.cached_property
     def goodput(self) -> Goodput | None:
@@ -113,8 +119,9 @@ class Assessment:
             return None
         from slowlink.reliability.goodput import goodput
 
-        return goodput(self.workload, self.cluster, self.step, self.storage, self.budget.tokens, self.budget.steps,
-                       self.failures)
+        g = goodput(self.workload, self.cluster, self.step, self.storage, self.budget.tokens, self.budget.steps,
+                    self.failures)
+        return g if self.outages is None else g.with_site_outages(self.outages.ettr)
 
     @property
     def bottleneck(self) -> str:
@@ -129,8 +136,9 @@ class Assessment:
             from slowlink.cost.model import BEFORE_FAILURES
 
             return f"{BEFORE_FAILURES} ({self.why('failures')})"
-        return (f"x ETTR {f.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
-                f"{f.interval_s:.0f} s)")
+        sites = "" if self.outages is None else f", x {self.outages.ettr:.4f} for the sites' outages"
+        return (f"x ETTR {self.ettr:.4f} (MTTF {f.mttf_h:.3g} h at {f.gpus} GPUs, a checkpoint every "
+                f"{f.interval_s:.0f} s{sites})")
 
     @property
     def token_cost(self) -> TokenCost | None:
@@ -189,6 +197,8 @@ class Assessment:
             js |= self.stragglers.to_json()
         if self.cross_site is not None:
             js["cross_site"] = self.cross_site.to_json()
+        if self.outages is not None:
+            js["site_outages"] = self.outages.to_json()
         if self.budget.given:
             js["goodput"] = {"unavailable": self.why("failures")} if self.goodput is None else self.goodput.to_json()
         return js | {"stack": self.workload.stack.to_json(), "accuracy": self.accuracy.to_json(),
@@ -250,13 +260,27 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     from slowlink.workload.step import fit_dp, plan
 
     w = fit_dp(w, cluster)
-    price = comm if comm is not None else comm_cost(fidelity, cluster)
-    step = plan(w, cluster, price, check_memory=check_memory)
+    stepping, paced_by = cluster, None  # the cluster the step model runs on (a site's own fabric may set it)
+    if cluster.sites is None:
+        price = comm if comm is not None else comm_cost(fidelity, cluster)
+        step = plan(w, cluster, price, check_memory=check_memory)
+    else:  # the step as one site would run it, on the slowest of the sites' fabrics: the flow simulator's graph
+        # of a cluster with sites has the long haul in it, which the cross-site part below prices
+        from slowlink.sites.plan import fabric_variants
+
+        runs = []
+        for names, one in fabric_variants(cluster):
+            p1 = comm if comm is not None and not cluster.site_fabrics else comm_cost(fidelity, one)
+            runs.append((plan(w, one, p1, check_memory=check_memory), names, one, p1))
+        step, names, stepping, price = max(runs, key=lambda r: r[0].step_time_s)
+        paced_by = names if cluster.site_fabrics else None
     cross, alone = None, step  # alone: the step as one site would run it (what the advice re-runs compare with)
     if cluster.sites is not None:  # the step waits for the long haul too
         from slowlink.sites.plan import cross_site, with_cross_site
 
         cross = cross_site(w, cluster, step)
+        if cross is not None and paced_by is not None:
+            cross = replace(cross, paced_by=paced_by)
         step = step if cross is None else with_cross_site(step, cross)
     storage = plan_storage(w, cluster, step)
     b = budget if budget is not None and budget.given else Budget(tokens=_count(w.training.tokens))
@@ -266,6 +290,18 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     fail = _failures(w, cluster, storage, unpriced)
     if fail is not None:  # one checkpoint interval for the whole chain: the one the failure model uses
         storage = storage.at_interval(fail.interval_s)
+    outages = None
+    if cross is not None and fail is not None:
+        from slowlink.sites.outages import Recovery, site_outages
+
+        rec = Recovery(fail.model.transport_detect_s, fail.recovery.restart_s, fail.recovery.restore_s,
+                       fail.interval_s)
+        outages = site_outages(w, cluster, step, alone, cross, rec)
+        if outages is not None and outages.ettr <= 0:  # the outages leave no time to train
+            unpriced.append(Unpriced("failures", "the sites' outages cost all of the wall time: "
+                                     + "; ".join(f"{o.what} {o.share:.0%}" for o in outages.outages),
+                                     "segment_completes"))
+            fail, outages = None, None
     if hardware is None:
         hardware = _hardware(cluster, prices, unpriced)
     elif not hardware.complete:  # a partial bill (cost, bom): priced as far as it goes, every gap said
@@ -280,8 +316,17 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     if full:
         from slowlink.workload.advice import advise
 
-        advice = tuple(advise(w, cluster, alone, price, check_memory=check_memory,
+        advice = tuple(advise(w, stepping, alone, price, check_memory=check_memory,
                               bottleneck="storage" if storage.dominates else None))
+        if cross is not None:  # what to change across sites, against the step with the long haul in it
+            from slowlink.sites.advice import site_advice
+            from slowlink.workload.advice import MIN_GAIN
+
+            held = tuple(replace(a, base_s=a.base_s + cross.exposed_s, step_time_s=a.step_time_s + cross.exposed_s,
+                                 gain=1.0 - (a.step_time_s + cross.exposed_s) / (a.base_s + cross.exposed_s))
+                         for a in advice)  # a one-site change, the long haul's exposed seconds held as planned
+            held = tuple(a for a in held if a.gain > MIN_GAIN)
+            advice = (*site_advice(w, cluster, alone, cross), *held)
         if cluster.degraded or cluster.variability is not None:
             from slowlink.straggler.degraded import plan_stragglers
 
@@ -289,7 +334,7 @@ def assess(w: Workload, cluster: Cluster, *, budget: Budget | None = None, price
     acc = accuracy(cluster.gpu.name, w.parallel.tp, w.parallel.zero == 3, w.stack.name)
     order = sorted(unpriced, key=lambda u: PARTS.index(u.part))
     return Assessment(cluster, w, fidelity, step, storage, fail, hardware, b, advice, acc, stragglers,
-                      tuple(order), cross)
+                      tuple(order), cross, outages)
 
 
 def _no_storage(w: Workload, cluster: Cluster) -> Unpriced:

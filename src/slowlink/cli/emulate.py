@@ -1,4 +1,4 @@
-"""CLI for the emulate area: `slowlink emulate up|run|status|down|link|rate|impair|kill`, `validate emulated`."""
+"""CLI for the emulate area: `slowlink emulate up|run|status|down|link|rate|impair|kill|sites`, `validate emulated`."""
 
 from __future__ import annotations
 
@@ -169,10 +169,34 @@ def validate_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
         out.print(warning, soft_wrap=True)
 
 
+@clean_errors
+def sites_cmd(cluster: Path, json_out: bool = typer.Option(False, "--json"),
+              params: int = typer.Option(500_000, help="Parameters of the small fp32 model."),
+              steps: int = typer.Option(8, help="Timed steps of each method (DiLoCo: rounded up to whole H)."),
+              inner_steps: int = typer.Option(4, "--inner-steps", help="DiLoCo's H."),
+              scale: float = typer.Option(DEFAULT_SCALE, help="Link rate factor.")) -> None:
+    """Bring CLUSTER's two sites up emulated (the long haul shaped and delayed), train a small model by DDP and by
+    DiLoCo over gloo, and compare step time and long-haul bytes with the sites model."""
+    from slowlink.emulate.sites import site_plan, validate_sites
+    from slowlink.progress import status
+    from slowlink.report.emulate import sites_table
+
+    c = load_cluster(cluster)
+    site_plan(c, scale)  # its refusals (not two sites, a rate out of range) before anything is brought up
+    net.check_root()
+    with status("emulate sites: ddp and diloco across the long haul"):
+        v = validate_sites(c, scale, params, steps, inner_steps)
+    if json_out:
+        print_json(v.to_json())
+        return
+    out.print(sites_table(v))
+
+
 def register(app: typer.Typer, validate_app: typer.Typer) -> None:
     """Add this area's subcommands to the root app and to `slowlink validate`."""
     for name, fn in (("up", up_cmd), ("run", run_cmd), ("status", status_cmd), ("down", down_cmd),
-                     ("link", link_cmd), ("rate", rate_cmd), ("impair", impair_cmd), ("kill", kill_cmd)):
+                     ("link", link_cmd), ("rate", rate_cmd), ("impair", impair_cmd), ("kill", kill_cmd),
+                     ("sites", sites_cmd)):
         emulate_app.command(name)(fn)
     app.add_typer(emulate_app, name="emulate")
     validate_app.command("emulated")(validate_cmd)

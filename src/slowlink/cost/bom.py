@@ -66,13 +66,14 @@ class Bom:
     storage_speed_gbit_s: float = 0.0  # a separate storage fabric's line rate
 
     def tier_speed_gbit_s(self, tier: str) -> float:
-        """Line rate of a link tier (a separate storage fabric runs at its own NICs' rate)."""
-        return self.storage_speed_gbit_s if tier in STORAGE_TIERS else self.speed_gbit_s
+        """Line rate of a link tier (a separate storage fabric runs at its own NICs' rate; a site's tiers are
+        ``<site> <tier>``)."""
+        return self.storage_speed_gbit_s if tier.split()[-1] in STORAGE_TIERS else self.speed_gbit_s
 
     @property
     def fabric_switches(self) -> int:
         """Switches of the compute fabric (all but a separate storage fabric's)."""
-        return sum(n for tier, n in self.switches.items() if tier != "storage")
+        return sum(n for tier, n in self.switches.items() if tier.split()[-1] != "storage")
 
     @property
     def switch_count(self) -> int:
@@ -102,6 +103,22 @@ class Bom:
                 "switches": self.switches, "links": self.links, "media": self.media,
                 "transceivers": self.transceivers, "cables": self.cables, "nics": self.nics,
                 "notes": list(self.notes)}
+
+
+def site_boms(boms: list[tuple[str, Bom]]) -> Bom:
+    """One bill of several sites' own fabrics: each tier named ``<site> <tier>``, NICs summed, the first site's
+    radix and line rate in the title (every site's NICs run at the cluster's rate)."""
+    first = boms[0][1]
+    nics: dict[str, int] = {}
+    for _, b in boms:
+        for role, n in b.nics.items():
+            nics[role] = nics.get(role, 0) + n
+    return Bom(", ".join(f"{name}: {b.topology}" for name, b in boms), first.switch_radix, first.speed_gbit_s,
+               {f"{name} {t}": n for name, b in boms for t, n in b.switches.items()},
+               {f"{name} {t}": n for name, b in boms for t, n in b.links.items()},
+               {f"{name} {t}": m for name, b in boms for t, m in b.media.items()}, nics,
+               tuple(f"{name}: {note}" for name, b in boms for note in b.notes),
+               max(b.storage_speed_gbit_s for _, b in boms))
 
 
 def _node_leaf_medium(cluster: Cluster, shape: FabricShape, nodes_per_rack: int) -> str:

@@ -30,10 +30,13 @@ class Design:
     transport: str            # infiniband | roce
     topology: str             # fat-tree | rail-optimized
     oversubscription: float   # at the leaf
+    sites: int = 1            # sites the nodes are split into, equal shares (1: no long haul)
+    dci_links: int = 0        # long-haul links leaving each site (0 with one site)
 
     def label(self) -> str:
+        haul = f" over {self.sites} sites x{self.dci_links} DCI links" if self.sites > 1 else ""
         return (f"{self.nodes}x{self.gpu} {self.nics_per_node}x{self.nic_speed_gbit_s:g}G {self.transport} "
-                f"{self.topology} {self.oversubscription:g}:1")
+                f"{self.topology} {self.oversubscription:g}:1{haul}")
 
 
 def _radix(d: Design, prices: PriceBook) -> int:
@@ -47,14 +50,25 @@ def _radix(d: Design, prices: PriceBook) -> int:
 def design_mapping(d: Design, prices: PriceBook, tiers: int, shared: Mapping[str, Any] | None = None
                    ) -> dict[str, Any]:
     """The cluster file of ``d`` with ``tiers`` switch tiers, and the ``shared`` sections every design has (e.g.
-    storage: and reliability:)."""
+    storage: and reliability:); a shared ``interconnect:`` joins the sites of a design split over several
+    (``site1``, ``site2``... of equal nodes, ``d.dci_links`` links each) and is left out of a one-site one."""
     server = prices.server(d.gpu)
     ratio: float | list[float] = d.oversubscription if tiers < 3 else [d.oversubscription, 1, 1]
-    return {"name": d.label(), "nodes": d.nodes, "gpus_per_node": server.gpus, "gpu": d.gpu,
+    common = dict(shared or {})
+    interconnect = common.pop("interconnect", None)
+    data = {"name": d.label(), "nodes": d.nodes, "gpus_per_node": server.gpus, "gpu": d.gpu,
             "scale_up": {"link": server.scale_up.link, "domain_gpus": server.scale_up.domain_gpus},
             "nics": {"compute": {"per_node": d.nics_per_node, "speed_gbit_s": d.nic_speed_gbit_s}},
             "fabric": {"transport": d.transport, "topology": d.topology, "tiers": tiers,
-                       "oversubscription": ratio, "switch_radix": _radix(d, prices)}} | dict(shared or {})
+                       "oversubscription": ratio, "switch_radix": _radix(d, prices)}} | common
+    if d.sites > 1:
+        if interconnect is None:
+            raise SpecError(f"{d.label()}: sites ({d.sites}) need the interconnect that joins them")
+        if d.nodes % d.sites:
+            raise SpecError(f"nodes ({d.nodes}) must split evenly over sites ({d.sites})", rule="sites_divide_nodes")
+        data["sites"] = [{"name": f"site{i + 1}", "nodes": d.nodes // d.sites} for i in range(d.sites)]
+        data["interconnect"] = dict(interconnect) | {"links": d.dci_links}
+    return data
 
 
 def fitting_design(d: Design, prices: PriceBook, shared: Mapping[str, Any] | None = None

@@ -1,26 +1,28 @@
 """Capex, power and hourly cost of a cluster, and its cost per token at the step model's throughput.
 
-  capex        = servers + NICs + switches + optics + cables + network spares
-  network      = NICs + switches + optics + cables + spares     (its share: network / capex)
-  IT power     = servers (datasheet, NICs included) + switches + optics
-  $/hour       = capex / (depreciation_years x 8,766 h) + IT kW x PUE x $/kWh
+  capex        = servers + NICs + switches + optics + cables + network spares (+ the long haul's optics); a
+                 cluster over sites sums its sites, each a fabric of its own nodes (two buildings share no switch)
+  network      = NICs + switches + optics + cables + spares (+ long-haul optics)   (its share: network / capex)
+  IT power     = servers (datasheet, NICs included) + switches + optics (+ long-haul optics)
+  $/hour       = capex / (depreciation_years x 8,766 h) + IT kW x PUE x $/kWh (+ the long haul's lease)
   $/M tokens   = $/hour / (tokens/s x 3,600 x ETTR) x 1e6
 
 ETTR (effective training time ratio: the share of wall time that makes progress, after failures, restarts
 and checkpoints) comes from the failure model; where it could not be priced the cost is "before failures"
 (:data:`BEFORE_FAILURES`, ETTR 1). :func:`usd_per_million_tokens` is the one seam where it multiplies in.
-Sources of every price: ``cost/data/prices.yaml``.
+Sources of every price: ``cost/data/prices.yaml``; the long haul of a cluster with sites: :mod:`slowlink.cost.dci`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from slowlink import units
-from slowlink.cost.bom import Bom, bill_of_materials
+from slowlink.cost.bom import Bom, bill_of_materials, site_boms
+from slowlink.cost.dci import DciBill, dci_bill
 from slowlink.errors import PriceMissing
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.prices import PriceBook
@@ -42,6 +44,7 @@ class ClusterCost:
     depreciation_years: float
     switch_usd: dict[str, float] = field(default_factory=dict)  # capex["switches"] by tier (leaf, spine, ...)
     excluded: tuple[str, ...] = ()  # parts the price book has no price for (a partial bill): each in words
+    dci: DciBill | None = None      # the long haul between sites (None: one site, or its lease unpriced)
 
     @property
     def complete(self) -> bool:
@@ -73,7 +76,8 @@ class ClusterCost:
     def usd_per_hour(self) -> float:
         """Capex amortised straight-line plus electricity at the facility's PUE."""
         capex = self.total_capex_usd / (self.depreciation_years * HOURS_PER_YEAR)
-        return capex + self.facility_power_w / 1e3 * self.usd_per_kwh
+        lease = 0.0 if self.dci is None else self.dci.lease_usd_per_hour
+        return capex + self.facility_power_w / 1e3 * self.usd_per_kwh + lease
 
     @property
     def usd_per_gpu_hour(self) -> float:
@@ -86,7 +90,8 @@ class ClusterCost:
                 "capex_breakdown_usd": self.capex_usd, "network_capex_usd": self.network_capex_usd,
                 "network_share": self.network_share, "capex_per_gpu_usd": self.total_capex_usd / self.gpus,
                 "usd_per_hour": self.usd_per_hour, "usd_per_gpu_hour": self.usd_per_gpu_hour,
-                **({"excluded": list(self.excluded)} if self.excluded else {})}
+                **({"excluded": list(self.excluded)} if self.excluded else {}),
+                **({"dci": self.dci.to_json()} if self.dci is not None else {})}
 
 
 def _family(cluster: Cluster) -> str:
@@ -101,6 +106,8 @@ def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> Cl
     the chain's cost per token need). Not strict (``bom``, ``cost``): every part that can be is priced, each one
     that cannot is named in ``excluded`` and left out of the totals (a server without a price: its rack layout is
     bill_of_materials' default, its power unknown)."""
+    if cluster.sites is not None:
+        return _sites_cost(cluster, prices, strict)
     excluded: list[str] = []
 
     def price(lookup: Callable[..., T], *args: Any) -> T | None:
@@ -144,6 +151,41 @@ def cluster_cost(cluster: Cluster, prices: PriceBook, strict: bool = True) -> Cl
     fac = prices.facility
     return ClusterCost(bom, cluster.gpus, capex, power, fac.pue, fac.usd_per_kwh, fac.depreciation_years,
                        switch_usd, tuple(dict.fromkeys(excluded)))
+
+
+def _sites_cost(cluster: Cluster, prices: PriceBook, strict: bool) -> ClusterCost:
+    """A cluster over sites: each site priced as a cluster of its nodes on its own fabric (its ``fabric:``, else
+    the cluster's; the storage and its fabric with the first site), summed, then the long haul."""
+    sites = cluster.sites
+    if sites is None:  # site fabrics come only with sites (spec/cluster.py)
+        raise ValueError("site fabrics without sites")
+    own = dict(cluster.site_fabrics)
+    parts = []
+    for i, s in enumerate(sites.sites):
+        one = replace(cluster, name=s.name, nodes=s.nodes, fabric=own.get(s.name, cluster.fabric), sites=None,
+                      site_fabrics=(), storage=cluster.storage if i == 0 else None)
+        parts.append((s.name, cluster_cost(one, prices, strict)))
+    capex: dict[str, float] = {}
+    power: dict[str, float] = {}
+    for _, c in parts:
+        for k, v in c.capex_usd.items():
+            capex[k] = capex.get(k, 0.0) + v
+        for k, v in c.power_w.items():
+            power[k] = power.get(k, 0.0) + v
+    excluded = [x for _, c in parts for x in c.excluded]
+    try:
+        dci = dci_bill(sites, prices)
+    except PriceMissing as exc:
+        if strict:
+            raise
+        excluded.append(str(exc))
+        dci = None
+    if dci is not None:
+        capex["dci_optics"], power["dci_optics"] = dci.optics_usd, dci.optics_power_w
+    fac = prices.facility
+    switch_usd = {f"{name} {tier}": usd for name, c in parts for tier, usd in c.switch_usd.items()}
+    return ClusterCost(site_boms([(name, c.bom) for name, c in parts]), cluster.gpus, capex, power, fac.pue,
+                       fac.usd_per_kwh, fac.depreciation_years, switch_usd, tuple(dict.fromkeys(excluded)), dci)
 
 
 # The basis of a cost per token whose failures could not be priced (no storage to price the checkpoint, ...):

@@ -14,7 +14,7 @@ parts of the step itself (pipeline bubble, exposed communication, data stall) x 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -83,6 +83,7 @@ class Goodput:
     sweep: list[SizePoint] = field(default_factory=list)
     restart_parts: dict[str, float] = field(default_factory=dict)  # the restart model's parts at this size
     restart_override_s: float | None = None  # reliability.restart_overhead_s, which replaces their sum
+    site_outages: float | None = None  # the share of time sites' outages leave (None: one site, or not priced)
 
     @property
     def segments(self) -> float:
@@ -102,16 +103,25 @@ class Goodput:
 
     def losses_days(self) -> dict[str, float]:
         """Expected days each cause costs over the run: failures (lost work and recovery phases), checkpoints,
-        planned interruptions, and the step's own data stall, bubble and exposed communication."""
+        planned interruptions, the step's own data stall, bubble and exposed communication, and across sites
+        their outages."""
         n, seg, rec = self.segments, self.seg, self.recovery
         per_fail = seg.failures * n / units.DAY
+        k = self.site_outages
+        sites = {} if k is None else {"site_outages": self.wall_s * (1 - k) / units.DAY}  # wall - wall x k
         return {
             "failures_lost_work": seg.lost_work_s * n / units.DAY,
             "failures_detect": rec.detect_s * per_fail, "failures_restart": rec.restart_s * per_fail,
             "failures_restore": rec.restore_s * per_fail, "failures_commit_lag": rec.commit_lag_s * per_fail,
             "checkpoints": seg.checkpoint_s * n / units.DAY, "planned_interruptions": seg.planned_s * n / units.DAY,
-            **{k: v * self.steps / units.DAY for k, v in self.step_parts_s.items()},
-        }
+            **{part: v * self.steps / units.DAY for part, v in self.step_parts_s.items()},
+        } | sites
+
+    def with_site_outages(self, share: float) -> Goodput:
+        """This goodput with the sites' outages leaving ``share`` of the time (every ETTR x it, a loss of its own;
+        ``slowlink.sites.outages``)."""
+        return replace(self, ettr=self.ettr * share, ettr_mc=self.ettr_mc * share,
+                       ettr_at_best=self.ettr_at_best * share, site_outages=share)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from slowlink.assess import Assessment
+    from slowlink.sites.outages import SiteOutages
 
 
 def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:
@@ -29,6 +30,8 @@ def chain_rows(assessments: list[Assessment]) -> list[tuple[str, list[str]]]:
 def chain_lines(a: Assessment) -> list[str]:
     """Goodput of the budget, cost per token and its basis, then each part that could not be priced."""
     lines = [] if a.cross_site is None else [a.cross_site.sentence()]
+    if a.outages is not None:
+        lines.append(outage_line(a.outages))
     if a.goodput is not None:
         from slowlink.report.goodput import goodput_sentence
 
@@ -40,6 +43,13 @@ def chain_lines(a: Assessment) -> list[str]:
         lines.append(f"cost: {tc.usd_per_million_tokens:.4f} USD per million tokens at {a.tokens_per_s:,.0f} "
                      f"tokens/s {basis}, {tc.cost.usd_per_gpu_hour:.3f} USD per GPU-hour{run}")
     return lines + [u.sentence() for u in a.unpriced]
+
+
+def outage_line(o: SiteOutages) -> str:
+    """The sites' outages in one line: each one's share of the wall time and what the job does, then the gaps."""
+    parts = [f"{x.what}: {x.share * 100:.3g}% of the time ({x.behaviour})" for x in o.outages]
+    gaps = [f"not priced: {u}" for u in o.unpriced]
+    return f"site outages ({o.method}): ETTR x {o.ettr:.4f}; " + "; ".join(parts + gaps)
 
 
 def grouped_lines(per_cluster: list[tuple[str, list[str]]]) -> list[str]:

@@ -16,7 +16,14 @@ def bom_rows(cost: ClusterCost) -> list[tuple[str, str, str]]:
     rows = [(f"{tier} switches", f"{n:,}", "") for tier, n in b.switches.items()]
     rows += [(f"{tier} links", f"{n:,}", b.media[tier]) for tier, n in b.links.items()]
     rows += [("transceivers", f"{n:,}", kind) for kind, n in b.transceivers.items()]
-    return rows + [(f"{role} NICs", f"{n:,}", "") for role, n in b.nics.items()]
+    rows += [(f"{role} NICs", f"{n:,}", "") for role, n in b.nics.items()]
+    d = cost.dci
+    if d is not None:
+        rows.append(("long-haul links", f"{d.links:g}", f"{d.speed_gbit_s:g} Gb/s between {d.sites} sites, "
+                     f"~{d.route_km:,.0f} km"))
+        if d.optics is not None:
+            rows.append(("long-haul transceivers", f"{d.transceivers:,}", d.optics))
+    return rows
 
 
 def bom_title(name: str, cost: ClusterCost) -> str:
@@ -78,13 +85,18 @@ def capex_table(cost: ClusterCost) -> Table:
 def cost_lines(cost: ClusterCost) -> list[str]:
     """The headline numbers under the tables; a partial bill says first what its totals exclude."""
     lines = [f"excluding (no price): {why}" for why in cost.excluded]
-    lines += [f"network (NICs, switches, optics, cables, spares): {cost.network_capex_usd:,.0f} USD = "
+    haul = "" if cost.dci is None else ", long-haul optics"
+    lines += [f"network (NICs, switches, optics, cables, spares{haul}): {cost.network_capex_usd:,.0f} USD = "
               f"{cost.network_share:.1%} of capex; capex per GPU {cost.total_capex_usd / cost.gpus:,.0f} USD",
               f"facility power {cost.facility_power_w / 1e3:,.0f} kW (PUE {cost.pue:g}); "
               f"{cost.usd_per_hour:,.2f} USD/hour = {cost.usd_per_gpu_hour:.3f} USD per GPU-hour "
               f"({cost.depreciation_years:g}-year straight-line capex + electricity at {cost.usd_per_kwh:g} "
               f"USD/kWh){'' if cost.complete else ', excluding the parts above'}"]
-    lines += [f"note: {n}" for n in cost.bom.notes]
+    d = cost.dci
+    if d is not None:
+        lines.append(f"long haul: {d.capacity_gbit_s:g} Gbit/s leased at {d.lease_usd_per_month:,.0f} USD/month = "
+                     f"{d.lease_usd_per_hour:,.2f} USD/hour, in the USD/hour above")
+    lines += [f"note: {n}" for n in cost.bom.notes + (() if d is None else d.notes)]
     return lines
 
 

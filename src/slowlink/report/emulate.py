@@ -1,6 +1,6 @@
 """Rendering of the emulate area: the plan of an emulated cluster (``slowlink emulate up|status``) and
 ``slowlink validate emulated``'s measured against predicted time for each case and fidelity, with the
-warning when a rank was CPU-bound during a measurement."""
+warning when a rank was CPU-bound during a measurement; ``slowlink emulate sites``' runs across two sites."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from slowlink import units
 
 if TYPE_CHECKING:
     from slowlink.emulate.plan import Plan
+    from slowlink.emulate.sites import SitesValidation
     from slowlink.emulate.validate import Row
 
 
@@ -45,3 +46,19 @@ def plan_summary(plan: Plan) -> str:
                                                                               if x.loss else "")
         lines.append(f"  link {x.name}: {x.a} <-> {x.b} {x.rate_bytes_s / units.Mbit:g} Mbit/s{extra}")
     return "\n".join(lines)
+
+
+def sites_table(v: SitesValidation) -> Table:
+    """DDP and DiLoCo over the emulated long haul: measured and planned step and bytes per step, and the errors."""
+    table = Table(title=f"emulated two sites: long haul {v.runs[0].dci_bytes_s / units.MB:.2f} MB/s of TCP payload, "
+                        f"RTT {v.rtt_s / units.MS:g} ms asked, {v.measured_rtt_s / units.MS:.1f} ms measured")
+    for col in ("method", "params", "steps", "step s", "plan s", "error", "compute s", "MB/step/site", "plan MB",
+                "error"):
+        table.add_column(col, justify="right")
+    for r in v.runs:
+        table.add_row(r.method if r.method == "ddp" else f"{r.method} H={r.inner_steps} {r.outer_dtype}",
+                      f"{r.params:,}",
+                      str(r.steps), f"{r.step_s:.3f}", f"{r.predicted_step_s:.3f}", f"{r.step_error:+.1%}",
+                      f"{r.compute_s:.4f}", f"{r.bytes_per_step / units.MB:.3f}",
+                      f"{r.predicted_bytes_per_step / units.MB:.3f}", f"{r.bytes_error:+.1%}")
+    return table

@@ -11,18 +11,29 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from slowlink.cost.model import BEFORE_FAILURES
+from slowlink.search.space import sync_mapping
 
 if TYPE_CHECKING:
     from slowlink.search.evaluate import Point
     from slowlink.search.run import SearchResult
     from slowlink.search.space import Space
+    from slowlink.spec.workload import Sync
 
 
 def point_json(space: Space, p: Point) -> dict[str, Any]:
     """A point with its design and layout spelled out (NaN fields, unknown for removed points, as None)."""
     n = len(space.layouts)
     d = space.hardware[p.index // n]
-    out: dict[str, Any] = {"index": p.index, "design": d.label(), **asdict(d), **asdict(space.layout(p.index % n))}
+    layout = space.layout(p.index % n)
+    lay = asdict(layout)
+    design = asdict(d)
+    if not space.across_sites:  # a space without sites: the keys it always had
+        design = {k: v for k, v in design.items() if k not in ("sites", "dci_links")}
+    if layout.sync is None:
+        del lay["sync"]
+    else:
+        lay["sync"] = sync_mapping(layout.sync)
+    out: dict[str, Any] = {"index": p.index, "design": d.label(), **design, **lay}
     for key, value in asdict(p).items():
         out[key] = None if isinstance(value, float) and math.isnan(value) else value
     return out
@@ -61,11 +72,22 @@ def front_table(r: SearchResult) -> Table:
     for p in r.front:
         lay = r.space.layout(p.index % n)
         mark = " *" if p is r.best else ""
+        sync = "" if lay.sync is None else f" {sync_label(lay.sync)}"
         table.add_row(r.space.hardware[p.index // n].label() + mark,
-                      f"{lay.tp}/{lay.pp}/{lay.vp}/{lay.micro_batch}/{lay.zero}",
+                      f"{lay.tp}/{lay.pp}/{lay.vp}/{lay.micro_batch}/{lay.zero}{sync}",
                       f"{p.days:.1f}", f"{p.run_usd / 1e6:.2f}", f"{p.usd_per_million_tokens:.3f}",
                       f"{p.capex_usd / 1e6:.1f}", f"{p.network_share:.1%}", p.bottleneck)
     return table
+
+
+def sync_label(sync: Sync) -> str:
+    """A sync option in a few words: ``ddp``, ``diloco H=100 int8``, ``streaming-diloco H=100 fp4 F=10``."""
+    if sync.crosses == "pp":
+        return "pp across sites"
+    if sync.method in ("ddp", "hierarchical"):
+        return sync.method
+    frag = f" F={sync.fragments}" if sync.method == "streaming-diloco" else ""
+    return f"{sync.method} H={sync.inner_steps} {sync.outer_dtype}{frag}"
 
 
 def summary_lines(r: SearchResult) -> list[str]:
@@ -73,7 +95,9 @@ def summary_lines(r: SearchResult) -> list[str]:
     lines = [f"evaluated {len(r.points):,} configurations, {len(r.feasible):,} feasible"]
     if r.best is not None:
         p = point_json(r.space, r.best)
-        lines.append(f"cheapest per token (*): {p['design']}, tp {p['tp']} pp {p['pp']} vp {p['vp']}: "
+        sync = r.space.layout(r.best.index % len(r.space.layouts)).sync
+        how = "" if sync is None else f", {sync_label(sync)}"
+        lines.append(f"cheapest per token (*): {p['design']}, tp {p['tp']} pp {p['pp']} vp {p['vp']}{how}: "
                      f"{r.best.usd_per_million_tokens:.3f} USD/M tokens, {r.best.days:.1f} days, "
                      f"{r.best.run_usd / 1e6:.2f} MUSD for the run")
     if r.fastest is not None:
@@ -99,7 +123,15 @@ def write_points(r: SearchResult, path: Path) -> None:
     """Every point as CSV or Parquet (by suffix)."""
     import pandas as pd
 
-    frame = pd.DataFrame([point_json(r.space, p) for p in r.points])
+    n = len(r.space.layouts)
+    rows = []
+    for p in r.points:
+        row = point_json(r.space, p)
+        if "sync" in row:  # a column of values, not of mappings: the option in words (its keys are in --json)
+            sync = r.space.layout(p.index % n).sync
+            row["sync"] = "" if sync is None else sync_label(sync)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
     if path.suffix.lower() == ".parquet":
         frame.to_parquet(path, index=False)
     else:

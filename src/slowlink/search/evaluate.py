@@ -3,15 +3,20 @@ its assessment (:func:`slowlink.assess.assess`): the step with its data stall, E
 days and cost of the token budget, as ``slowlink cost`` gives them on the design's files (``search --emit``).
 
 Rules, in the order they are checked (the first that fails names the point's ``rule``):
-  priced, fills_scale_up, fabric_fits      the hardware: every part has a price; whole scale-up domains;
-                                           a 2- or 3-tier fabric of the priced switches holds the NICs
+  priced, fills_scale_up, fabric_fits      the hardware: every part has a price (the long haul's lease and
+                                           optics too); whole scale-up domains; a 2- or 3-tier fabric of the
+                                           priced switches holds the NICs
+  sites_divide_nodes                       a design split over sites splits its nodes evenly
+  sync_needs_sites                         a one-site design runs the space's first sync option only (the
+                                           others sync nothing across sites: the same plan again)
   parallel_divides                         tp x pp x cp divides the GPUs (dp is the quotient)
   ep_divides_dp, tp_in_scale_up            ep divides dp; tp divides the scale-up domain (TP stays on NVLink)
   interleave_needs_pp, cp_divides_seq      vp > 1 needs pp > 1; seq_len is a multiple of 2 cp
   tp_divides_heads, pp_divides_layers,     the step model's own checks (:func:`~slowlink.workload.step.
   batch_divides, ep_divides_experts,       check_plan`), by the rule its error carries
   interleave_divides_batch,
-  precision_supported, memory_fits
+  precision_supported, memory_fits,
+  site_holds_replicas                      each site holds whole model replicas (:mod:`slowlink.sites.plan`)
   segment_completes                        the failure model: a run that would never finish between failures
 The constraints (budget, power, GPUs, deadline) are applied afterwards (:mod:`slowlink.search.run`), so
 that what each one costs can be measured. Hardware is built and priced once per chunk, and the layouts of
@@ -88,6 +93,8 @@ def _layout_rule(space: Space, cluster: Cluster, lay: Layout) -> str:
         return "interleave_needs_pp"
     if lay.cp > 1 and space.workload.model.seq_len % (2 * lay.cp):
         return "cp_divides_seq"
+    if cluster.sites is None and space.syncs and lay.sync != space.syncs[0]:
+        return "sync_needs_sites"
     return ""
 
 

@@ -26,7 +26,7 @@ from slowlink.search.space import Space
 from slowlink.search.store import ChunkStore
 
 CHUNK_CONFIGS = 2000  # configurations per Dask task: seconds of work, so scheduling overhead stays small
-CONSTRAINT_ORDER = ("max_gpus", "budget_usd", "power_kw", "deadline_days")
+CONSTRAINT_ORDER = ("max_gpus", "max_nodes_per_site", "budget_usd", "power_kw", "deadline_days")
 
 
 def chunks(space: Space, per_task: int = CHUNK_CONFIGS) -> list[list[int]]:
@@ -156,7 +156,9 @@ def evaluate_space(space: Space, workers: int = 0, scheduler: str | None = None,
 def broken_constraint(space: Space, p: Point, skip: str = "") -> str:
     """The first constraint (other than ``skip``) a plan-feasible point breaks ("" if none)."""
     c = space.constraints
-    values = {"max_gpus": (p.gpus, c.max_gpus), "budget_usd": (p.capex_usd, c.budget_usd),
+    d = space.design_of(p.index)
+    values = {"max_gpus": (p.gpus, c.max_gpus), "max_nodes_per_site": (d.nodes / d.sites, c.max_nodes_per_site),
+              "budget_usd": (p.capex_usd, c.budget_usd),
               "power_kw": (p.facility_power_kw, c.power_kw), "deadline_days": (p.days, c.deadline_days)}
     for name in CONSTRAINT_ORDER:
         value, limit = values[name]

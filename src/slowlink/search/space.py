@@ -1,6 +1,7 @@
 """The design space of `slowlink search`: the search file (its schema: :mod:`slowlink.spec.space`) resolved into a
 :class:`Space` whose configurations are numbered hardware-major (configuration ``i`` = hardware ``i // P``,
-parallel layout ``i % P``).
+parallel layout ``i % P``). A space with ``sites:`` gives each hardware design one placement per site count and
+DCI link count (site count major); with ``sync:`` each layout one option per sync method.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from slowlink.cost.design import Design
 from slowlink.cost.prices import PriceBook, load_prices
 from slowlink.fileio import read_mapping, validated
 from slowlink.spec.space import Limits, SpaceSpec
-from slowlink.spec.workload import Workload, load_workload
+from slowlink.spec.workload import Sync, Workload, load_workload
 
 PARALLEL_KEYS = ("tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "recompute")
 
@@ -32,6 +33,7 @@ class Layout:
     micro_batch: int
     zero: int
     recompute: str
+    sync: Sync | None = None  # how the sites' replicas sync (None: the workload's)
 
     @property
     def model_parallel(self) -> int:
@@ -62,6 +64,12 @@ class Space:
     shared: dict[str, Any] = field(default_factory=dict)   # storage: and reliability: of every design, as written
     workload_file: dict[str, Any] = field(default_factory=dict)  # the workload file as written (--emit)
     prices_path: Path | None = None
+    syncs: tuple[Sync, ...] = ()  # the sync options of every layout (none: the workload's)
+
+    @property
+    def across_sites(self) -> bool:
+        """The space splits designs over sites (its ``sites:`` section)."""
+        return "interconnect" in self.shared
 
     @property
     def size(self) -> int:
@@ -77,15 +85,30 @@ class Space:
     def workload_of(self, lay: Layout, dp: int) -> Workload:
         """The workload with the parallel layout ``lay`` (dp: the GPUs / (tp pp cp))."""
         w = self.workload
-        return replace(w, parallel=replace(w.parallel, **lay.parallel(dp)),
-                       training=replace(w.training, **lay.training()))
+        w = replace(w, parallel=replace(w.parallel, **lay.parallel(dp)), training=replace(w.training, **lay.training()))
+        return w if lay.sync is None else replace(w, sync=lay.sync)
 
     def workload_mapping(self, lay: Layout, dp: int) -> dict[str, Any]:
         """The workload file of :meth:`workload_of`: the file as written with the layout and the budget in it."""
         data = copy.deepcopy(self.workload_file)
         data.setdefault("parallel", {}).update(lay.parallel(dp))
         data.setdefault("training", {}).update(lay.training() | {"tokens": self.tokens})
+        if lay.sync is not None:
+            data["sync"] = sync_mapping(lay.sync)
         return data
+
+
+def sync_mapping(sync: Sync) -> dict[str, Any]:
+    """The workload file's ``sync:`` section of ``sync`` (only the keys its method takes)."""
+    out: dict[str, Any] = {"method": sync.method}
+    if sync.method in ("diloco", "streaming-diloco"):
+        out |= {"inner_steps": sync.inner_steps, "outer_optimizer": sync.outer_optimizer,
+                "outer_dtype": sync.outer_dtype}
+    if sync.method == "streaming-diloco":
+        out |= {"fragments": sync.fragments, "overlap_steps": sync.overlap_steps}
+    if sync.crosses != "dp":
+        out["crosses"] = sync.crosses
+    return out
 
 
 def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Space:
@@ -96,13 +119,23 @@ def space_from_mapping(data: dict[str, Any], source: str, base_dir: Path) -> Spa
     prices_path = base_dir / spec.prices if spec.prices else None
     prices = load_prices(prices_path)
     h = spec.hardware
-    hardware = tuple(Design(*v) for v in itertools.product(h.gpu, h.nodes, h.nics_per_node, h.nic_speed_gbit_s,
-                                                           h.transport, h.topology, h.oversubscription))
+    placements = [(1, 0)]
+    if spec.sites is not None:
+        links = spec.sites.links or [spec.sites.interconnect.links]
+        placements = [(c, 0 if c == 1 else n) for c in spec.sites.count for n in ([0] if c == 1 else links)]
+    hardware = tuple(Design(*v, *place) for v in itertools.product(h.gpu, h.nodes, h.nics_per_node,
+                                                                   h.nic_speed_gbit_s, h.transport, h.topology,
+                                                                   h.oversubscription) for place in placements)
     p = spec.parallel
     layouts = tuple(itertools.product(*(getattr(p, k) for k in PARALLEL_KEYS)))
+    syncs = () if spec.sync is None else tuple(Sync.of(x) for x in spec.sync)
+    if syncs:
+        layouts = tuple((*lay, sync) for lay in layouts for sync in syncs)
     shared = {k: data[k] for k in ("storage", "reliability") if data.get(k) is not None}
+    if spec.sites is not None:
+        shared["interconnect"] = data["sites"]["interconnect"]
     return Space(spec.name, workload, spec.tokens, prices, hardware, layouts, Limits.of(spec.constraints), shared,
-                 read_mapping(workload_path, "workload"), prices_path)
+                 read_mapping(workload_path, "workload"), prices_path, syncs)
 
 
 def load_space(path: Path | str) -> Space:

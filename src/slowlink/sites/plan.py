@@ -2,8 +2,10 @@
 for and how busy the links are.
 
 Placement keeps each model replica (TP, CP, EP and PP) inside a site and splits the data-parallel replicas over
-the sites, site after site: DP crosses. Exposed seconds per step, by method (:mod:`slowlink.sites.traffic` for
-the bytes, :mod:`slowlink.sites.transport` for the rate ``R`` of a site's egress, ``L`` = crossings x RTT / 2):
+the sites, site after site: DP crosses; with ``sync.crosses: pp`` the pipeline stages are split instead and the
+activations cross (:mod:`slowlink.sites.pipeline`). Exposed seconds per step, by method
+(:mod:`slowlink.sites.traffic` for the bytes, :mod:`slowlink.sites.transport` for the rate ``R`` of a site's
+egress, ``L`` = crossings x RTT / 2):
 
   ddp           the flat ring runs at its slowest edge: T = max(T_in, B / R) + L
   hierarchical  its phases run one after another:     T = T_in + B / R + L
@@ -46,18 +48,36 @@ class CrossSite:
     line_bytes_s: float          # its line rate
     bdp_bytes: float             # its bandwidth-delay product
     sync_s: float                # one sync's seconds on the long haul (one fragment for streaming-diloco)
+    paced_by: str | None = None  # the site whose own fabric sets the step (None: every site runs one fabric)
 
     def sentence(self) -> str:
         """One line for ``plan``: which dimension crosses, its bytes, what the step waits and the convergence."""
         return (f"cross-site: {', '.join(self.dims)} crosses {' | '.join(self.sites)} by {self.method}: "
                 f"{self.bytes_per_step / 1e9:.3g} GB per step over the long haul, {self.exposed_s:.3g} s exposed, "
-                f"{self.dci_utilisation:.1%} of its line rate used; convergence: {self.convergence_note}")
+                f"{self.dci_utilisation:.1%} of its line rate used; convergence: {self.convergence_note}"
+                + ("" if self.paced_by is None else f"; the step is {self.paced_by}'s, on its own fabric"))
 
     def to_json(self) -> dict[str, object]:
         return {"sites": list(self.sites), "dims": list(self.dims), "bytes_per_step": self.bytes_per_step,
                 "exposed_s": self.exposed_s, "dci_utilisation": self.dci_utilisation, "method": self.method,
                 "convergence_note": self.convergence_note, "egress_bytes_s": self.egress_bytes_s,
-                "line_bytes_s": self.line_bytes_s, "bdp_bytes": self.bdp_bytes, "sync_s": self.sync_s}
+                "line_bytes_s": self.line_bytes_s, "bdp_bytes": self.bdp_bytes, "sync_s": self.sync_s,
+                **({} if self.paced_by is None else {"paced_by": self.paced_by})}
+
+
+def fabric_variants(cluster: Cluster) -> list[tuple[str, Cluster]]:
+    """The job on each fabric its sites run, one site's view each: (the sites on it, joined by " + ", the cluster
+    on that fabric without sites). One entry, the cluster's own fabric, where no site has a fabric of its own."""
+    own = dict(cluster.site_fabrics)
+    names = cluster.sites.names if cluster.sites is not None else ()
+    groups: dict[str, list[str]] = {}
+    fabrics = {}
+    for name in names or ("",):
+        f = own.get(name, cluster.fabric)
+        groups.setdefault(repr(f), []).append(name)
+        fabrics[repr(f)] = f
+    return [(" + ".join(n), replace(cluster, fabric=fabrics[k], sites=None, site_fabrics=()))
+            for k, n in groups.items()]
 
 
 def replicas_per_site(w: Workload, cluster: Cluster, sites: Sites) -> tuple[int, ...]:
@@ -98,9 +118,11 @@ def cross_site(w: Workload, cluster: Cluster, step: StepResult) -> CrossSite | N
     sites = cluster.sites
     if sites is None:
         return None
+    sync = w.sync if w.sync is not None else Sync()
+    if sync.crosses == "pp":
+        return _pipeline(w, cluster, sites, step)
     p = w.parallel
     replicas = replicas_per_site(w, cluster, sites)
-    sync = w.sync if w.sync is not None else Sync()
     # tp x pp groups each reduce their slice of the whole model (experts included) over dp x cp ranks
     dense, expert = params(w.model)
     slice_params = (dense + expert) / (p.tp * p.pp)
@@ -117,6 +139,18 @@ def cross_site(w: Workload, cluster: Cluster, step: StepResult) -> CrossSite | N
                      exposed_s=exposed, dci_utilisation=t.bytes_per_step / (new_step * ic.egress_bytes_s),
                      convergence_note=convergence_note(sync), egress_bytes_s=rate, line_bytes_s=ic.egress_bytes_s,
                      bdp_bytes=ic.bdp_bytes, sync_s=sync_s)
+
+
+def _pipeline(w: Workload, cluster: Cluster, sites: Sites, step: StepResult) -> CrossSite:
+    """The cross-site part when pipeline stages span the sites (:mod:`slowlink.sites.pipeline`)."""
+    from slowlink.sites.pipeline import PP_NOTE, pp_cross
+
+    total, exposed, hop, rate = pp_cross(w, cluster, step)
+    ic, n = sites.interconnect, len(sites.sites)
+    new_step = step.step_time_s + exposed
+    return CrossSite(sites=sites.names, dims=("pp",), method="ddp", bytes_per_step=total, exposed_s=exposed,
+                     dci_utilisation=total / n / (new_step * ic.egress_bytes_s), convergence_note=PP_NOTE,
+                     egress_bytes_s=rate, line_bytes_s=ic.egress_bytes_s, bdp_bytes=ic.bdp_bytes, sync_s=hop)
 
 
 def with_cross_site(step: StepResult, cross: CrossSite) -> StepResult:

@@ -152,6 +152,11 @@ class PlacementSpec(BaseModel):
     node_order: list[int] | None = Field(None, description="custom: node index of each block of ranks.")
 
 
+class ClusterSiteSpec(SiteSpec):
+    fabric: FabricSpec | None = Field(None, description="The site's own scale-out fabric (its transport, shape, "
+                                      "ratios); absent: the cluster's fabric: section.")
+
+
 class ClusterSpec(BaseModel):
     """The cluster file, exactly as written."""
 
@@ -174,8 +179,8 @@ class ClusterSpec(BaseModel):
     variability: VariabilitySpec | None = Field(None, description="Per-rank compute / network time variation.")
     reliability: ReliabilitySpec | None = Field(
         None, description="Failure rates and recovery times (docs/goodput.md); absent: the defaults.")
-    sites: list[SiteSpec] | None = Field(None, description="Data centres the nodes are split over, in order "
-                                         "(docs/sites.md); absent: one site.")
+    sites: list[ClusterSiteSpec] | None = Field(None, description="Data centres the nodes are split over, in "
+                                                "order (docs/sites.md); absent: one site.")
     interconnect: InterconnectSpec | None = Field(None, description="The long-haul links joining the sites.")
 
     @model_validator(mode="after")
@@ -280,6 +285,7 @@ class Cluster:
     variability: Variability | None = None  # per-rank compute / network variation (the straggler model)
     reliability: Reliability | None = None  # failure rates and recovery overrides (None: the defaults)
     sites: Sites | None = None  # data centres and the long haul between them (None: one site)
+    site_fabrics: tuple[tuple[str, Fabric], ...] = ()  # (site, its own fabric) where a site has one
     catalog: Catalog = field(default_factory=Catalog, compare=False, repr=False)  # what its names resolved against
 
     @property
@@ -347,22 +353,12 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
                     else link.bw_bytes_s),
         sharp=link.sharp if spec.scale_up.sharp is None else spec.scale_up.sharp,
     )
-    f = spec.fabric
-    fabric = Fabric(
-        transport=transport,
-        topology=f.topology,
-        tiers=1 if f.topology == "single-switch" else f.tiers,
-        oversubscription=_ratios(f),
-        pod_gpus=f.pod_gpus,
-        switch_radix=f.switch_radix,
-        switch_latency_s=f.switch_latency_us * units.US,
-        routing=f.routing or DEFAULT_ROUTING[f.transport],
-        ecmp_seed=f.ecmp_seed,
-        dragonfly_groups=f.dragonfly.groups if f.dragonfly else None,
-        dragonfly_global_links=f.dragonfly.global_links_per_switch if f.dragonfly else 1,
-        management_ports=f.management_ports,
-        routing_given=f.routing is not None,
-    )
+    fabric = resolve_fabric(spec.fabric, transport)
+    try:
+        site_fabrics = tuple((site.name, resolve_fabric(site.fabric, pick_transport(
+            catalog, site.fabric, spec.nics.compute.speed_gbit_s))) for site in spec.sites or [] if site.fabric)
+    except SpecError as exc:
+        raise exc.reworded(f"{source}: sites: {exc}") from None
     storage = None
     if spec.storage is not None:
         s = spec.storage
@@ -392,7 +388,27 @@ def cluster_from_mapping(data: dict[str, Any], source: str = "cluster", base_dir
         variability=None if spec.variability is None else Variability.of(spec.variability),
         reliability=None if spec.reliability is None else Reliability.of(spec.reliability),
         sites=resolve_sites(spec.sites, spec.interconnect),
+        site_fabrics=site_fabrics,
         catalog=catalog,
+    )
+
+
+def resolve_fabric(f: FabricSpec, transport: Transport) -> Fabric:
+    """A fabric: section in SI units on its catalog transport (the cluster's, or a site's own)."""
+    return Fabric(
+        transport=transport,
+        topology=f.topology,
+        tiers=1 if f.topology == "single-switch" else f.tiers,
+        oversubscription=_ratios(f),
+        pod_gpus=f.pod_gpus,
+        switch_radix=f.switch_radix,
+        switch_latency_s=f.switch_latency_us * units.US,
+        routing=f.routing or DEFAULT_ROUTING[f.transport],
+        ecmp_seed=f.ecmp_seed,
+        dragonfly_groups=f.dragonfly.groups if f.dragonfly else None,
+        dragonfly_global_links=f.dragonfly.global_links_per_switch if f.dragonfly else 1,
+        management_ports=f.management_ports,
+        routing_given=f.routing is not None,
     )
 
 

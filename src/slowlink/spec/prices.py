@@ -3,13 +3,13 @@
 A book is a YAML file (the bundled ``cost/data/prices.yaml``, or a user's quotes given with ``--prices``, same
 keys), validated with pydantic (the ``*Spec`` models, ``extra="forbid"``), merged (a user's entry replaces the
 bundled one of the same identity: a server by GPU name, a switch by (transport family, speed, radix), a NIC by
-speed, a medium by name, the facility section as a whole), then resolved once into the frozen
+speed, a medium or DCI optics by name, the facility section as a whole), then resolved once into the frozen
 :class:`PriceBook` of dataclasses that the cost model reads (:func:`price_book`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +63,12 @@ class MediumSpec(SourcedSpec):
     reach_m: float = Field(gt=0, description="Longest link, m.")
 
 
+class DciOpticsSpec(SourcedSpec):
+    price_usd: float = Field(ge=0, description="One coherent pluggable (one link end), USD.")
+    power_w: float = Field(ge=0, description="One module, W.")
+    reach_km: float = Field(gt=0, description="Longest span it is specified for without regeneration, km.")
+
+
 class FacilitySpec(SourcedSpec):
     pue: float = Field(ge=1, description="Power usage effectiveness: facility power / IT power.")
     usd_per_kwh: float = Field(ge=0, description="Electricity price, USD per kWh.")
@@ -76,6 +82,8 @@ class PricesSpec(BaseModel):
     switches: list[SwitchSpec] = Field(default_factory=list, description="Fixed switches.")
     nics: list[NicSpec] = Field(default_factory=list, description="NICs by speed.")
     media: dict[MediumName, MediumSpec] = Field(default_factory=dict, description="dac, mmf, smf.")
+    dci_optics: dict[str, DciOpticsSpec] = Field(default_factory=dict, description="Coherent optics of the long "
+                                                 "haul between sites, by the name interconnect.optics gives.")
     facility: FacilitySpec | None = Field(None, description="PUE, electricity, depreciation, spares.")
 
 
@@ -139,6 +147,18 @@ class Medium:
 
 
 @dataclass(frozen=True)
+class DciOptics:
+    """A coherent pluggable of the long haul (fields as :class:`DciOpticsSpec`)."""
+
+    price_usd: float
+    power_w: float
+    reach_km: float
+    source: str
+    date: str | None = None
+    estimate: bool = False
+
+
+@dataclass(frozen=True)
 class Facility:
     """PUE, electricity, depreciation and spares (fields as :class:`FacilitySpec`)."""
 
@@ -160,6 +180,7 @@ class PriceBook:
     nics: tuple[Nic, ...]
     media: dict[str, Medium]
     facility: Facility
+    dci_optics: dict[str, DciOptics] = field(default_factory=dict)
 
     def server(self, gpu: str) -> Server:
         if gpu not in self.servers:
@@ -182,6 +203,12 @@ class PriceBook:
         raise PriceMissing(f"prices: nics: no NIC priced at {speed_gbit_s:g} Gbit/s (priced: "
                         f"{', '.join(f'{n.speed_gbit_s:g}' for n in self.nics)}); add one with --prices")
 
+    def dci(self, optics: str) -> DciOptics:
+        if optics not in self.dci_optics:
+            raise PriceMissing(f"prices: dci_optics.{optics}: no price for the interconnect's optics (priced: "
+                               f"{', '.join(sorted(self.dci_optics))}); add one with --prices")
+        return self.dci_optics[optics]
+
     def medium(self, name: str) -> Medium:
         if name not in self.media:
             raise PriceMissing(f"prices: media.{name}: not priced; add it with --prices")
@@ -199,7 +226,7 @@ def _merge(base: PricesSpec, over: PricesSpec) -> PricesSpec:
     nics = {n.speed_gbit_s: n for n in base.nics} | {n.speed_gbit_s: n for n in over.nics}
     return PricesSpec(servers=base.servers | over.servers, switches=list(switches.values()),
                       nics=list(nics.values()), media=base.media | over.media,
-                      facility=over.facility or base.facility)
+                      dci_optics=base.dci_optics | over.dci_optics, facility=over.facility or base.facility)
 
 
 def _sourced(e: SourcedSpec) -> dict[str, Any]:
@@ -219,7 +246,8 @@ def resolve_prices(spec: PricesSpec) -> PriceBook:
               for w in spec.switches),
         tuple(Nic(n.speed_gbit_s, n.price_usd, **_sourced(n)) for n in spec.nics),
         {str(k): Medium(m.price_usd, m.fiber_usd, m.power_w, m.reach_m, **_sourced(m)) for k, m in spec.media.items()},
-        Facility(f.pue, f.usd_per_kwh, f.depreciation_years, f.network_spares_fraction, **_sourced(f)))
+        Facility(f.pue, f.usd_per_kwh, f.depreciation_years, f.network_spares_fraction, **_sourced(f)),
+        {k: DciOptics(o.price_usd, o.power_w, o.reach_km, **_sourced(o)) for k, o in spec.dci_optics.items()})
 
 
 def price_book(bundled: PricesSpec, quotes: dict[str, Any] | None = None, source: str = "prices") -> PriceBook:

@@ -7,7 +7,8 @@ come together; without them a cluster is one site. Resolved once, at load, into 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -25,12 +26,17 @@ LINUX_TCP_WINDOW_BYTES = 6291456.0
 TCP_MSS_BYTES = 1448
 # RoCE's largest path MTU, the payload of one RDMA packet (InfiniBand Architecture Specification, 4,096 B).
 RDMA_MTU_BYTES = 4096
+# Light in single-mode fibre: c / group index, 1.4682 at 1550 nm (Corning SMF-28 Ultra datasheet), km per second.
+FIBRE_KM_S = 299792.458 / 1.4682
 
 
 class SiteSpec(BaseModel):
     model_config = SPEC_CONFIG
     name: str = Field(min_length=1, description="Name of the site (data centre), shown in reports.")
     nodes: int = Field(ge=1, description="Nodes of the cluster in this site; the sites' nodes sum to `nodes`.")
+    mtbf_hours: float | None = Field(None, gt=0, description="Mean hours between outages of the whole site (power, "
+                                     "cooling, its border network); with repair_hours. None: not priced.")
+    repair_hours: float | None = Field(None, ge=0, description="Mean hours a site outage lasts; with mtbf_hours.")
 
 
 class InterconnectSpec(BaseModel):
@@ -52,8 +58,14 @@ class InterconnectSpec(BaseModel):
         1, ge=1, le=64, description="Parallel streams each cross-site connection opens (NCCL_NSOCKS_PERTHREAD x "
         "NCCL_SOCKET_NTHREADS, at most 64).")
     price_usd_per_gbit_s_month: float | None = Field(
-        None, ge=0, description="Lease price of the long haul, USD per Gbit/s and month (not priced yet).")
-    optics: str | None = Field(None, description="Optics of each link, e.g. 400ZR, 800ZR+ (shown, not priced yet).")
+        None, ge=0, description="Lease price of the long haul's capacity (the line system between the sites' "
+        "optics), USD per Gbit/s and month; required to price a cluster with sites.")
+    link_mtbf_hours: float | None = Field(None, gt=0, description="Mean hours between failures of one long-haul "
+                                          "link (a fibre cut, an optic); with link_repair_hours. None: not priced.")
+    link_repair_hours: float | None = Field(None, ge=0, description="Mean hours to repair one long-haul link; with "
+                                            "link_mtbf_hours.")
+    optics: str | None = Field(None, description="Coherent optics at each link end, by the price book's dci_optics "
+                               "name (400ZR, 400ZR+); none: the lease includes them (a managed wavelength).")
 
     @field_validator("loss")
     @classmethod
@@ -63,7 +75,7 @@ class InterconnectSpec(BaseModel):
         return v
 
 
-def check_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None, nodes: int) -> None:
+def check_sites(sites: Sequence[SiteSpec] | None, interconnect: InterconnectSpec | None, nodes: int) -> None:
     """The rules across keys: sites and interconnect come together, there are at least two sites, their names are
     unique and their nodes sum to the cluster's."""
     if sites is None and interconnect is None:
@@ -79,16 +91,29 @@ def check_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | N
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"sites: name {twice[0]!r} given more than once: each site needs its own name")
+    _together("interconnect.link_mtbf_hours", interconnect.link_mtbf_hours, interconnect.link_repair_hours,
+              "interconnect.link_repair_hours")
+    for s in sites:
+        _together(f"sites.{s.name}.mtbf_hours", s.mtbf_hours, s.repair_hours, f"sites.{s.name}.repair_hours")
     total = sum(s.nodes for s in sites)
     if total != nodes:
         shown = " + ".join(str(s.nodes) for s in sites)
         raise ValueError(f"sites: nodes {shown} = {total} != nodes ({nodes}): every node is in one site")
 
 
+def _together(name: str, value: float | None, other: float | None, other_name: str) -> None:
+    if (value is None) != (other is None):
+        given, missing = (name, other_name) if value is not None else (other_name, name)
+        raise ValueError(f"{given} given without {missing}: an outage is priced from its rate and its length, "
+                         "give both")
+
+
 @dataclass(frozen=True)
 class Site:
     name: str
     nodes: int
+    mtbf_s: float | None = None    # mean time between whole-site outages (None: not priced)
+    repair_s: float | None = None  # their mean length
 
 
 @dataclass(frozen=True)
@@ -105,11 +130,19 @@ class Interconnect:
     streams_per_connection: int
     price_usd_per_gbit_s_month: float | None = None
     optics: str | None = None
+    link_mtbf_s: float | None = None    # mean time between one link's failures (None: not priced)
+    link_repair_s: float | None = None  # mean time to repair it
 
     @property
     def egress_bytes_s(self) -> float:
         """Line rate of one site's links towards the others, each direction, bytes/s."""
         return self.links * self.link_bytes_s
+
+    @property
+    def route_km(self) -> float:
+        """Fibre route the round trip implies, km: RTT / 2 x the speed of light in fibre (queueing and equipment
+        delay counted as distance, so an upper bound)."""
+        return self.rtt_s / 2.0 * FIBRE_KM_S
 
     @property
     def bdp_bytes(self) -> float:
@@ -141,10 +174,10 @@ class Sites:
             counts[i] += 1
         if min(counts) == 0:
             return None
-        return Sites(tuple(Site(s.name, n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
+        return Sites(tuple(replace(s, nodes=n) for s, n in zip(self.sites, counts, strict=True)), self.interconnect)
 
 
-def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
+def resolve_sites(sites: Sequence[SiteSpec] | None, interconnect: InterconnectSpec | None) -> Sites | None:
     """The resolved sites, or None for a one-site cluster (validated already: :func:`check_sites`)."""
     if sites is None or interconnect is None:
         return None
@@ -153,7 +186,11 @@ def resolve_sites(sites: list[SiteSpec] | None, interconnect: InterconnectSpec |
     window = (i.window_mib * units.MiB if i.window_mib is not None
               else LINUX_TCP_WINDOW_BYTES if tcp else None)
     segment = i.segment_bytes if i.segment_bytes is not None else TCP_MSS_BYTES if tcp else RDMA_MTU_BYTES
-    return Sites(tuple(Site(s.name, s.nodes) for s in sites),
+    return Sites(tuple(Site(s.name, s.nodes, _hours(s.mtbf_hours), _hours(s.repair_hours)) for s in sites),
                  Interconnect(i.links, i.speed_gbit_s * units.Gbit, i.rtt_ms * units.MS, i.loss, i.transport,
                               window, float(segment), i.streams_per_connection, i.price_usd_per_gbit_s_month,
-                              i.optics))
+                              i.optics, _hours(i.link_mtbf_hours), _hours(i.link_repair_hours)))
+
+
+def _hours(h: float | None) -> float | None:
+    return None if h is None else h * units.HOUR

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from slowlink.fileio import SPEC_CONFIG
 from slowlink.spec.reliability import ReliabilitySpec
+from slowlink.spec.sites import InterconnectSpec
 from slowlink.spec.storage import StorageSpec
+from slowlink.spec.workload import SyncSpec
 
 Count = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0)]
@@ -59,11 +61,28 @@ class ParallelAxes(BaseModel):
     _check = field_validator("*")(_nonempty)
 
 
+class SitesAxes(BaseModel):
+    model_config = SPEC_CONFIG
+    count: list[Count] = Field(description="Sites each design's nodes are split into, in equal shares (1: one "
+                               "building, no long haul).")
+    links: list[Count] | None = Field(None, description="Long-haul links leaving each site (the DCI bandwidth); "
+                                      "default: interconnect.links.")
+    interconnect: InterconnectSpec = Field(description="What joins the sites of every design with more than one "
+                                           "(the cluster file's interconnect: section; its links: the default).")
+
+    @field_validator("count", "links")
+    @classmethod
+    def _listed(cls, v: list[Any] | None) -> list[Any] | None:
+        return None if v is None else _nonempty(v)
+
+
 class Constraints(BaseModel):
     model_config = SPEC_CONFIG
     budget_usd: float | None = Field(None, gt=0, description="Most capex, USD.")
     power_kw: float | None = Field(None, gt=0, description="Most facility power, kW.")
     max_gpus: int | None = Field(None, ge=1, description="Most GPUs.")
+    max_nodes_per_site: int | None = Field(None, ge=1, description="Most nodes one site (building) holds: the "
+                                           "power or floor space that makes a second site the question.")
     deadline_days: float | None = Field(None, gt=0, description="Train the token budget within this, days.")
 
 
@@ -83,6 +102,15 @@ class SpaceSpec(BaseModel):
                                         "file's storage: section): prices the data stall and the checkpoints.")
     reliability: ReliabilitySpec | None = Field(None, description="Failure rates and recovery times of every "
                                                 "design (the cluster file's reliability: section).")
+    sites: SitesAxes | None = Field(None, description="Split each design over sites joined by a long haul: site "
+                                    "counts, DCI links per site and the interconnect (docs/sites.md).")
+    sync: list[SyncSpec] | None = Field(None, description="How the sites' replicas sync (the workload's sync: "
+                                        "section), one option per entry; a one-site design runs the first only.")
+
+    @field_validator("sync")
+    @classmethod
+    def _syncs(cls, v: list[Any] | None) -> list[Any] | None:
+        return None if v is None else _nonempty(v)
 
 
 @dataclass(frozen=True)
@@ -93,10 +121,11 @@ class Limits:
     power_kw: float | None = None
     max_gpus: int | None = None
     deadline_days: float | None = None
+    max_nodes_per_site: int | None = None
 
     @classmethod
     def of(cls, c: Constraints) -> Limits:
-        return cls(c.budget_usd, c.power_kw, c.max_gpus, c.deadline_days)
+        return cls(c.budget_usd, c.power_kw, c.max_gpus, c.deadline_days, c.max_nodes_per_site)
 
     def given(self) -> dict[str, float]:
         """The limits set, by name."""

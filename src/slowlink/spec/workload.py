@@ -234,6 +234,7 @@ class OverlapSpec(BaseModel):
 
 # The choices of the sync: section (docs/sites.md), shared with the resolved Sync below.
 SyncMethod = Literal["ddp", "hierarchical", "diloco", "streaming-diloco"]
+Crossing = Literal["dp", "pp"]
 OuterDtype = Literal["fp32", "bf16", "fp8", "int8", "fp4"]
 
 
@@ -256,6 +257,9 @@ class SyncSpec(BaseModel):
                            "inner_steps, in turn.")
     overlap_steps: int = Field(0, ge=0, description="streaming-diloco: inner steps a fragment's sync runs beside "
                                "before the fragment is needed (the paper's tau).")
+    crosses: Crossing = Field("dp", description="The dimension that spans the sites: dp (each site holds whole "
+                              "model replicas; the sync crosses) or pp (each site holds pp / sites consecutive "
+                              "stages of every replica; activations cross once per micro-batch, DP stays inside).")
 
     @model_validator(mode="after")
     def _method_keys(self) -> SyncSpec:
@@ -278,6 +282,9 @@ class SyncSpec(BaseModel):
         if self.fragments > h:
             raise ValueError(f"sync.fragments ({self.fragments}) must be <= inner_steps ({h}): each fragment syncs "
                              "once per inner_steps, at a step of its own")
+        if self.crosses == "pp" and self.method != "ddp":
+            raise ValueError(f"sync.crosses (pp) with method {self.method}: pipeline stages across sites keep every "
+                             "data-parallel group inside a site, so nothing syncs across: use method ddp (the default)")
         if self.overlap_steps >= h:
             raise ValueError(f"sync.overlap_steps ({self.overlap_steps}) must be < inner_steps ({h}): a fragment's "
                              "sync must land before its next one starts")
@@ -503,11 +510,12 @@ class Sync:
     outer_dtype: OuterDtype = "fp32"
     fragments: int = 1
     overlap_steps: int = 0
+    crosses: Crossing = "dp"
 
     @classmethod
     def of(cls, spec: SyncSpec) -> Sync:
         return cls(spec.method, spec.inner_steps or 1, spec.outer_optimizer, spec.outer_dtype, spec.fragments,
-                   spec.overlap_steps)
+                   spec.overlap_steps, spec.crosses)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Build the topology graph of a cluster: GPUs on their scale-up switch, NICs, the scale-out fabric
-(:mod:`.fattree` or :mod:`.dragonfly`, sized by :mod:`.shape`) and the storage vertices (:mod:`.storage`).
+(:mod:`.fattree` or :mod:`.dragonfly`, sized by :mod:`.shape`), the storage vertices (:mod:`.storage`) and the
+long haul between sites (:mod:`.sites`).
 
 Kept apart from :mod:`.fabric` (the :class:`~slowlink.topology.fabric.Topology` data structure the builders
 fill in) so that no module of this package imports one that imports it back.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from slowlink.catalog.scale_up import SCALE_UP_EFFICIENCY
 from slowlink.errors import SpecError
 from slowlink.spec.cluster import Cluster
-from slowlink.topology import degraded, dragonfly, fattree, storage
+from slowlink.topology import degraded, dragonfly, fattree, sites, storage
 from slowlink.topology.fabric import Topology
 from slowlink.topology.shape import placement_nodes
 
@@ -50,13 +51,21 @@ def build(cluster: Cluster) -> Topology:
         topo.storage_endpoint0 = len(endpoints)
         endpoints += [name for name, _ in targets]
         caps += [cap for _, cap in targets]
-    if f.topology == "dragonfly":
-        if targets:
+    if cluster.sites is None:
+        _fabric(topo, cluster, endpoints, caps)
+    else:  # each site a fabric of its own nodes, and the long haul between them
+        sites.build_site_fabrics(topo, cluster, endpoints, caps, _fabric)
+    storage.attach(topo, cluster)
+    degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
+    return topo
+
+
+def _fabric(topo: Topology, cluster: Cluster, endpoints: list[str], caps: list[float]) -> None:
+    """The scale-out fabric of ``cluster``'s fabric: section over ``endpoints``."""
+    if cluster.fabric.topology == "dragonfly":
+        if len(endpoints) > cluster.nodes * topo.nics_per_node:
             raise SpecError("storage.shared_with_compute (True) on a dragonfly fabric is not built: use a "
                             "separate storage fabric (nics.storage) or a fat tree")
         dragonfly.build_dragonfly(topo, cluster, endpoints, caps)
     else:
         fattree.build_fat_tree(topo, cluster, endpoints, caps)
-    storage.attach(topo, cluster)
-    degraded.apply(topo, cluster)  # the cluster's slow NICs, cables and nodes (spec `degraded:`)
-    return topo

@@ -89,6 +89,12 @@ def micro_batch_act_bytes(w: Workload) -> float:
 AMAX_BYTES = PRECISION_BYTES["fp32"]  # one amax, reduced in FP32 (TE's amax buffers are float32)
 
 
+def pp_hop_bytes(w: Workload) -> float:
+    """One rank's PP send per micro-batch and direction: the activation, over TP under SP or scatter/gather."""
+    p = w.parallel
+    return micro_batch_act_bytes(w) / (p.tp if p.sequence_parallel or p.pp_scatter_gather else 1)
+
+
 def tp_layer(w: Workload, cost: CommCost) -> DimComm:
     """TP seconds of one layer and micro-batch: (total, exposed before the compute overlap)."""
     p = w.parallel
@@ -245,7 +251,7 @@ def pp_microbatch(w: Workload, cost: CommCost, chunk: StageCompute | None = None
     if p.pp == 1:
         return DimComm(0.0, 0.0, "send_recv", 0.0, "pp_pairs")
     split = p.sequence_parallel or p.pp_scatter_gather  # SP, or scatter/gather (Narayanan et al. 2021, Sec. 4.1)
-    size = micro_batch_act_bytes(w) / (p.tp if split else 1)
+    size = pp_hop_bytes(w)
     hop = cost("send_recv", size, groups_of(p, "pp_pairs"))
     per_hop = 1.0
     if p.tp > 1 and not p.sequence_parallel and split:  # the receiver re-assembles the tensor over NVLink
