@@ -40,9 +40,9 @@ def reshard_cmd(
     from slowlink.report.storage_bench import reshard_line
     from slowlink.storage.reshard import reshard
 
-    res = reshard(src, dst, size_option("--shard-size", shard_size)).to_json()
+    res = reshard(src, dst, size_option("--shard-size", shard_size))
     if as_json:
-        print_json(res)
+        print_json(res.to_json())
         return
     out.print(reshard_line(res))
 

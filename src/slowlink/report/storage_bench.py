@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from slowlink.bench.manifest import Verification
     from slowlink.bench.record import CheckpointRow, StorageRow
     from slowlink.bench.storage import DiskProbe
+    from slowlink.storage.reshard import ReshardResult
 
 
 def _num(x: float | None, fmt: str) -> str:
@@ -38,15 +39,14 @@ def probe_line(probe: DiskProbe) -> str:
             f"({probe.HOW}; cache: {probe.cache})")
 
 
-def reshard_line(res: dict[str, Any]) -> str:
+def reshard_line(res: ReshardResult) -> str:
     """One line: samples and files, shards (kept from a previous run), bytes, skipped files, verified, the index."""
-    skipped = res["skipped"]
-    why = sorted({s["reason"].split(":")[0] for s in skipped})
-    return (f"{res['samples']:,} samples ({res['files']:,} files) -> {res['shards']} shards ({res['reused_shards']} "
-            f"kept from an earlier run), {res['data_bytes'] / units.MB:,.1f} MB of data in "
-            f"{res['bytes_written'] / units.MB:,.1f} MB of tar, verified byte-equal: {res['verified']}; "
-            f"{len(skipped):,} files skipped" + (f" ({'; '.join(why[:4])}; all in --json)" if skipped else "")
-            + f"; index {res['index']} ({res['elapsed_s']:.1f} s)")
+    why = sorted({s.reason.split(":")[0] for s in res.skipped})
+    return (f"{res.samples:,} samples ({res.files:,} files) -> {res.shards} shards ({res.reused_shards} "
+            f"kept from an earlier run), {res.data_bytes / units.MB:,.1f} MB of data in "
+            f"{res.bytes_written / units.MB:,.1f} MB of tar, verified byte-equal: {res.verified}; "
+            f"{len(res.skipped):,} files skipped" + (f" ({'; '.join(why[:4])}; all in --json)" if res.skipped else "")
+            + f"; index {res.index} ({res.elapsed_s:.1f} s)")
 
 
 def verify_lines(v: Verification) -> list[str]:
