@@ -58,10 +58,10 @@ def main() -> int:
                 continue
             if point.rule:
                 rejected.append(dt)
-            elif (lay["tp"], lay["pp"]) in placed:
+            elif (lay.tp, lay.pp) in placed:
                 reused.append(dt)
             else:
-                placed.add((lay["tp"], lay["pp"]))
+                placed.add((lay.tp, lay.pp))
                 new.append(dt)
     every = new + reused + rejected
     med = statistics.median(every)

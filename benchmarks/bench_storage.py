@@ -15,9 +15,11 @@ import argparse
 import json
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from slowlink.bench.pagecache import DROP_CACHES
+from slowlink.bench.record import StorageRow, make_record
 from slowlink.bench.storage import StorageBenchConfig, run_storage
 from slowlink.bench.storage_data import make_dataset
 from slowlink.cli.common import out, rounded
@@ -42,9 +44,11 @@ def main() -> None:
     for cache in caches:
         cfg = StorageBenchConfig(workers=args.workers, cache=cache, repeat=args.repeat)
         res = run_storage(data, args.root / f"shards-{args.files}", cfg)
-        out.print(storage_bench_table(res["rows"], f"{args.files:,} files, cache: {cache}"))
-        out.print(probe_line(res["summary"]["probe"]))
-        runs[cache] = res
+        rec = make_record("storage", res.rows, asdict(res.cfg), "none", None, None, res.summary())
+        out.print(storage_bench_table([r for r in rec.rows if isinstance(r, StorageRow)],
+                                      f"{args.files:,} files, cache: {cache}"))
+        out.print(probe_line(res.probe))
+        runs[cache] = {"rows": res.rows, "summary": res.summary()}
     if args.out is not None:
         args.out.write_text(json.dumps(rounded(runs), indent=2, default=float) + "\n")
 

@@ -18,6 +18,7 @@ import sys
 from slowlink.bench.collectives import BenchConfig
 from slowlink.bench.lateness import lateness
 from slowlink.bench.launch import launch_local
+from slowlink.bench.record import CollectiveRow, make_record
 from slowlink.probe.find import late_ranks
 
 TARGET = "slowlink.bench.collectives:sweep_rank"
@@ -28,10 +29,12 @@ def one(n: int, delay_s: float) -> tuple[list[float], list[str], float]:
     delayed when delay_s > 0)."""
     cfg = BenchConfig(op="all_reduce", sizes_bytes=(4096.0, 65536.0, 1048576.0), iters=12, warmup_iters=2,
                       rounds=3, check=False, test_delay_rank=n - 1 if delay_s else None, test_delay_s=delay_s)
-    res = launch_local(TARGET, cfg, n, "gloo", 120)
-    late = lateness(res["rows"])
+    res = launch_local(TARGET, cfg, n, "gloo", 120)  # a RankRows
+    rec = make_record("collectives", res.rows, {}, "gloo", res.hostnames)
+    rows = [r for r in rec.rows if isinstance(r, CollectiveRow)]
+    late = lateness(rows)
     assert late is not None
-    return late.cost, [s.id for s in late_ranks(res["rows"], res["hostnames"])], sum(r["time_s"] for r in res["rows"])
+    return late.cost, [s.id for s in late_ranks(rows, res.hostnames)], sum(r.time_s for r in rows)
 
 
 def main() -> int:
