@@ -119,8 +119,8 @@ def _rates(s: _Solve, n_comp: int) -> FloatArray:
     acc = np.zeros(n_comp)
     left = int((~frozen).sum())
     starts = np.flatnonzero(np.diff(comp, prepend=-1))
+    active = counts > 0
     while left:
-        active = counts > 0
         share = np.divide(residual, counts, out=np.full(cap.size, np.inf), where=active)
         step = np.full(n_comp, np.inf)
         if starts.size:
@@ -150,13 +150,14 @@ def _rates(s: _Solve, n_comp: int) -> FloatArray:
         np.subtract.at(counts, col[_ranges(flow_start[flows], flow_len[flows])], 1.0)
         for k in range(s.cls_cap.size):
             members[:, k] -= np.bincount(s.comp[flows[(s.bits[flows] >> k) & 1 == 1]], minlength=n_comp)
-        live = counts > 0
-        if live.sum() * 2 < cap.size:  # drop the links no unfrozen flow uses any more, now and then
-            renumber = np.cumsum(live) - 1
-            col = np.where(live[col], renumber[col], -1)  # entries of frozen flows only lose their link
-            cap, floor, residual, counts, comp = cap[live], floor[live], residual[live], counts[live], comp[live]
-            link_start, link_len = link_start[live], link_len[live]
+        active = counts > 0
+        if np.count_nonzero(active) * 2 < cap.size:  # drop the links no unfrozen flow uses any more, now and then
+            renumber = np.cumsum(active) - 1
+            col = np.where(active[col], renumber[col], -1)  # entries of frozen flows only lose their link
+            cap, floor, residual, counts = cap[active], floor[active], residual[active], counts[active]
+            comp, link_start, link_len = comp[active], link_start[active], link_len[active]
             starts = np.flatnonzero(np.diff(comp, prepend=-1))
+            active = counts > 0
     return rates
 
 
