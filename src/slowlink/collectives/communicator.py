@@ -219,10 +219,9 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    nxt = np.roll(np.arange(p.ranks.shape[1]), -1)
-    leave = p.domains != p.domains[:, nxt]
-    src, dst = p.nodes[leave], p.nodes[:, nxt][leave]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.ones(len(src)))
+    leave = p.domains != np.roll(p.domains, -1, axis=1)
+    src, dst = p.nodes[leave], np.roll(p.nodes, -1, axis=1)[leave]
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 1.0)
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -251,7 +250,7 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
     src, dst = np.concatenate([c, par]), np.concatenate([par, c])
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.full(len(src), 0.5))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 0.5)
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
@@ -259,7 +258,7 @@ def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
     return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src[cross], dst[cross],
-                         np.ones(int(cross.sum())))
+                         1.0)
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
