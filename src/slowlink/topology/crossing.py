@@ -89,24 +89,23 @@ def _busiest(keys: np.ndarray, w: np.ndarray | float) -> float:
 
 
 def _domain_counts(st: Stage, src: np.ndarray, dst: np.ndarray, node_out: np.ndarray,
-                   node_in: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """Edges leaving and entering each of the stage's domains, most of each (edges counted, not weighed), and
-    the crossing edges' domains: from the crossing edges, or, when most edges cross, from the nodes' edge
-    counts ``node_out``/``node_in`` summed per domain less the edges inside it (whole numbers: either way
-    the same counts)."""
+                   node_in: np.ndarray) -> tuple[float, float] | None:
+    """Most edges leaving one of the stage's domains and most entering one (edges counted, not weighed; None
+    if no edge crosses): from the crossing edges, or, when most edges cross, from the nodes' edge counts
+    ``node_out``/``node_in`` summed per domain less the edges inside it (whole numbers: the same counts)."""
     npd = st.nodes_per_domain
     ds, dd = src // npd, dst // npd
     cross = ds != dd
     n_cross = int(np.count_nonzero(cross))
     if n_cross == 0:
-        return 0.0, 0.0, ds[:0], dd[:0]
+        return None
     if 2 * n_cross <= cross.size:
         out, into = np.bincount(ds[cross]), np.bincount(dd[cross])
     else:
         starts = np.arange(0, node_out.size, npd)  # node_out and node_in: one count per node, as many nodes
         inside = np.bincount(ds[~cross], minlength=starts.size)
         out, into = np.add.reduceat(node_out, starts) - inside, np.add.reduceat(node_in, starts) - inside
-    return float(out.max()), float(into.max()), ds[cross], dd[cross]
+    return float(out.max()), float(into.max())
 
 
 def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray, w: np.ndarray | float,
@@ -115,10 +114,10 @@ def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray,
         ww = w if isinstance(w, np.ndarray) else np.full(len(src), w)
         return _local_time_nodes(shape, src, dst, ww)
     if isinstance(w, float) and node_counts is not None:  # one weight on every edge: count, then scale once
-        out, into, ds, dd = _domain_counts(st, src, dst, *node_counts)
-        if not ds.size:
+        most = _domain_counts(st, src, dst, *node_counts)
+        if most is None:
             return 0.0
-        t, wc = max(out * w, into * w) / st.uplink_bytes_s, w
+        t = max(most[0] * w, most[1] * w) / st.uplink_bytes_s
     else:
         ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
         cross = ds != dd
@@ -127,8 +126,10 @@ def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray,
         # edges inside a domain weigh 0 here (adding 0.0 leaves every sum as it is; cheaper than a masked copy)
         wa = np.where(cross, w, 0.0)
         t = max(_busiest(ds, wa), _busiest(dd, wa)) / st.uplink_bytes_s
+    if st.pair_bytes_s is not None:  # a pair of domains' own links (dragonfly groups)
+        ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
+        cross = ds != dd
         ds, dd, wc = ds[cross], dd[cross], w[cross] if isinstance(w, np.ndarray) else w
-    if st.pair_bytes_s is not None:
         n_dom = int(max(ds.max(), dd.max())) + 1
         t = max(t, _busiest(ds * n_dom + dd, wc) / st.pair_bytes_s)
     return float(t)
