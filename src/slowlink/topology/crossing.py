@@ -145,14 +145,16 @@ def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndar
     """
     if not shape.stages or len(src_node) == 0:
         return NONE
+    w: np.ndarray | float
+    counts: tuple[np.ndarray, np.ndarray] | None = None
     if isinstance(weight, (int, float)):  # one weight on every edge: edges counted (whole numbers), scaled once
-        w: np.ndarray | float = float(weight)
+        unit = float(weight)
         n_nodes = int(max(src_node.max(), dst_node.max())) + 1
-        counts: tuple[np.ndarray, np.ndarray] | None = (np.bincount(src_node, minlength=n_nodes),
-                                                        np.bincount(dst_node, minlength=n_nodes))
-        node_t = max(float(counts[0].max()) * w, float(counts[1].max()) * w) / nic_node_bytes_s
+        counts = (np.bincount(src_node, minlength=n_nodes), np.bincount(dst_node, minlength=n_nodes))
+        node_t = max(float(counts[0].max()) * unit, float(counts[1].max()) * unit) / nic_node_bytes_s
+        w = unit
     else:
-        w, counts = np.asarray(weight, dtype=float), None
+        w = np.asarray(weight, dtype=float)
         node_t = max(_busiest(src_node, w), _busiest(dst_node, w)) / nic_node_bytes_s
     if node_t <= 0:
         return NONE
