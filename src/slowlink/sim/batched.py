@@ -97,67 +97,86 @@ class _Solve:
     members: FloatArray
 
 
+@dataclass
+class _Links:
+    """The links still in play in a solve, numbered problem by problem: capacity, residual, unfrozen flows
+    (``counts``), problem, their entries' range in ``by_link`` order, and where each problem's links start."""
+
+    cap: FloatArray
+    residual: FloatArray
+    counts: FloatArray
+    comp: IntArray
+    start: IntArray
+    length: IntArray
+
+    @property
+    def starts(self) -> IntArray:
+        out: IntArray = np.flatnonzero(np.diff(self.comp, prepend=-1))
+        return out
+
+    def compact(self, keep: NDArray[np.bool_], col: IntArray) -> IntArray:
+        """Keep the links ``keep`` marks; returns ``col`` renumbered (-1: a dropped link)."""
+        renumber = np.cumsum(keep) - 1
+        for name in ("cap", "residual", "counts", "comp", "start", "length"):
+            setattr(self, name, getattr(self, name)[keep])
+        out: IntArray = np.where(keep[col], renumber[col], -1)
+        return out
+
+
+def _class_flows(s: _Solve, tight: NDArray[np.bool_], comp_start: IntArray, comp_len: IntArray) -> IntArray:
+    """The flows (frozen or not) in the classes ``tight`` marks (problems x classes): a problem's flows are a
+    range (numbered problem by problem), each with its class bits."""
+    hit = np.flatnonzero(tight.any(axis=1))
+    cand = _ranges(comp_start[hit], comp_len[hit])
+    out: IntArray = cand[(s.bits[cand] & (tight @ (1 << np.arange(s.cls_cap.size)))[s.comp[cand]]) != 0]
+    return out
+
+
 def _rates(s: _Solve, n_comp: int) -> FloatArray:
     """:func:`slowlink.sim.engine.max_min_rates` of every problem of ``s`` at once, round by round: each problem
     fills with its own step, exactly as alone (the unfrozen counts are whole numbers, kept up to date by
     subtracting the flows each round freezes); a round costs the links in play plus the entries it freezes."""
-    n_flows = s.comp.size
-    row, col, cap, comp = s.row, s.col, s.cap, s.link_comp
+    n_flows, row, col = s.comp.size, s.row, s.col
     rates = np.full(n_flows, np.inf)  # a flow on no link: infinite
-    flow_start = np.searchsorted(row, np.arange(n_flows))
-    flow_len = np.bincount(row, minlength=n_flows)
-    link_len = np.bincount(col, minlength=cap.size)
-    link_start = np.cumsum(link_len) - link_len
-    comp_start = np.searchsorted(s.comp, np.arange(n_comp))
-    comp_len = np.bincount(s.comp, minlength=n_comp)
-    counts = link_len.astype(np.float64)
+    flow_start, flow_len = np.searchsorted(row, np.arange(n_flows)), np.bincount(row, minlength=n_flows)
+    link_len = np.bincount(col, minlength=s.cap.size)
+    ln = _Links(s.cap, s.cap.copy(), link_len.astype(np.float64), s.link_comp, np.cumsum(link_len) - link_len,
+                link_len)
+    comp_start, comp_len = np.searchsorted(s.comp, np.arange(n_comp)), np.bincount(s.comp, minlength=n_comp)
     frozen = (flow_len == 0) & (s.bits == 0)
-    residual, floor = cap.copy(), _REL_EPS * cap
     cls_res, members = np.broadcast_to(s.cls_cap, s.members.shape).copy(), s.members.copy()
-    cls_floor, cls_bit = _REL_EPS * s.cls_cap, 1 << np.arange(s.cls_cap.size)
     seen = np.zeros(n_flows, dtype=np.int64)  # scratch: a flow's last position in this round's list
-    acc = np.zeros(n_comp)
-    left = int((~frozen).sum())
-    starts = np.flatnonzero(np.diff(comp, prepend=-1))
-    active = counts > 0
+    acc, left, starts, active = np.zeros(n_comp), int((~frozen).sum()), ln.starts, ln.counts > 0
     while left:
-        share = np.divide(residual, counts, out=np.full(cap.size, np.inf), where=active)
+        share = np.divide(ln.residual, ln.counts, out=np.full(ln.cap.size, np.inf), where=active)
         step = np.full(n_comp, np.inf)
         if starts.size:
-            step[comp[starts]] = np.minimum.reduceat(share, starts)
+            step[ln.comp[starts]] = np.minimum.reduceat(share, starts)
         cls_on = members > 0
         cls_share = np.where(cls_on, cls_res, np.inf)  # a class is one flow's link: its share is its residual
         step = np.minimum(step, cls_share.min(axis=1, initial=np.inf))
         going = np.isfinite(step)
         acc[going] += step[going]
         comp_step = np.where(going, step, 0.0)
-        residual -= comp_step[comp] * counts
+        ln.residual -= comp_step[ln.comp] * ln.counts
         cls_res -= comp_step[:, None] * cls_on
         lim = comp_step * _TIE
-        tight = np.flatnonzero(active & ((residual <= floor) | (share <= lim[comp])))
-        flows = row[s.by_link[_ranges(link_start[tight], link_len[tight])]]
-        cls_tight = cls_on & ((cls_res <= cls_floor) | (cls_share <= lim[:, None]))
+        tight = np.flatnonzero(active & ((ln.residual <= _REL_EPS * ln.cap) | (share <= lim[ln.comp])))
+        flows = row[s.by_link[_ranges(ln.start[tight], ln.length[tight])]]
+        cls_tight = cls_on & ((cls_res <= _REL_EPS * s.cls_cap) | (cls_share <= lim[:, None]))
         if cls_tight.any():
-            hit = np.flatnonzero(cls_tight.any(axis=1))
-            cand = _ranges(comp_start[hit], comp_len[hit])
-            flows = np.concatenate((flows, cand[(s.bits[cand] & (cls_tight @ cls_bit)[s.comp[cand]]) != 0]))
+            flows = np.concatenate((flows, _class_flows(s, cls_tight, comp_start, comp_len)))
         flows = flows[~frozen[flows]]
         seen[flows] = np.arange(flows.size)
         flows = flows[seen[flows] == np.arange(flows.size)]  # each once
-        frozen[flows] = True
-        left -= flows.size
-        rates[flows] = acc[s.comp[flows]]
-        np.subtract.at(counts, col[_ranges(flow_start[flows], flow_len[flows])], 1.0)
+        frozen[flows], left, rates[flows] = True, left - flows.size, acc[s.comp[flows]]
+        np.subtract.at(ln.counts, col[_ranges(flow_start[flows], flow_len[flows])], 1.0)
         for k in range(s.cls_cap.size):
             members[:, k] -= np.bincount(s.comp[flows[(s.bits[flows] >> k) & 1 == 1]], minlength=n_comp)
-        active = counts > 0
-        if np.count_nonzero(active) * 2 < cap.size:  # drop the links no unfrozen flow uses any more, now and then
-            renumber = np.cumsum(active) - 1
-            col = np.where(active[col], renumber[col], -1)  # entries of frozen flows only lose their link
-            cap, floor, residual, counts = cap[active], floor[active], residual[active], counts[active]
-            comp, link_start, link_len = comp[active], link_start[active], link_len[active]
-            starts = np.flatnonzero(np.diff(comp, prepend=-1))
-            active = counts > 0
+        active = ln.counts > 0
+        if np.count_nonzero(active) * 2 < ln.cap.size:  # drop the links no unfrozen flow uses, now and then
+            col = ln.compact(active, col)  # entries of frozen flows only lose their link
+            starts, active = ln.starts, ln.counts > 0
     return rates
 
 
