@@ -81,3 +81,19 @@ def test_inside_one_domain_nothing_crosses(make_cluster: Callable[..., Cluster])
     c = make_cluster(nodes=8, gpn=1, nics=1, switch_radix=5, oversubscription=4)
     g = communicator(c, "all_to_all", [[0, 1, 2, 3]])
     assert g.crossing_for("a2a") == NONE
+
+
+@pytest.mark.parametrize("kind", ["fat-tree", "rail-optimized", "dragonfly"])
+def test_one_weight_on_every_edge_counts_as_weighing_each(make_cluster: Callable[..., Cluster], kind: str) -> None:
+    # edges counted and scaled once give the very numbers of summing each edge's weight, whether few edges
+    # cross a stage (counted directly) or most do (nodes' counts per domain less the edges inside)
+    shape = {"dragonfly": {"groups": 8}} if kind == "dragonfly" else {"tiers": 3, "oversubscription": [2, 1, 4]}
+    c = make_cluster(nodes=64, gpn=1, nics=1, topology=kind, switch_radix=8, **shape)
+    s = fabric_shape(c)
+    assert len(s.stages) >= 2
+    rng = np.random.default_rng(5)
+    for spread in (1, 3, 64):  # edges to near nodes (few cross) ... anywhere (most cross)
+        src = rng.integers(0, 64, 500)
+        dst = (src + rng.integers(1, spread + 1, 500)) % 64
+        for w in (1.0, 0.5):
+            assert edge_crossing(s, 1e9, src, dst, w) == edge_crossing(s, 1e9, src, dst, np.full(500, w))

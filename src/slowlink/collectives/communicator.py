@@ -128,7 +128,11 @@ def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int
         ranks = np.asarray([g for g in groups if len(g) == len(groups[0])], dtype=np.int64)
     if ring_order and not (ranks[:, 1:] >= ranks[:, :-1]).all():  # rows of dimension_array come sorted
         ranks = np.sort(ranks, axis=1)
-    nodes = blocks[ranks // gpn]
+    block = ranks // gpn
+    # block placement (block b on node b, the default) needs no lookup: a gather over every rank costs ~10x the
+    # division at 131k GPUs; a rank past the cluster still reaches the lookup and fails there
+    in_order = blocks.size > 0 and blocks[0] == 0 and bool((np.diff(blocks) == 1).all())
+    nodes = block if in_order and block.max(initial=-1) < blocks.size else blocks[block]
     dom_gpus = max(1, min(cluster.scale_up.domain_gpus, cluster.gpus))
     # a domain of one node is that node (the general rule below gives the same numbers)
     domains = nodes if dom_gpus == gpn else (nodes * gpn + ranks % gpn) // dom_gpus
@@ -219,10 +223,9 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    nxt = np.roll(np.arange(p.ranks.shape[1]), -1)
-    leave = p.domains != p.domains[:, nxt]
-    src, dst = p.nodes[leave], p.nodes[:, nxt][leave]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.ones(len(src)))
+    leave = p.domains != np.roll(p.domains, -1, axis=1)
+    src, dst = p.nodes[leave], np.roll(p.nodes, -1, axis=1)[leave]
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 1.0)
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -251,7 +254,7 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
     src, dst = np.concatenate([c, par]), np.concatenate([par, c])
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, np.full(len(src), 0.5))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 0.5)
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
@@ -259,7 +262,7 @@ def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
     return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src[cross], dst[cross],
-                         np.ones(int(cross.sum())))
+                         1.0)
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:

@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from slowlink.sim.engine import Flow, SimResult, _incidence, component_drains, simulate
+from slowlink.sim.batched import component_drains
+from slowlink.sim.engine import Flow, SimResult, _incidence, simulate
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def padded_incidence(links: np.ndarray, n_links: int) -> sp.csr_matrix:
 
 def drain_s(capacity: list[float], latency: list[float], links: np.ndarray, size_bytes: np.ndarray) -> float:
     """:func:`solve`'s ``drain_s`` of flows given as padded link rows and sizes (all starting at 0): the same
-    number, from every link-disjoint component advanced together (:func:`~slowlink.sim.engine.component_drains`)
+    number, from every link-disjoint component advanced together (:func:`~slowlink.sim.batched.component_drains`)
     instead of one engine run per distinct component."""
     n = links.shape[0]
     if n == 0:

@@ -61,7 +61,7 @@ class StoragePlan:
     def dominates(self) -> bool:
         """Storage waits more per step than any communication dimension, and above the step model's
         :data:`~slowlink.workload.step.WAIT_SHARE` of the step."""
-        return self.wait_s > max(self.largest_comm_s, WAIT_SHARE * self.run_step_s)
+        return bool(self.wait_s > max(self.largest_comm_s, WAIT_SHARE * self.run_step_s))
 
     def sentence(self) -> str:
         """The storage wait in words: data stall and checkpoint overhead, each with what binds it."""

@@ -80,37 +80,85 @@ def _local_time_nodes(shape: FabricShape, src: np.ndarray, dst: np.ndarray, w: n
     return _local_time(shape, se // epg, (se % epg) // p, de // epg, (de % epg) // p, ww)
 
 
-def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
-    if st.name == "local":
-        return _local_time_nodes(shape, src, dst, w)
-    ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
+def _busiest(keys: np.ndarray, w: np.ndarray | float) -> float:
+    """The largest total weight of one key: ``w`` per edge, or one weight for every edge (then counted as
+    integers and scaled once: the same number as summing that weight, exact below 2**53 edges)."""
+    if isinstance(w, float):
+        return float(np.bincount(keys).max()) * w
+    return float(np.bincount(keys, w).max())
+
+
+def _domain_counts(st: Stage, src: np.ndarray, dst: np.ndarray, node_out: np.ndarray,
+                   node_in: np.ndarray) -> tuple[float, float] | None:
+    """Most edges leaving one of the stage's domains and most entering one (edges counted, not weighed; None
+    if no edge crosses): from the crossing edges, or, when most edges cross, from the nodes' edge counts
+    ``node_out``/``node_in`` summed per domain less the edges inside it (whole numbers: the same counts)."""
+    npd = st.nodes_per_domain
+    ds, dd = src // npd, dst // npd
     cross = ds != dd
-    if not cross.any():
-        return 0.0
-    # edges inside a domain weigh 0 here (adding 0.0 leaves every sum as it is; cheaper than a masked copy)
-    wc = np.where(cross, w, 0.0)
-    t = max(np.bincount(ds, wc).max(), np.bincount(dd, wc).max()) / st.uplink_bytes_s
-    if st.pair_bytes_s is not None:
-        ds, dd, wc = ds[cross], dd[cross], w[cross]
+    n_cross = int(np.count_nonzero(cross))
+    if n_cross == 0:
+        return None
+    if 2 * n_cross <= cross.size:
+        out, into = np.bincount(ds[cross]), np.bincount(dd[cross])
+    else:
+        starts = np.arange(0, node_out.size, npd)  # node_out and node_in: one count per node, as many nodes
+        inside = np.bincount(ds[~cross], minlength=starts.size)
+        out, into = np.add.reduceat(node_out, starts) - inside, np.add.reduceat(node_in, starts) - inside
+    return float(out.max()), float(into.max())
+
+
+def _stage_time(shape: FabricShape, st: Stage, src: np.ndarray, dst: np.ndarray, w: np.ndarray | float,
+                node_counts: tuple[np.ndarray, np.ndarray] | None) -> float:
+    if st.name == "local":
+        ww = w if isinstance(w, np.ndarray) else np.full(len(src), w)
+        return _local_time_nodes(shape, src, dst, ww)
+    if isinstance(w, float) and node_counts is not None:  # one weight on every edge: count, then scale once
+        most = _domain_counts(st, src, dst, *node_counts)
+        if most is None:
+            return 0.0
+        t = max(most[0] * w, most[1] * w) / st.uplink_bytes_s
+    else:
+        ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
+        cross = ds != dd
+        if not cross.any():
+            return 0.0
+        # edges inside a domain weigh 0 here (adding 0.0 leaves every sum as it is; cheaper than a masked copy)
+        wa = np.where(cross, w, 0.0)
+        t = max(_busiest(ds, wa), _busiest(dd, wa)) / st.uplink_bytes_s
+    if st.pair_bytes_s is not None:  # a pair of domains' own links (dragonfly groups)
+        ds, dd = src // st.nodes_per_domain, dst // st.nodes_per_domain
+        cross = ds != dd
+        ds, dd, wc = ds[cross], dd[cross], w[cross] if isinstance(w, np.ndarray) else w
         n_dom = int(max(ds.max(), dd.max())) + 1
-        t = max(t, np.bincount(ds * n_dom + dd, wc).max() / st.pair_bytes_s)
+        t = max(t, _busiest(ds * n_dom + dd, wc) / st.pair_bytes_s)
     return float(t)
 
 
 def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndarray, dst_node: np.ndarray,
-                  weight: np.ndarray) -> Crossing:
-    """Crossing of node-to-node traffic: ``weight[k]`` units from ``src_node[k]`` to ``dst_node[k]``.
+                  weight: np.ndarray | float) -> Crossing:
+    """Crossing of node-to-node traffic: ``weight[k]`` units from ``src_node[k]`` to ``dst_node[k]`` (a float:
+    that many units on every edge).
 
     ``nic_node_bytes_s`` is what one node's NICs carry (the analytical model's NIC bandwidth per node).
     Cost: O(edges) per stage.
     """
     if not shape.stages or len(src_node) == 0:
         return NONE
-    w = np.asarray(weight, dtype=float)
-    node_t = max(np.bincount(src_node, w).max(), np.bincount(dst_node, w).max()) / nic_node_bytes_s
+    w: np.ndarray | float
+    counts: tuple[np.ndarray, np.ndarray] | None = None
+    if isinstance(weight, (int, float)):  # one weight on every edge: edges counted (whole numbers), scaled once
+        unit = float(weight)
+        n_nodes = int(max(src_node.max(), dst_node.max())) + 1
+        counts = (np.bincount(src_node, minlength=n_nodes), np.bincount(dst_node, minlength=n_nodes))
+        node_t = max(float(counts[0].max()) * unit, float(counts[1].max()) * unit) / nic_node_bytes_s
+        w = unit
+    else:
+        w = np.asarray(weight, dtype=float)
+        node_t = max(_busiest(src_node, w), _busiest(dst_node, w)) / nic_node_bytes_s
     if node_t <= 0:
         return NONE
-    return _worst(shape, node_t, [_stage_time(shape, st, src_node, dst_node, w) for st in shape.stages])
+    return _worst(shape, node_t, [_stage_time(shape, st, src_node, dst_node, w, counts) for st in shape.stages])
 
 
 def _member_counts(keys: np.ndarray) -> np.ndarray:
