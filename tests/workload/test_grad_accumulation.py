@@ -87,8 +87,9 @@ def test_fp32_accumulator_is_not_sharded_by_zero2() -> None:
         return memory(workload_from_mapping({
             "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "grad_accumulation": acc},
             "parallel": {"tp": 2, "pp": 2, "dp": 4, "zero": 2}}, "w.yaml")).grads_bytes
-    # fused: the fp32 main gradient sharded over dp 4; FSDP2's fp32 accumulator holds the whole local gradient
-    assert grads("autograd_fp32") == pytest.approx(4 * grads("fused"))
+    # fused: Megatron-Core's main gradient, bf16 as it is reduced in bf16, sharded over dp 4; FSDP2's fp32
+    # accumulator holds the whole local gradient: 4 bytes x 4 shards / 2 bytes
+    assert grads("autograd_fp32") == pytest.approx(8 * grads("fused"))
 
 
 def test_fp32_accumulation_adds_the_embedding_gradient_as_megatron_main_grad_does() -> None:
