@@ -44,6 +44,7 @@ from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import (
     MAIN_GRAD_BYTES,
     activation_bytes_per_layer,
+    main_grad_bytes,
     kept_bytes,
     layer_params_per_gpu,
     vocab_shard_params,
@@ -182,9 +183,11 @@ def elementwise_bw_bytes_s(gpu: Gpu) -> float:
 def added_grad_bytes_per_param(w: Workload) -> float:
     """HBM bytes of adding one weight's new gradient into its accumulator outside the GEMM, per micro-batch:
       autograd       3 e: AccumulateGrad's ``variable_grad += new_grad`` in the weights' dtype e
-      otherwise      e + 2 x 4: the new gradient read, the fp32 sum read and written: Megatron's DDP hook adding
-                     ``param.grad`` into ``main_grad`` (a gradient no GEMM accumulated, e.g. the embedding's,
-                     :mod:`slowlink.workload.embedding`), or PyTorch FSDP2's fp32 accumulator (autograd_fp32:
+      fused          e + 2 g: the new gradient read, the main gradient (g bytes: the stack's buffer,
+                     :func:`~slowlink.workload.memory.main_grad_bytes`, Megatron-Core's in the dtype it reduces in)
+                     read and written: Megatron's DDP hook adding ``param.grad`` into ``main_grad`` (a gradient no
+                     GEMM accumulated, e.g. the embedding's, :mod:`slowlink.workload.embedding`)
+      autograd_fp32  e + 2 x 4: the same into PyTorch FSDP2's fp32 accumulator (
                      torch/distributed/_composable/fsdp/_fsdp_param.py, accumulate_unsharded_grad_if_needed:
                      ``self.unsharded_accumulated_grad += self.unsharded_param.grad`` when reduce_dtype is fp32
                      and gradient sync is off; Llama 3 accumulates in fp32 over micro-batches, Dubey et al.
@@ -192,7 +195,7 @@ def added_grad_bytes_per_param(w: Workload) -> float:
     e = kept_bytes(w.training.precision)
     if w.training.grad_accumulation == "autograd":
         return GRAD_ACCUMULATE_RW * e
-    return e + 2.0 * MAIN_GRAD_BYTES
+    return e + 2.0 * (MAIN_GRAD_BYTES if w.training.grad_accumulation == "autograd_fp32" else main_grad_bytes(w))
 
 
 def grad_accumulation_bytes_per_param(w: Workload) -> float:

@@ -11,6 +11,8 @@
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer + DP contention (+ deferred output-layer weight gradients)
+              + the stack's gradient-norm all-reduces; the last stage waits for the stack's loss all-reduce in each
+              micro-batch (:mod:`slowlink.workload.step_sync`). Both count as DP time and DP calls.
 With ``overlap.tp_comm`` (and SP) the TP collectives are paired with GEMMs as Transformer Engine's userbuffers
 does (:func:`~slowlink.workload.tp_overlap.tp_overlap`). Overlapped communication slows the compute it hides
 behind (its CTAs hold SMs: :func:`~slowlink.workload.traffic.overlap_contention_s`): the hidden TP and CP
@@ -36,6 +38,7 @@ from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_ste
 from slowlink.workload.fp8 import other_precision
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
 from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
+from slowlink.workload.step_sync import step_sync
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 
@@ -272,11 +275,16 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
         return stage_time_s(w, (first * layer_s, mid * layer_s, last * layer_s), emb + first_wait_s,
                             last_extra_s + last_wait_s)
 
-    stage = slowest(per_layer, logits, edge.embedding_s, edge.output_s)
-    stage_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s)
-    # what the edge collectives add to the slowest stage's micro-batches: reported with the layers' TP waits
-    edge_wait = (deferred * (stage_deferred - slowest(per_layer, logits - wgrad))
-                 + (micro - deferred) * (stage - slowest(per_layer, logits)))
+    sync = step_sync(w, price)
+    no_loss = slowest(per_layer, logits, edge.embedding_s, edge.output_s)
+    no_loss_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s)
+    stage = slowest(per_layer, logits, edge.embedding_s, edge.output_s + sync.loss_s)
+    stage_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s + sync.loss_s)
+    # what the edge collectives add to the slowest stage's micro-batches: reported with the layers' TP waits; what
+    # the loss all-reduce adds, with DP's
+    edge_wait = (deferred * (no_loss_deferred - slowest(per_layer, logits - wgrad))
+                 + (micro - deferred) * (no_loss - slowest(per_layer, logits)))
+    loss_wait = deferred * (stage_deferred - no_loss_deferred) + (micro - deferred) * (stage - no_loss)
     pipeline = deferred * stage_deferred + (micro - deferred) * stage + micro * pp_mb
     compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
     all_deferred = deferred == micro  # else the drain's last micro-batches keep their wgrad
@@ -288,15 +296,16 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
     dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)
     drain = deferred_wgrad_exposed_s(w, deferred, wgrad, last * lc.backward_s)
-    step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain
+    step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain + sync.norm_s
     contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp + edge_wait, "cp": micro * busiest * dims["cp"].exposed_s,
-               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
+               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s + loss_wait + sync.norm_s}
     totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
-              "dp": dims["dp"].total_s}
+              "dp": dims["dp"].total_s + micro * sync.loss_s + sync.norm_s}
     calls = {"tp": micro * (busiest * tp.calls + edge.calls), "cp": micro * busiest * dims["cp"].calls,
-             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls, "dp": dims["dp"].calls}
+             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls,
+             "dp": dims["dp"].calls + micro * sync.loss_calls + sync.norm_calls}
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)
