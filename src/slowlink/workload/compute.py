@@ -44,9 +44,9 @@ from slowlink.workload.loss import cross_entropy_bytes
 from slowlink.workload.memory import (
     MAIN_GRAD_BYTES,
     activation_bytes_per_layer,
-    main_grad_bytes,
     kept_bytes,
     layer_params_per_gpu,
+    main_grad_bytes,
     vocab_shard_params,
 )
 from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s

@@ -3,8 +3,8 @@
 Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, the gradient buffer (:func:`grad_bytes`:
 the stack's, e.g. Megatron-Core's main_grad in the dtype it reduces in, 2 bytes unless grad_comm_dtype is fp32) and
 12 of optimizer state (fp32 master, m, v: :func:`optimizer_state_bytes`, the stack's dtypes) per parameter; fp32
-training: 4 + 4 + 8 (the weights are the master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients (not FSDP2's fp32 accumulator,
-autograd_fp32, which is unsharded until the step's reduce-scatter), 3 also the weights.
+training: 4 + 4 + 8 (the weights are the master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients
+(not FSDP2's fp32 accumulator, autograd_fp32, which is unsharded until the step's reduce-scatter), 3 also the weights.
 Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor by tensor (see
 :func:`activation_bytes_per_layer`); for a GPT layer (ffn 4h, GeLU, MHA, dropout) their Table 2:
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes

@@ -299,7 +299,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain + sync.norm_s
     contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp + edge_wait, "cp": micro * busiest * dims["cp"].exposed_s,
-               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s + loss_wait + sync.norm_s}
+               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb,
+               "dp": dims["dp"].exposed_s + loss_wait + sync.norm_s}
     totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
               "dp": dims["dp"].total_s + micro * sync.loss_s + sync.norm_s}
