@@ -124,6 +124,24 @@ class TrainingSpec(BaseModel):
         "(1x128 / 128x128 blocks, DeepSeek-V3 style) or mxfp8 (1x32 blocks, Blackwell); what each quantization "
         "reads and writes: slowlink.workload.fp8.")
 
+    moe_imbalance: float = Field(
+        1.0, ge=1.0, description="MoE without a capacity: the routed tokens the most loaded expert-parallel rank "
+        "receives over the mean (1.0: perfectly balanced). Every rank waits for it in the all-to-all, and its expert "
+        "GEMMs run that much longer (slowlink.workload.moe.expert_load).")
+    moe_capacity_factor: float | None = Field(
+        None, gt=0, description="MoE: Megatron-Core's moe_expert_capacity_factor, an expert's tokens at most this x "
+        "the mean, the rest dropped; none = dropless (Megatron-Core's default).")
+    moe_pad_to_capacity: bool = Field(
+        False, description="MoE: every expert's input padded to its capacity (Megatron-Core's "
+        "moe_pad_expert_input_to_capacity; needs moe_capacity_factor).")
+
+    @model_validator(mode="after")
+    def _padding_needs_a_capacity(self) -> TrainingSpec:
+        if self.moe_pad_to_capacity and self.moe_capacity_factor is None:
+            raise ValueError("moe_pad_to_capacity (true) needs moe_capacity_factor: there is no capacity to pad to "
+                             "(Megatron-Core's transformer_config.py asserts the same)")
+        return self
+
     @model_validator(mode="after")
     def _recipe_needs_fp8(self) -> TrainingSpec:
         if "fp8_recipe" in self.model_fields_set and self.precision != "fp8":
@@ -409,6 +427,9 @@ class Training:
     grad_accumulation: GradAccumulation
     tokens: float | None
     fp8_recipe: Fp8Recipe = "delayed"
+    moe_imbalance: float = 1.0
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
 
 
 @dataclass(frozen=True)
@@ -666,6 +687,10 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         if spec.training.recompute == "op_selective" and model.moe is not None:
             raise SpecError(f"training.recompute (op_selective): priced for dense blocks only; model {model.name} has "
                             "MoE layers, whose grouped expert GEMMs torchtitan's save list does not name")
+        moe_set = sorted(k for k in spec.training.model_fields_set if k.startswith("moe_"))
+        if moe_set and model.moe is None:
+            raise SpecError(f"training.{moe_set[0]} ({getattr(spec.training, moe_set[0])}): model {model.name} has no "
+                            "MoE layers (model.moe): there are no experts to load")
         if spec.overlap.ep_comm and model.moe is None:
             raise SpecError(f"overlap.ep_comm (true): model {model.name} has no MoE layers (model.moe): there is no "
                             "token dispatch to overlap")

@@ -49,7 +49,13 @@ from slowlink.workload.memory import (
     main_grad_bytes,
     vocab_shard_params,
 )
-from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
+from slowlink.workload.moe import (
+    dispatch_bytes,
+    expert_activation_bytes,
+    expert_load,
+    local_tokens,
+    router_kernels_s,
+)
 from slowlink.workload.sac import block_matmuls
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
@@ -157,7 +163,7 @@ def linear_gemms(w: Workload) -> list[Gemm]:
         return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
     local = e.experts // p.ep
-    per_expert = tokens * e.top_k * p.ep / e.experts
+    per_expert = tokens * e.top_k * p.ep / e.experts * expert_load(w)  # the most loaded rank's experts
     # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
     # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish.
     out += [Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)] * local
