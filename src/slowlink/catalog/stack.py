@@ -24,6 +24,10 @@ ShardedUnit = Literal["bucket", "layer"]
 Reshard = Literal["always", "not_with_pp", "never"]
 GradBuffer = Literal["reduce", "fp32"]
 MomentDtype = Literal["fp32", "bf16"]
+# How a stack can keep and gather FP8 weights (training.fp8_param_gather): none; fp8_params (the block's Linear weights
+# stored in FP8 and all-gathered by the distributed optimizer in FP8: ZeRO 1/2); fsdp_all_gather (FSDP2 units
+# all-gathered in FP8, the shards kept in fp32: ZeRO 3)
+Fp8Params = Literal["none", "fp8_params", "fsdp_all_gather"]
 # Groups a step's gradient-norm all-reduce runs over: tp_pp (Megatron's model-parallel group), tp, dp (dp x cp), pp,
 # tp_cp_dp (every rank of one pipeline stage: a DTensor mesh without its pp axis) and world (every rank)
 NormGroup = Literal["tp_pp", "tp", "dp", "pp", "tp_cp_dp", "world"]
@@ -79,6 +83,10 @@ class StackFields(BaseModel):
     loss_syncs_per_micro_batch: int = Field(
         0, ge=0, description="All-reduces of the loss over DP that the last pipeline stage waits for in every "
         "micro-batch (logging).")
+    fp8_param_gather: Fp8Params = Field(
+        "none", description="What training.fp8_param_gather does on this stack: none (not offered), fp8_params (the "
+        "block's Linear weights kept in FP8 and all-gathered in FP8 by the distributed optimizer, ZeRO 1/2) or "
+        "fsdp_all_gather (ZeRO-3 units all-gathered in FP8, shards kept in fp32).")
 
     _listed = field_validator("pipeline_schedules", "grad_norm_groups", "grad_norm_groups_sharded",
                               mode="before")(_as_tuple)
@@ -125,6 +133,8 @@ class StackOverrides(BaseModel):
         "grad_norm_groups_sharded"].description)
     loss_syncs_per_micro_batch: int | None = Field(None, ge=0, description=StackFields.model_fields[
         "loss_syncs_per_micro_batch"].description)
+    fp8_param_gather: Fp8Params | None = Field(None, description=StackFields.model_fields[
+        "fp8_param_gather"].description)
 
     _listed = field_validator("pipeline_schedules", "grad_norm_groups", "grad_norm_groups_sharded",
                               mode="before")(_as_tuple)
@@ -155,6 +165,7 @@ class _StackEntry(BaseModel):
     grad_norm_groups: _Cited
     grad_norm_groups_sharded: _Cited
     loss_syncs_per_micro_batch: _Cited
+    fp8_param_gather: _Cited
 
 
 FIELDS = tuple(StackFields.model_fields)

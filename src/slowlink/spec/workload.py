@@ -135,6 +135,19 @@ class TrainingSpec(BaseModel):
         False, description="MoE: every expert's input padded to its capacity (Megatron-Core's "
         "moe_pad_expert_input_to_capacity; needs moe_capacity_factor).")
 
+    fp8_param_gather: bool = Field(
+        False, description="With precision fp8, the stack's FP8 weights (its fp8_param_gather, catalog/data/"
+        "stacks.yaml): Megatron-Core's --fp8-param-gather keeps the block's Linear weights in FP8 and the distributed "
+        "optimizer all-gathers them in FP8 (ZeRO 1/2); torchtitan's enable_fsdp_float8_all_gather all-gathers the "
+        "FSDP2 units in FP8 (ZeRO 3).")
+
+    @model_validator(mode="after")
+    def _fp8_weights_need_fp8(self) -> TrainingSpec:
+        if self.fp8_param_gather and self.precision != "fp8":
+            raise ValueError(f"fp8_param_gather (true) is for precision fp8, not {self.precision}: only FP8 Linear "
+                             "layers have FP8 weights")
+        return self
+
     @model_validator(mode="after")
     def _padding_needs_a_capacity(self) -> TrainingSpec:
         if self.moe_pad_to_capacity and self.moe_capacity_factor is None:
@@ -430,6 +443,7 @@ class Training:
     moe_imbalance: float = 1.0
     moe_capacity_factor: float | None = None
     moe_pad_to_capacity: bool = False
+    fp8_param_gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -658,6 +672,23 @@ RECIPE_ARCHS: dict[str, tuple[str, ...]] = {"delayed": ("hopper", "ada", "blackw
                                             "blockwise": ("hopper", "blackwell"), "mxfp8": ("blackwell",)}
 
 
+def check_fp8_params(st: Stack, spec: WorkloadSpec) -> None:
+    """training.fp8_param_gather needs a stack that gathers FP8 weights, at the ZeRO stage it does so in: the
+    distributed optimizer's gather (ZeRO 1/2) for fp8_params, FSDP2's (ZeRO 3) for fsdp_all_gather."""
+    if not spec.training.fp8_param_gather:
+        return
+    kind, zero = st.fields.fp8_param_gather, spec.parallel.zero
+    if kind == "none":
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} does not gather FP8 weights "
+                        "(its fp8_param_gather is none, catalog/data/stacks.yaml)")
+    if kind == "fp8_params" and zero not in (1, 2):
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} gathers FP8 weights in its distributed "
+                        f"optimizer, which needs parallel.zero 1 or 2, not {zero}")
+    if kind == "fsdp_all_gather" and zero != 3:
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} gathers FP8 weights in FSDP2's "
+                        f"all-gather, which needs parallel.zero 3, not {zero}")
+
+
 def check_hardware(w: Workload, cluster: Cluster) -> None:
     """Precisions the workload asks of the cluster's GPU: FP8 GEMMs or FP8 gradients need FP8 tensor cores
     (the catalog entry has an ``fp8_tflops``; Ampere has none: NVIDIA A100 datasheet). A GPU without them makes
@@ -697,6 +728,7 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         tp_comm_config(spec.overlap.tp_comm_config)
         resolved_stack = stack(spec.stack)
         check_stack_schedule(resolved_stack, spec.parallel)
+        check_fp8_params(resolved_stack, spec)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),

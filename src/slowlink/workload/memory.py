@@ -88,6 +88,28 @@ def kept_bytes(precision: str) -> float:
     return units.PRECISION_BYTES["fp32" if precision == "fp32" else "bf16"]
 
 
+def weight_bytes(w: Workload, gathered: bool = False) -> float:
+    """Bytes per element of the transformer block's weights as a GPU keeps them (``gathered`` False) or as ZeRO
+    all-gathers them: FP8 (1) with training.fp8_param_gather where the stack does so (its ``fp8_param_gather``:
+    fp8_params keeps and gathers the Linear weights in FP8, Megatron-Core's --fp8-param-gather; fsdp_all_gather
+    only gathers them in FP8, torchtitan's enable_fsdp_float8_all_gather), else :func:`kept_bytes`. The block's
+    norm weights are counted with the Linear weights (4h of some 12h^2 per layer)."""
+    kind = w.stack.fields.fp8_param_gather if w.training.fp8_param_gather else "none"
+    if kind == "fp8_params" or (kind == "fsdp_all_gather" and gathered):
+        return units.PRECISION_BYTES["fp8"]
+    return kept_bytes(w.training.precision)
+
+
+def gathered_bytes_per_param(w: Workload) -> float:
+    """Bytes per parameter of a GPU's ZeRO parameter all-gathers, on average over its parameters
+    (:func:`params_per_gpu`): the layers' at :func:`weight_bytes` (gathered), the vocabulary matrices' (the embedding
+    and the output layer, never FP8 Linear layers) at :func:`kept_bytes`."""
+    p = w.parallel
+    layers = stage_params(w, w.model.layers / p.pp, 0.0)
+    ends = stage_params(w, 0.0, 2.0 / p.pp)
+    return (layers * weight_bytes(w, gathered=True) + ends * kept_bytes(w.training.precision)) / (layers + ends)
+
+
 def optimizer_state_bytes(precision: str, st: Stack | None = None) -> float:
     """Bytes of Adam state per parameter: m and v in the stack's ``optimizer_moment_dtype`` (fp32: 8), plus its fp32
     master copy (4, ``master_weights``) under mixed precision; in fp32 training the weights are the master
@@ -255,6 +277,7 @@ def memory(w: Workload) -> Memory:
     micro = w.micro_batches
     layers_of = stage_layers(w)
     weights = kept_bytes(t.precision)
+    layer_weights = weight_bytes(w)  # FP8 where the stack keeps FP8 weights (training.fp8_param_gather)
     states = optimizer_state_bytes(t.precision, w.stack)
     # FSDP2's fp32 accumulator (autograd_fp32) holds the whole unsharded gradient until the reduce-scatter
     grads = grad_bytes(w)
@@ -265,8 +288,11 @@ def memory(w: Workload) -> Memory:
         is_first, is_last = r == 0, r == p.pp - 1
         layers = rank_layers(layers_of, p.pp, r)
         n = stage_params(w, layers, int(is_first) + int(is_last))
+        ends = int(is_first) + int(is_last)
+        kept = (weights * n if layer_weights == weights
+                else layer_weights * stage_params(w, layers, 0) + weights * stage_params(w, 0, ends))
         return Memory(
-            weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
+            weights_bytes=kept / (shard if p.zero >= 3 else 1),
             grads_bytes=grads * n / grad_shard,
             optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
             activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r),
