@@ -19,7 +19,7 @@ from slowlink.fileio import SPEC_CONFIG, format_validation_error, parse_text
 DEFAULT = "megatron-core"
 DATA_FILE = "stacks.yaml"
 OVERRIDE = "workload override"  # the source of a field a workload sets itself
-Schedule = Literal["1f1b", "interleaved", "gpipe", "zero-bubble"]
+Schedule = Literal["1f1b", "interleaved", "gpipe", "zero-bubble", "dualpipe"]
 ShardedUnit = Literal["bucket", "layer"]
 Reshard = Literal["always", "not_with_pp", "never"]
 GradBuffer = Literal["reduce", "fp32"]
@@ -65,7 +65,7 @@ class StackFields(BaseModel):
         "(torchtitan's default: never under pipeline parallelism) or never.")
     pipeline_schedules: tuple[Schedule, ...] = Field(
         (), description="Pipeline schedules the stack implements: 1f1b, interleaved (virtual stages), gpipe, "
-        "zero-bubble.")
+        "zero-bubble, dualpipe.")
     grad_buffer_dtype: GradBuffer = Field(
         "reduce", description="The gradient buffer the weight-gradient GEMMs accumulate into (training."
         "grad_accumulation fused): reduce (in the dtype the DP reduction runs in: fp32 when training.grad_comm_dtype "

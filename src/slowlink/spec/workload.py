@@ -33,6 +33,7 @@ CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
 AttentionKind = Literal["mha", "mla"]
 Fp8Recipe = Literal["delayed", "current", "blockwise", "mxfp8"]
+PpSchedule = Literal["1f1b", "zero-bubble", "dualpipe"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -202,6 +203,10 @@ class ParallelSpec(BaseModel):
     order: str = Field(
         "tp-cp-dp-pp", description="Rank order, fastest-varying dimension first: a permutation of tp, cp, dp, pp "
         "joined by '-'. Megatron-LM: tp-cp-dp-pp (default); Meta's Llama 3: tp-cp-pp-dp (DP outermost).")
+    pp_schedule: PpSchedule = Field(
+        "1f1b", description="Pipeline schedule: 1f1b (Megatron-Core's 1F1B, interleaved when vp > 1), zero-bubble "
+        "(ZB-H1: weight gradients deferred into the bubble, Qi et al. 2023) or dualpipe (DeepSeek-V3's bidirectional "
+        "schedule, two stages a rank); the stack must implement it (slowlink.workload.schedule.bubble_ratio).")
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
@@ -227,6 +232,18 @@ class ParallelSpec(BaseModel):
         if self.zero1_grad_reduce == "all_reduce" and self.zero != 1:
             raise ValueError(f"zero1_grad_reduce (all_reduce) needs zero 1, not {self.zero}: ZeRO 0 always "
                              "all-reduces, ZeRO 2 and 3 shard the gradients (reduce-scatter)")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_fits_the_layout(self) -> ParallelSpec:
+        if self.pp_schedule == "1f1b":
+            return self
+        if self.pp < 2 or self.vp > 1:
+            raise ValueError(f"pp_schedule ({self.pp_schedule}) needs pp > 1 (not {self.pp}) and vp 1 (not "
+                             f"{self.vp}): its bubble is priced for one chunk a stage")
+        if self.pp_schedule == "dualpipe" and self.pp % 2:
+            raise ValueError(f"pp_schedule (dualpipe) needs an even pp, not {self.pp}: DualPipe 'requires that the "
+                             "pipeline stages and micro-batches be divisible by 2' (DeepSeek-V3, Sec. 3.2.1)")
         return self
 
     @model_validator(mode="after")
@@ -467,6 +484,7 @@ class Parallel:
     order: str
     first_stage_layers: int | None
     last_stage_layers: int | None
+    pp_schedule: PpSchedule = "1f1b"
 
     @classmethod
     def of(cls, **given: Any) -> Parallel:
@@ -663,6 +681,9 @@ def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
     if parallel.pp > 1 and not have:
         raise SpecError(f"parallel.pp ({parallel.pp}) > 1 needs a pipeline schedule; stack {st.name} implements "
                         f"none ({dict(st.sources)['pipeline_schedules']})")
+    if parallel.pp_schedule != "1f1b" and parallel.pp_schedule not in have:
+        raise SpecError(f"parallel.pp_schedule ({parallel.pp_schedule}): stack {st.name} implements "
+                        f"{', '.join(have) or 'none'} ({dict(st.sources)['pipeline_schedules']})")
 
 
 # The GPU architectures each FP8 recipe runs on (Transformer Engine docs: MXFP8 needs Blackwell's block-scaled

@@ -283,6 +283,10 @@ def memory(w: Workload) -> Memory:
     grads = grad_bytes(w)
     grad_shard = shard if p.zero >= 2 and t.grad_accumulation != "autograd_fp32" else 1
     per_layer = activation_bytes_per_layer(w)
+    # DualPipe keeps two stages a rank, "Parameter 2x", and PP + 1 micro-batches' activations where 1F1B keeps PP
+    # (DeepSeek-V3, arXiv 2412.19437, Table 2); ZB-H1 keeps 1F1B's (Qi et al. 2023)
+    dual = p.pp_schedule == "dualpipe"
+    copies, held = (2.0, (p.pp + 1) / p.pp) if dual else (1.0, 1.0)
 
     def rank(r: int) -> Memory:
         is_first, is_last = r == 0, r == p.pp - 1
@@ -292,10 +296,10 @@ def memory(w: Workload) -> Memory:
         kept = (weights * n if layer_weights == weights
                 else layer_weights * stage_params(w, layers, 0) + weights * stage_params(w, 0, ends))
         return Memory(
-            weights_bytes=kept / (shard if p.zero >= 3 else 1),
-            grads_bytes=grads * n / grad_shard,
-            optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
-            activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r),
+            weights_bytes=copies * kept / (shard if p.zero >= 3 else 1),
+            grads_bytes=copies * grads * n / grad_shard,
+            optimizer_bytes=copies * states * n / (shard if p.zero >= 1 else 1),
+            activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r) * held,
             logits_bytes=logits_bytes(w) if is_last else 0.0,
             workspace_bytes=WORKSPACE_BYTES,
             stage="only" if p.pp == 1 else "first" if is_first else "last" if is_last else "middle",
