@@ -79,5 +79,5 @@ def test_an_empty_search_still_writes_the_rules_table(tmp_path: Path, parse_page
     assert res.exit_code == 2 and "none of the 48 configurations is feasible" in res.output
     assert parse_page(out).figures == {}  # no front to draw, but the page says why
     text = out.read_text()
-    assert "no feasible design" in text and "budget_usd removed 38, memory_fits removed 10" in text
-    assert "<td class=\"w\">budget_usd</td><td>38</td>" in text and "<td>0</td><td>0.0%</td>" in text
+    assert "no feasible design" in text and "budget_usd removed 42, memory_fits removed 6" in text
+    assert "<td class=\"w\">budget_usd</td><td>42</td>" in text and "<td>0</td><td>0.0%</td>" in text

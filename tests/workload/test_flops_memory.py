@@ -83,14 +83,17 @@ def test_fp32_training_keeps_4_byte_weights_and_activations_and_no_master_copy()
     full["training"] = {"global_batch": 64, "recompute": "full", "precision": "fp32"}
     m16, m32 = memory(workload_from_mapping(mixed)), memory(workload_from_mapping(full))
     assert m32.weights_bytes == pytest.approx(2 * m16.weights_bytes)
-    assert m32.grads_bytes == pytest.approx(m16.grads_bytes)
+    # Megatron-Core's gradient buffer is in the weights' dtype when reduced in bf16 (the default grad_comm_dtype)
+    assert m32.grads_bytes == pytest.approx(2 * m16.grads_bytes)
     assert m32.optimizer_bytes == pytest.approx(m16.optimizer_bytes * 8 / 12)  # m, v; no fp32 master
     assert m32.activations_bytes == pytest.approx(2 * m16.activations_bytes)
 
 
 def test_autograd_accumulation_keeps_gradients_in_the_weights_dtype() -> None:
-    # fp32 main_grad (4 bytes) by default; PyTorch's .grad in bf16 (2 bytes) when autograd accumulates
-    fused = memory(workload_from_mapping(_gpt(dp=8, zero=1)))
+    # fp32 main_grad (4 bytes) when reduced in fp32; PyTorch's .grad in bf16 (2 bytes) when autograd accumulates
+    fp32_reduce = _gpt(dp=8, zero=1)
+    fp32_reduce["training"] = {"global_batch": 64, "recompute": "full", "grad_comm_dtype": "fp32"}
+    fused = memory(workload_from_mapping(fp32_reduce))
     auto = _gpt(dp=8, zero=1)
     auto["training"] = {"global_batch": 64, "recompute": "full", "grad_accumulation": "autograd"}
     m = memory(workload_from_mapping(auto))

@@ -18,10 +18,11 @@ from slowlink.workload.step import plan
 EX = Path(__file__).parents[2] / "examples"
 
 
-def _w(accumulation: str, tp: int = 2, pp: int = 2) -> Workload:
+def _w(accumulation: str, tp: int = 2, pp: int = 2, grad_comm_dtype: str = "bf16") -> Workload:
     return workload_from_mapping({
         "model": {"preset": "llama3-8b"},
-        "training": {"global_batch": 64, "micro_batch": 1, "grad_accumulation": accumulation},
+        "training": {"global_batch": 64, "micro_batch": 1, "grad_accumulation": accumulation,
+                     "grad_comm_dtype": grad_comm_dtype},
         "parallel": {"tp": tp, "pp": pp, "dp": 2}}, "w.yaml")
 
 
@@ -56,9 +57,11 @@ def test_autograd_lengthens_each_layers_backward_and_the_logits_only() -> None:
 
 
 def test_autograd_embedding_gradient_is_written_then_added_in_bf16() -> None:
-    # dense gradient written (2) + AccumulateGrad (3 x 2), instead of Megatron's 2 + 2 + fp32 main_grad 4 + 4
+    # dense gradient written (2) + AccumulateGrad (3 x 2), as many as Megatron's 2 + 2 + bf16 main_grad 2 + 2 (reduced
+    # in bf16); 2 + 2 + 4 + 4 with an fp32 main_grad (grad_comm_dtype fp32)
     assert embedding_grad_bytes(_w("autograd")) == pytest.approx(128256 / 2 * 4096 * 8)
-    assert embedding_grad_bytes(_w("fused")) == pytest.approx(128256 / 2 * 4096 * 12)
+    assert embedding_grad_bytes(_w("fused")) == pytest.approx(128256 / 2 * 4096 * 8)
+    assert embedding_grad_bytes(_w("fused", grad_comm_dtype="fp32")) == pytest.approx(128256 / 2 * 4096 * 12)
 
 
 def test_the_step_is_slower_by_the_accumulation_of_every_micro_batch() -> None:
@@ -87,9 +90,11 @@ def test_fp32_accumulator_is_not_sharded_by_zero2() -> None:
         return memory(workload_from_mapping({
             "model": {"preset": "llama3-8b"}, "training": {"global_batch": 64, "grad_accumulation": acc},
             "parallel": {"tp": 2, "pp": 2, "dp": 4, "zero": 2}}, "w.yaml")).grads_bytes
-    # fused: the fp32 main gradient sharded over dp 4; FSDP2's fp32 accumulator holds the whole local gradient
-    assert grads("autograd_fp32") == pytest.approx(4 * grads("fused"))
+    # fused: Megatron-Core's main gradient, bf16 as it is reduced in bf16, sharded over dp 4; FSDP2's fp32
+    # accumulator holds the whole local gradient: 4 bytes x 4 shards / 2 bytes
+    assert grads("autograd_fp32") == pytest.approx(8 * grads("fused"))
 
 
 def test_fp32_accumulation_adds_the_embedding_gradient_as_megatron_main_grad_does() -> None:
-    assert embedding_grad_bytes(_w("autograd_fp32")) == pytest.approx(embedding_grad_bytes(_w("fused")))
+    assert embedding_grad_bytes(_w("autograd_fp32")) == pytest.approx(
+        embedding_grad_bytes(_w("fused", grad_comm_dtype="fp32")))

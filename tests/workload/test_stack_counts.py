@@ -1,6 +1,8 @@
 """Collectives per step by stack: on one small case (Llama 3 8B, 8,030,519,296 parameters, on the 64 H100s of
 examples/ref-64gpu.yaml, tp 1, pp 1, dp 64, global batch 128: two micro-batches) each stack's DP count equals the
-count worked out by hand from its source (catalog/data/stacks.yaml), and the workload's stack: is checked."""
+count worked out by hand from its source (catalog/data/stacks.yaml), and the workload's stack: is checked. DP's count
+holds the step's synchronising all-reduces too (workload.step_sync): the gradient norm's over each of the stack's
+groups larger than one rank, and the loss's in each micro-batch where the stack reduces it (Megatron-LM, NeMo)."""
 
 from __future__ import annotations
 
@@ -27,30 +29,34 @@ def _dp_calls(stack: object, zero: int, **overlap: bool) -> float:
 
 @pytest.mark.parametrize(("stack", "zero", "calls"), [
     # Megatron-Core: max(40M, 1M x 64) = 64M parameters per bucket; ceil(8.03e9 / 64e6) = 126 buckets, each
-    # reduce-scattered and all-gathered by the distributed optimizer
-    ("megatron-core", 1, 2 * 126),
-    # NeMo's callback: 134,217,728 parameters; ceil(8.03e9 / 134.2e6) = 60, twice
-    ("nemo", 1, 2 * 60),
-    # DeepSpeed ZeRO-1: reduce_bucket_size and allgather_bucket_size 5e8; ceil(8.03e9 / 5e8) = 17, twice
-    ("deepspeed", 1, 2 * 17),
+    # reduce-scattered and all-gathered by the distributed optimizer; the loss all-reduced over DP in each of the 2
+    # micro-batches and the norm once over every rank (the distributed optimizer's grad-stats group)
+    ("megatron-core", 1, 2 * 126 + 2 + 1),
+    # NeMo's callback: 134,217,728 parameters; ceil(8.03e9 / 134.2e6) = 60, twice; loss and norm as Megatron's
+    ("nemo", 1, 2 * 60 + 2 + 1),
+    # DeepSpeed ZeRO-1: reduce_bucket_size and allgather_bucket_size 5e8; ceil(8.03e9 / 5e8) = 17, twice; the norm
+    # over DP (its model-parallel all-reduce has one rank at tp 1, pp 1)
+    ("deepspeed", 1, 2 * 17 + 1),
     # torchtitan's DDP (zero 0): 100 MiB of bf16 gradients = 52,428,800 parameters after a 1 MiB (524,288) first
-    # bucket: 1 + 153 full + 1 remainder = 155 all-reduces
+    # bucket: 1 + 153 full + 1 remainder = 155 all-reduces; the norm's TP and PP all-reduces have one rank each
     ("torchtitan", 0, 155),
-    # PyTorch DDP's 25 MiB (13,107,200 parameters) after the same first bucket: 1 + 612 + 1 = 614 all-reduces
+    # PyTorch DDP's 25 MiB (13,107,200 parameters) after the same first bucket: 1 + 612 + 1 = 614 all-reduces; the
+    # norm is local
     ("fsdp", 0, 614),
-    # FSDP1 ZeRO-2 (SHARD_GRAD_OP): one unit per block and one per end, 32 + 2 = 34 reduce-scatters, 34 all-gathers
-    ("fsdp", 2, 2 * 34),
+    # FSDP1 ZeRO-2 (SHARD_GRAD_OP): one unit per block and one per end, 32 + 2 = 34 reduce-scatters, 34 all-gathers;
+    # clip_grad_norm_ all-reduces over the sharding group once
+    ("fsdp", 2, 2 * 34 + 1),
     # torchtitan ZeRO-3 without PP: each block gathered before its forward and again before its backward, then
-    # reduce-scattered, in each of the 2 micro-batches: 2 x 32 x 3
-    ("torchtitan", 3, 2 * 32 * 3),
+    # reduce-scattered, in each of the 2 micro-batches: 2 x 32 x 3; the norm once over the stage's 64 ranks
+    ("torchtitan", 3, 2 * 32 * 3 + 1),
 ])
 def test_dp_collectives_per_step_by_stack(stack: str, zero: int, calls: int) -> None:
     assert _dp_calls(stack, zero) == calls
 
 
 def test_megatron_without_overlap_reduces_each_buffer_once() -> None:
-    # bucket_size None without overlap_grad_reduce: one reduce-scatter and one all-gather
-    assert _dp_calls("megatron-core", 1, grad_reduce=False, param_gather=False) == 2
+    # bucket_size None without overlap_grad_reduce: one reduce-scatter and one all-gather (+ 2 loss, 1 norm)
+    assert _dp_calls("megatron-core", 1, grad_reduce=False, param_gather=False) == 2 + 3
     # PyTorch DDP keeps its buckets either way
     assert _dp_calls("fsdp", 0, grad_reduce=False) == 614
 
@@ -63,9 +69,10 @@ def test_torchtitan_zero3_under_pp_does_not_reshard() -> None:
         return plan(w, CLUSTER, check_memory=False).collectives_per_step["dp"]
 
     # 4 micro-batches x 16 layers on a stage: gather + reduce-scatter (torchtitan) or + the backward gather (FSDP2
-    # as Megatron-Core runs it)
-    assert calls("torchtitan") == 4 * 16 * 2
-    assert calls("megatron-core") == 4 * 16 * 3
+    # as Megatron-Core runs it); the norm: torchtitan's over a stage's 32 ranks and over PP, Megatron-Core's over all
+    # 64, with the loss over DP in each of the 4 micro-batches
+    assert calls("torchtitan") == 4 * 16 * 2 + 2
+    assert calls("megatron-core") == 4 * 16 * 3 + 1 + 4
 
 
 def test_more_calls_cost_more_latency() -> None:

@@ -19,9 +19,18 @@ from slowlink.fileio import SPEC_CONFIG, format_validation_error, parse_text
 DEFAULT = "megatron-core"
 DATA_FILE = "stacks.yaml"
 OVERRIDE = "workload override"  # the source of a field a workload sets itself
-Schedule = Literal["1f1b", "interleaved", "gpipe", "zero-bubble"]
+Schedule = Literal["1f1b", "interleaved", "gpipe", "zero-bubble", "dualpipe"]
 ShardedUnit = Literal["bucket", "layer"]
 Reshard = Literal["always", "not_with_pp", "never"]
+GradBuffer = Literal["reduce", "fp32"]
+MomentDtype = Literal["fp32", "bf16"]
+# How a stack can keep and gather FP8 weights (training.fp8_param_gather): none; fp8_params (the block's Linear weights
+# stored in FP8 and all-gathered by the distributed optimizer in FP8: ZeRO 1/2); fsdp_all_gather (FSDP2 units
+# all-gathered in FP8, the shards kept in fp32: ZeRO 3)
+Fp8Params = Literal["none", "fp8_params", "fsdp_all_gather"]
+# Groups a step's gradient-norm all-reduce runs over: tp_pp (Megatron's model-parallel group), tp, dp (dp x cp), pp,
+# tp_cp_dp (every rank of one pipeline stage: a DTensor mesh without its pp axis) and world (every rank)
+NormGroup = Literal["tp_pp", "tp", "dp", "pp", "tp_cp_dp", "world"]
 
 
 def _as_tuple(v: object) -> object:
@@ -56,9 +65,31 @@ class StackFields(BaseModel):
         "(torchtitan's default: never under pipeline parallelism) or never.")
     pipeline_schedules: tuple[Schedule, ...] = Field(
         (), description="Pipeline schedules the stack implements: 1f1b, interleaved (virtual stages), gpipe, "
-        "zero-bubble.")
+        "zero-bubble, dualpipe.")
+    grad_buffer_dtype: GradBuffer = Field(
+        "reduce", description="The gradient buffer the weight-gradient GEMMs accumulate into (training."
+        "grad_accumulation fused): reduce (in the dtype the DP reduction runs in: fp32 when training.grad_comm_dtype "
+        "is fp32, else the weights' dtype; Megatron-Core) or fp32 (always).")
+    master_weights: bool = Field(
+        True, description="Whether the optimizer keeps an fp32 master copy beside 16-bit weights (4 bytes a "
+        "parameter).")
+    optimizer_moment_dtype: MomentDtype = Field(
+        "fp32", description="Dtype of Adam's two moments, exp_avg and exp_avg_sq.")
+    grad_norm_groups: tuple[NormGroup, ...] = Field(
+        (), description="The gradient-norm all-reduces of one step (one fp32 each, in order) without ZeRO: "
+        "tp_pp, dp, pp, tp_cp_dp or world.")
+    grad_norm_groups_sharded: tuple[NormGroup, ...] = Field(
+        (), description="The same with ZeRO >= 1 (each rank holds a shard of the gradients or of the optimizer).")
+    loss_syncs_per_micro_batch: int = Field(
+        0, ge=0, description="All-reduces of the loss over DP that the last pipeline stage waits for in every "
+        "micro-batch (logging).")
+    fp8_param_gather: Fp8Params = Field(
+        "none", description="What training.fp8_param_gather does on this stack: none (not offered), fp8_params (the "
+        "block's Linear weights kept in FP8 and all-gathered in FP8 by the distributed optimizer, ZeRO 1/2) or "
+        "fsdp_all_gather (ZeRO-3 units all-gathered in FP8, shards kept in fp32).")
 
-    _listed = field_validator("pipeline_schedules", mode="before")(_as_tuple)
+    _listed = field_validator("pipeline_schedules", "grad_norm_groups", "grad_norm_groups_sharded",
+                              mode="before")(_as_tuple)
 
     @model_validator(mode="after")
     def _one_bucket_unit(self) -> StackFields:
@@ -91,8 +122,22 @@ class StackOverrides(BaseModel):
         "reshard_after_forward"].description)
     pipeline_schedules: tuple[Schedule, ...] | None = Field(None, description=StackFields.model_fields[
         "pipeline_schedules"].description)
+    grad_buffer_dtype: GradBuffer | None = Field(None, description=StackFields.model_fields[
+        "grad_buffer_dtype"].description)
+    master_weights: bool | None = Field(None, description=StackFields.model_fields["master_weights"].description)
+    optimizer_moment_dtype: MomentDtype | None = Field(None, description=StackFields.model_fields[
+        "optimizer_moment_dtype"].description)
+    grad_norm_groups: tuple[NormGroup, ...] | None = Field(None, description=StackFields.model_fields[
+        "grad_norm_groups"].description)
+    grad_norm_groups_sharded: tuple[NormGroup, ...] | None = Field(None, description=StackFields.model_fields[
+        "grad_norm_groups_sharded"].description)
+    loss_syncs_per_micro_batch: int | None = Field(None, ge=0, description=StackFields.model_fields[
+        "loss_syncs_per_micro_batch"].description)
+    fp8_param_gather: Fp8Params | None = Field(None, description=StackFields.model_fields[
+        "fp8_param_gather"].description)
 
-    _listed = field_validator("pipeline_schedules", mode="before")(_as_tuple)
+    _listed = field_validator("pipeline_schedules", "grad_norm_groups", "grad_norm_groups_sharded",
+                              mode="before")(_as_tuple)
 
 
 class _Cited(BaseModel):
@@ -114,6 +159,13 @@ class _StackEntry(BaseModel):
     sharded_unit: _Cited
     reshard_after_forward: _Cited
     pipeline_schedules: _Cited
+    grad_buffer_dtype: _Cited
+    master_weights: _Cited
+    optimizer_moment_dtype: _Cited
+    grad_norm_groups: _Cited
+    grad_norm_groups_sharded: _Cited
+    loss_syncs_per_micro_batch: _Cited
+    fp8_param_gather: _Cited
 
 
 FIELDS = tuple(StackFields.model_fields)

@@ -33,6 +33,7 @@ CpImpl = Literal["ring", "all_gather"]
 Zero1GradReduce = Literal["reduce_scatter", "all_reduce"]
 AttentionKind = Literal["mha", "mla"]
 Fp8Recipe = Literal["delayed", "current", "blockwise", "mxfp8"]
+PpSchedule = Literal["1f1b", "zero-bubble", "dualpipe"]
 
 class MoESpec(BaseModel):
     model_config = SPEC_CONFIG
@@ -124,6 +125,37 @@ class TrainingSpec(BaseModel):
         "(1x128 / 128x128 blocks, DeepSeek-V3 style) or mxfp8 (1x32 blocks, Blackwell); what each quantization "
         "reads and writes: slowlink.workload.fp8.")
 
+    moe_imbalance: float = Field(
+        1.0, ge=1.0, description="MoE without a capacity: the routed tokens the most loaded expert-parallel rank "
+        "receives over the mean (1.0: perfectly balanced). Every rank waits for it in the all-to-all, and its expert "
+        "GEMMs run that much longer (slowlink.workload.moe.expert_load).")
+    moe_capacity_factor: float | None = Field(
+        None, gt=0, description="MoE: Megatron-Core's moe_expert_capacity_factor, an expert's tokens at most this x "
+        "the mean, the rest dropped; none = dropless (Megatron-Core's default).")
+    moe_pad_to_capacity: bool = Field(
+        False, description="MoE: every expert's input padded to its capacity (Megatron-Core's "
+        "moe_pad_expert_input_to_capacity; needs moe_capacity_factor).")
+
+    fp8_param_gather: bool = Field(
+        False, description="With precision fp8, the stack's FP8 weights (its fp8_param_gather, catalog/data/"
+        "stacks.yaml): Megatron-Core's --fp8-param-gather keeps the block's Linear weights in FP8 and the distributed "
+        "optimizer all-gathers them in FP8 (ZeRO 1/2); torchtitan's enable_fsdp_float8_all_gather all-gathers the "
+        "FSDP2 units in FP8 (ZeRO 3).")
+
+    @model_validator(mode="after")
+    def _fp8_weights_need_fp8(self) -> TrainingSpec:
+        if self.fp8_param_gather and self.precision != "fp8":
+            raise ValueError(f"fp8_param_gather (true) is for precision fp8, not {self.precision}: only FP8 Linear "
+                             "layers have FP8 weights")
+        return self
+
+    @model_validator(mode="after")
+    def _padding_needs_a_capacity(self) -> TrainingSpec:
+        if self.moe_pad_to_capacity and self.moe_capacity_factor is None:
+            raise ValueError("moe_pad_to_capacity (true) needs moe_capacity_factor: there is no capacity to pad to "
+                             "(Megatron-Core's transformer_config.py asserts the same)")
+        return self
+
     @model_validator(mode="after")
     def _recipe_needs_fp8(self) -> TrainingSpec:
         if "fp8_recipe" in self.model_fields_set and self.precision != "fp8":
@@ -171,6 +203,10 @@ class ParallelSpec(BaseModel):
     order: str = Field(
         "tp-cp-dp-pp", description="Rank order, fastest-varying dimension first: a permutation of tp, cp, dp, pp "
         "joined by '-'. Megatron-LM: tp-cp-dp-pp (default); Meta's Llama 3: tp-cp-pp-dp (DP outermost).")
+    pp_schedule: PpSchedule = Field(
+        "1f1b", description="Pipeline schedule: 1f1b (Megatron-Core's 1F1B, interleaved when vp > 1), zero-bubble "
+        "(ZB-H1: weight gradients deferred into the bubble, Qi et al. 2023) or dualpipe (DeepSeek-V3's bidirectional "
+        "schedule, two stages a rank); the stack must implement it (slowlink.workload.schedule.bubble_ratio).")
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage.")
 
@@ -196,6 +232,18 @@ class ParallelSpec(BaseModel):
         if self.zero1_grad_reduce == "all_reduce" and self.zero != 1:
             raise ValueError(f"zero1_grad_reduce (all_reduce) needs zero 1, not {self.zero}: ZeRO 0 always "
                              "all-reduces, ZeRO 2 and 3 shard the gradients (reduce-scatter)")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_fits_the_layout(self) -> ParallelSpec:
+        if self.pp_schedule == "1f1b":
+            return self
+        if self.pp < 2 or self.vp > 1:
+            raise ValueError(f"pp_schedule ({self.pp_schedule}) needs pp > 1 (not {self.pp}) and vp 1 (not "
+                             f"{self.vp}): its bubble is priced for one chunk a stage")
+        if self.pp_schedule == "dualpipe" and self.pp % 2:
+            raise ValueError(f"pp_schedule (dualpipe) needs an even pp, not {self.pp}: DualPipe 'requires that the "
+                             "pipeline stages and micro-batches be divisible by 2' (DeepSeek-V3, Sec. 3.2.1)")
         return self
 
     @model_validator(mode="after")
@@ -416,6 +464,10 @@ class Training:
     grad_accumulation: GradAccumulation
     tokens: float | None
     fp8_recipe: Fp8Recipe = "delayed"
+    moe_imbalance: float = 1.0
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
+    fp8_param_gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -439,6 +491,7 @@ class Parallel:
     order: str
     first_stage_layers: int | None
     last_stage_layers: int | None
+    pp_schedule: PpSchedule = "1f1b"
 
     @classmethod
     def of(cls, **given: Any) -> Parallel:
@@ -636,6 +689,9 @@ def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
     if parallel.pp > 1 and not have:
         raise SpecError(f"parallel.pp ({parallel.pp}) > 1 needs a pipeline schedule; stack {st.name} implements "
                         f"none ({dict(st.sources)['pipeline_schedules']})")
+    if parallel.pp_schedule != "1f1b" and parallel.pp_schedule not in have:
+        raise SpecError(f"parallel.pp_schedule ({parallel.pp_schedule}): stack {st.name} implements "
+                        f"{', '.join(have) or 'none'} ({dict(st.sources)['pipeline_schedules']})")
 
 
 # The GPU architectures each FP8 recipe runs on (Transformer Engine docs: MXFP8 needs Blackwell's block-scaled
@@ -643,6 +699,23 @@ def check_stack_schedule(st: Stack, parallel: ParallelSpec) -> None:
 RECIPE_ARCHS: dict[str, tuple[str, ...]] = {"delayed": ("hopper", "ada", "blackwell"),
                                             "current": ("hopper", "ada", "blackwell"),
                                             "blockwise": ("hopper", "blackwell"), "mxfp8": ("blackwell",)}
+
+
+def check_fp8_params(st: Stack, spec: WorkloadSpec) -> None:
+    """training.fp8_param_gather needs a stack that gathers FP8 weights, at the ZeRO stage it does so in: the
+    distributed optimizer's gather (ZeRO 1/2) for fp8_params, FSDP2's (ZeRO 3) for fsdp_all_gather."""
+    if not spec.training.fp8_param_gather:
+        return
+    kind, zero = st.fields.fp8_param_gather, spec.parallel.zero
+    if kind == "none":
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} does not gather FP8 weights "
+                        "(its fp8_param_gather is none, catalog/data/stacks.yaml)")
+    if kind == "fp8_params" and zero not in (1, 2):
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} gathers FP8 weights in its distributed "
+                        f"optimizer, which needs parallel.zero 1 or 2, not {zero}")
+    if kind == "fsdp_all_gather" and zero != 3:
+        raise SpecError(f"training.fp8_param_gather (true): stack {st.name} gathers FP8 weights in FSDP2's "
+                        f"all-gather, which needs parallel.zero 3, not {zero}")
 
 
 def check_hardware(w: Workload, cluster: Cluster) -> None:
@@ -674,12 +747,17 @@ def workload_from_mapping(data: dict[str, Any], source: str = "workload") -> Wor
         if spec.training.recompute == "op_selective" and model.moe is not None:
             raise SpecError(f"training.recompute (op_selective): priced for dense blocks only; model {model.name} has "
                             "MoE layers, whose grouped expert GEMMs torchtitan's save list does not name")
+        moe_set = sorted(k for k in spec.training.model_fields_set if k.startswith("moe_"))
+        if moe_set and model.moe is None:
+            raise SpecError(f"training.{moe_set[0]} ({getattr(spec.training, moe_set[0])}): model {model.name} has no "
+                            "MoE layers (model.moe): there are no experts to load")
         if spec.overlap.ep_comm and model.moe is None:
             raise SpecError(f"overlap.ep_comm (true): model {model.name} has no MoE layers (model.moe): there is no "
                             "token dispatch to overlap")
         tp_comm_config(spec.overlap.tp_comm_config)
         resolved_stack = stack(spec.stack)
         check_stack_schedule(resolved_stack, spec.parallel)
+        check_fp8_params(resolved_stack, spec)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
     return Workload(spec.name or model.name, model, Training(**spec.training.model_dump()),

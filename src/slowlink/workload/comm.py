@@ -149,7 +149,8 @@ def _array(key: _Key, dim: Dimension) -> np.ndarray:
 
 
 def groups_of(p: Parallel, dim: str) -> Groups:
-    """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, ep, edp, pp_pairs, cp_pairs), cached per layout.
+    """Every communicator of ``dim`` (tp, cp, dp, dp_cp, tp_cp, tp_pp, tp_cp_dp, world, ep, edp, pp_pairs,
+    cp_pairs), cached per layout.
 
     edp is the expert-data-parallel group (same expert shard, dp/ep ranks); pp_pairs are the
     [stage i, stage i+1] pairs of every pipeline boundary, cp_pairs the ring neighbours of context parallelism.
@@ -182,7 +183,7 @@ def _made(key: _Key, dim: str) -> np.ndarray:
     if dim == "cp_pairs":  # [g[i], g[(i + 1) % len(g)]] for each group g and ring position i
         a = _array(key, "cp")
         return _pairs(a, np.roll(a, -1, axis=1))
-    if dim in ("tp", "cp", "dp", "dp_cp", "tp_cp", "ep", "pp"):
+    if dim in ("tp", "cp", "dp", "dp_cp", "tp_cp", "ep", "pp", "tp_pp", "tp_cp_dp", "world"):
         return _array(key, dim)
     raise ValueError(f"dim ({dim!r}) is not a communicator kind")
 

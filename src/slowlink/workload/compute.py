@@ -46,9 +46,16 @@ from slowlink.workload.memory import (
     activation_bytes_per_layer,
     kept_bytes,
     layer_params_per_gpu,
+    main_grad_bytes,
     vocab_shard_params,
 )
-from slowlink.workload.moe import dispatch_bytes, expert_activation_bytes, local_tokens, router_kernels_s
+from slowlink.workload.moe import (
+    dispatch_bytes,
+    expert_activation_bytes,
+    expert_load,
+    local_tokens,
+    router_kernels_s,
+)
 from slowlink.workload.sac import block_matmuls
 
 # Share of the sustained GEMM rate inside a training layer (epilogues, launch gaps), set on the calibration set
@@ -156,7 +163,7 @@ def linear_gemms(w: Workload) -> list[Gemm]:
         return [*out, Gemm(tokens, mats * m.ffn_hidden / tp, h), Gemm(tokens, h, m.ffn_hidden / tp)]
     e = m.moe
     local = e.experts // p.ep
-    per_expert = tokens * e.top_k * p.ep / e.experts
+    per_expert = tokens * e.top_k * p.ep / e.experts * expert_load(w)  # the most loaded rank's experts
     # Megatron-Core's SequentialMLP (moe_grouped_gemm off) launches each local expert's GEMMs on its own
     # (core_r0.10.0 experts.py); a grouped GEMM would be one launch, which this model does not distinguish.
     out += [Gemm(per_expert, mats * e.expert_ffn_hidden / tp, h), Gemm(per_expert, h, e.expert_ffn_hidden / tp)] * local
@@ -182,9 +189,11 @@ def elementwise_bw_bytes_s(gpu: Gpu) -> float:
 def added_grad_bytes_per_param(w: Workload) -> float:
     """HBM bytes of adding one weight's new gradient into its accumulator outside the GEMM, per micro-batch:
       autograd       3 e: AccumulateGrad's ``variable_grad += new_grad`` in the weights' dtype e
-      otherwise      e + 2 x 4: the new gradient read, the fp32 sum read and written: Megatron's DDP hook adding
-                     ``param.grad`` into ``main_grad`` (a gradient no GEMM accumulated, e.g. the embedding's,
-                     :mod:`slowlink.workload.embedding`), or PyTorch FSDP2's fp32 accumulator (autograd_fp32:
+      fused          e + 2 g: the new gradient read, the main gradient (g bytes: the stack's buffer,
+                     :func:`~slowlink.workload.memory.main_grad_bytes`, Megatron-Core's in the dtype it reduces in)
+                     read and written: Megatron's DDP hook adding ``param.grad`` into ``main_grad`` (a gradient no
+                     GEMM accumulated, e.g. the embedding's, :mod:`slowlink.workload.embedding`)
+      autograd_fp32  e + 2 x 4: the same into PyTorch FSDP2's fp32 accumulator (
                      torch/distributed/_composable/fsdp/_fsdp_param.py, accumulate_unsharded_grad_if_needed:
                      ``self.unsharded_accumulated_grad += self.unsharded_param.grad`` when reduce_dtype is fp32
                      and gradient sync is off; Llama 3 accumulates in fp32 over micro-batches, Dubey et al.
@@ -192,7 +201,7 @@ def added_grad_bytes_per_param(w: Workload) -> float:
     e = kept_bytes(w.training.precision)
     if w.training.grad_accumulation == "autograd":
         return GRAD_ACCUMULATE_RW * e
-    return e + 2.0 * MAIN_GRAD_BYTES
+    return e + 2.0 * (MAIN_GRAD_BYTES if w.training.grad_accumulation == "autograd_fp32" else main_grad_bytes(w))
 
 
 def grad_accumulation_bytes_per_param(w: Workload) -> float:

@@ -5,13 +5,13 @@ looks the tokens up with ``F.embedding`` (or ``self.weight[masked_input]``), who
 aten/src/ATen/native/cuda/Embedding.cu ``embedding_dense_backward_cuda`` (and the sorted path's
 ``embedding_backward_cuda_kernel``) allocates ``at::zeros({num_weights, h})`` in the parameters' dtype and adds the
 token gradients into it: the whole [V/tp, h] table is written once however few tokens there are. Megatron's DDP
-then adds it into the fp32 main gradient, a gradient that no fused weight-gradient kernel has already accumulated
+then adds it into the main gradient, a gradient that no fused weight-gradient kernel has already accumulated
 (distributed/distributed_data_parallel.py, the backward post-hook: ``param.main_grad.add_(param.grad.data)``
-unless ``grad_added_to_main_grad``): the bf16 gradient read, the fp32 main gradient read and written. Per
-micro-batch on the first pipeline stage, V/tp x h x (e written + the add's bytes,
-:func:`~slowlink.workload.compute.added_grad_bytes_per_param`: e read + 4 + 4). With training.grad_accumulation
+unless ``grad_added_to_main_grad``): the bf16 gradient read, the main gradient (g bytes: fp32 when reduced in fp32,
+else bf16) read and written. Per micro-batch on the first pipeline stage, V/tp x h x (e written + the add's bytes,
+:func:`~slowlink.workload.compute.added_grad_bytes_per_param`: e read + 2 g). With training.grad_accumulation
 autograd the dense gradient is added into .grad in the weights' dtype instead (PyTorch's AccumulateGrad, 3e); with
-autograd_fp32 (FSDP2's fp32 accumulator) into fp32 as Megatron's main_grad is (e + 4 + 4).
+autograd_fp32 (FSDP2's fp32 accumulator) into fp32 (e + 4 + 4).
 The lookup itself and the scatter of the tokens' rows are tokens x h: not counted.
 """
 

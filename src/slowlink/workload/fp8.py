@@ -60,11 +60,20 @@ def quantize_bytes_per_element(recipe: Fp8Recipe, role: str) -> float:
             + TRANSPOSE_READS.get((recipe, role), 0.0) * FP8_BYTES)
 
 
+# An FP8 weight (Megatron-Core's --fp8-param-gather: the parameter is a Transformer Engine Float8Tensor) is not
+# quantized again; its columnwise copy is a transpose of the FP8 data: one FP8 read and one FP8 write per element
+FP8_WEIGHT_TRANSPOSE = 2.0 * FP8_BYTES
+
+
 def quantize_bytes(w: Workload, m: float, n: float, k: float) -> tuple[float, float]:
     """(forward, backward) HBM bytes of quantizing one FP8 Linear of ``m`` tokens, ``n`` outputs and ``k`` inputs
-    for one micro-batch: forward its input (m x k) and weight (n x k), backward its output gradient (m x n)."""
+    for one micro-batch: forward its input (m x k) and weight (n x k), backward its output gradient (m x n). A
+    weight kept in FP8 (training.fp8_param_gather on a stack whose fp8_param_gather is fp8_params) is only
+    transposed (:data:`FP8_WEIGHT_TRANSPOSE`)."""
     r = w.training.fp8_recipe
     act, wgt = quantize_bytes_per_element(r, "activation"), quantize_bytes_per_element(r, "weight")
+    if w.training.fp8_param_gather and w.stack.fields.fp8_param_gather == "fp8_params":
+        wgt = FP8_WEIGHT_TRANSPOSE
     return m * k * act + n * k * wgt, m * n * act
 
 

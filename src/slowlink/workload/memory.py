@@ -1,10 +1,10 @@
 """Memory per GPU: weights, gradients, optimizer states (by ZeRO stage), activations (by recompute mode), logits.
 
-Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, 4 of fp32 main gradients (2, the
-weights' dtype, when autograd accumulates them: training.grad_accumulation) and 12 of optimizer state (fp32
-master, m, v) per parameter; fp32 training: 4 + 4 + 8 (the weights are the
-master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients (not FSDP2's fp32 accumulator,
-autograd_fp32, which is unsharded until the step's reduce-scatter), 3 also the weights.
+Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO): 2 bytes of weights, the gradient buffer (:func:`grad_bytes`:
+the stack's, e.g. Megatron-Core's main_grad in the dtype it reduces in, 2 bytes unless grad_comm_dtype is fp32) and
+12 of optimizer state (fp32 master, m, v: :func:`optimizer_state_bytes`, the stack's dtypes) per parameter; fp32
+training: 4 + 4 + 8 (the weights are the master copy). ZeRO 1 shards the optimizer over dp, 2 also the gradients
+(not FSDP2's fp32 accumulator, autograd_fp32, which is unsharded until the step's reduce-scatter), 3 also the weights.
 Activations per layer and micro-batch: Korthikanti et al. 2022 Sec. 4.1, tensor by tensor (see
 :func:`activation_bytes_per_layer`); for a GPT layer (ffn 4h, GeLU, MHA, dropout) their Table 2:
   no recompute, TP t:        s*b*h*(10 + 24/t + 5*a*s/(h*t))   bytes
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from slowlink import units
+from slowlink.catalog.stack import Stack
+from slowlink.catalog.stack import stack as default_stack
 from slowlink.errors import InfeasiblePlan
 from slowlink.spec.workload import Workload
 from slowlink.workload import sac
@@ -30,7 +32,7 @@ from slowlink.workload.flops import params
 from slowlink.workload.schedule import peak_in_flight, rank_layers, stage_layers
 
 Stage = Literal["only", "first", "middle", "last"]  # "only": pp 1, one rank holds the whole model
-MAIN_GRAD_BYTES = units.PRECISION_BYTES["fp32"]  # Megatron's main_grad buffer (accumulate_allreduce_grads_in_fp32)
+MAIN_GRAD_BYTES = units.PRECISION_BYTES["fp32"]  # an fp32 gradient accumulator (FSDP2's, an fp32 main_grad)
 WORKSPACE_BYTES = 2.0 * units.GiB  # CUDA context, NCCL buffers, allocator fragmentation (assumption)
 # What PyTorch's caching allocator held but could not use, on average over eight LLM trainings on A100-80GB:
 # 9.2 GB (up to 25 GB; GMLake, Guo et al., ASPLOS 2024, arXiv 2401.08156). A plan with less free than this is
@@ -86,10 +88,55 @@ def kept_bytes(precision: str) -> float:
     return units.PRECISION_BYTES["fp32" if precision == "fp32" else "bf16"]
 
 
-def optimizer_state_bytes(precision: str) -> float:
-    """Bytes of Adam state per parameter: m and v in fp32 (8), plus the fp32 master copy (4) under mixed
-    precision; in fp32 training the weights are the master (Rajbhandari et al. 2020, Sec. 3.1)."""
-    return units.PRECISION_BYTES["fp32"] * (2.0 if precision == "fp32" else 3.0)
+def weight_bytes(w: Workload, gathered: bool = False) -> float:
+    """Bytes per element of the transformer block's weights as a GPU keeps them (``gathered`` False) or as ZeRO
+    all-gathers them: FP8 (1) with training.fp8_param_gather where the stack does so (its ``fp8_param_gather``:
+    fp8_params keeps and gathers the Linear weights in FP8, Megatron-Core's --fp8-param-gather; fsdp_all_gather
+    only gathers them in FP8, torchtitan's enable_fsdp_float8_all_gather), else :func:`kept_bytes`. The block's
+    norm weights are counted with the Linear weights (4h of some 12h^2 per layer)."""
+    kind = w.stack.fields.fp8_param_gather if w.training.fp8_param_gather else "none"
+    if kind == "fp8_params" or (kind == "fsdp_all_gather" and gathered):
+        return units.PRECISION_BYTES["fp8"]
+    return kept_bytes(w.training.precision)
+
+
+def gathered_bytes_per_param(w: Workload) -> float:
+    """Bytes per parameter of a GPU's ZeRO parameter all-gathers, on average over its parameters
+    (:func:`params_per_gpu`): the layers' at :func:`weight_bytes` (gathered), the vocabulary matrices' (the embedding
+    and the output layer, never FP8 Linear layers) at :func:`kept_bytes`."""
+    p = w.parallel
+    layers = stage_params(w, w.model.layers / p.pp, 0.0)
+    ends = stage_params(w, 0.0, 2.0 / p.pp)
+    return (layers * weight_bytes(w, gathered=True) + ends * kept_bytes(w.training.precision)) / (layers + ends)
+
+
+def optimizer_state_bytes(precision: str, st: Stack | None = None) -> float:
+    """Bytes of Adam state per parameter: m and v in the stack's ``optimizer_moment_dtype`` (fp32: 8), plus its fp32
+    master copy (4, ``master_weights``) under mixed precision; in fp32 training the weights are the master
+    (Rajbhandari et al. 2020, Sec. 3.1). ``st`` None: the default stack (12 bytes mixed, 8 in fp32)."""
+    f = (st or default_stack()).fields
+    master = f.master_weights and precision != "fp32"
+    return units.PRECISION_BYTES["fp32"] * master + 2.0 * units.PRECISION_BYTES[f.optimizer_moment_dtype]
+
+
+def main_grad_bytes(w: Workload) -> float:
+    """Bytes per parameter of the buffer fused weight-gradient accumulation writes (the stack's
+    ``grad_buffer_dtype``): fp32, or the dtype the DP reduction runs in: 4 with grad_comm_dtype fp32, else the
+    weights' (:func:`kept_bytes`; Megatron-Core's grad_dtype = torch.float if grad_reduce_in_fp32 else
+    param.dtype, distributed_data_parallel.py)."""
+    t = w.training
+    if w.stack.fields.grad_buffer_dtype == "fp32" or t.grad_comm_dtype == "fp32":
+        return MAIN_GRAD_BYTES
+    return kept_bytes(t.precision)
+
+
+def grad_bytes(w: Workload) -> float:
+    """Bytes per parameter of the gradients a GPU holds (training.grad_accumulation): .grad in the weights' dtype
+    when autograd accumulates, FSDP2's fp32 accumulator (autograd_fp32), else :func:`main_grad_bytes`."""
+    acc = w.training.grad_accumulation
+    if acc == "autograd":
+        return kept_bytes(w.training.precision)
+    return MAIN_GRAD_BYTES if acc == "autograd_fp32" else main_grad_bytes(w)
 
 
 def layer_params_split(w: Workload) -> tuple[float, float]:
@@ -230,22 +277,29 @@ def memory(w: Workload) -> Memory:
     micro = w.micro_batches
     layers_of = stage_layers(w)
     weights = kept_bytes(t.precision)
-    states = optimizer_state_bytes(t.precision)
-    # fp32 main gradients, or .grad in the weights' dtype when autograd accumulates (training.grad_accumulation);
+    layer_weights = weight_bytes(w)  # FP8 where the stack keeps FP8 weights (training.fp8_param_gather)
+    states = optimizer_state_bytes(t.precision, w.stack)
     # FSDP2's fp32 accumulator (autograd_fp32) holds the whole unsharded gradient until the reduce-scatter
-    grads = weights if t.grad_accumulation == "autograd" else MAIN_GRAD_BYTES
+    grads = grad_bytes(w)
     grad_shard = shard if p.zero >= 2 and t.grad_accumulation != "autograd_fp32" else 1
     per_layer = activation_bytes_per_layer(w)
+    # DualPipe keeps two stages a rank, "Parameter 2x", and PP + 1 micro-batches' activations where 1F1B keeps PP
+    # (DeepSeek-V3, arXiv 2412.19437, Table 2); ZB-H1 keeps 1F1B's (Qi et al. 2023)
+    dual = p.pp_schedule == "dualpipe"
+    copies, held = (2.0, (p.pp + 1) / p.pp) if dual else (1.0, 1.0)
 
     def rank(r: int) -> Memory:
         is_first, is_last = r == 0, r == p.pp - 1
         layers = rank_layers(layers_of, p.pp, r)
         n = stage_params(w, layers, int(is_first) + int(is_last))
+        ends = int(is_first) + int(is_last)
+        kept = (weights * n if layer_weights == weights
+                else layer_weights * stage_params(w, layers, 0) + weights * stage_params(w, 0, ends))
         return Memory(
-            weights_bytes=weights * n / (shard if p.zero >= 3 else 1),
-            grads_bytes=grads * n / grad_shard,
-            optimizer_bytes=states * n / (shard if p.zero >= 1 else 1),
-            activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r),
+            weights_bytes=copies * kept / (shard if p.zero >= 3 else 1),
+            grads_bytes=copies * grads * n / grad_shard,
+            optimizer_bytes=copies * states * n / (shard if p.zero >= 1 else 1),
+            activations_bytes=per_layer * layers / p.vp * peak_in_flight(p.pp, p.vp, micro, r) * held,
             logits_bytes=logits_bytes(w) if is_last else 0.0,
             workspace_bytes=WORKSPACE_BYTES,
             stage="only" if p.pp == 1 else "first" if is_first else "last" if is_last else "middle",

@@ -80,11 +80,30 @@ def local_tokens(w: Workload) -> float:
     return w.micro_batch_tokens / w.sp_split
 
 
+def expert_load(w: Workload) -> float:
+    """Routed rows of the most loaded expert-parallel rank over the mean (``training.moe_*``):
+      padded to capacity   c, the capacity factor: every expert computes c x the mean rows
+                           (Megatron-Core moe_pad_expert_input_to_capacity; moe_utils.py topk_softmax_with_capacity
+                           sizes each expert's input to ceil(n k / E x c))
+      capacity, no padding min(imbalance, c): the tokens beyond an expert's capacity are dropped
+      dropless             the imbalance (moe_expert_capacity_factor None, Megatron-Core's default)
+    Every rank waits for the most loaded one in the all-to-all and behind its expert GEMMs (the step is synchronous).
+    The default, 1.0, is perfect balance: no source gives one imbalance for every router. Published anchors: Switch
+    Transformer (Fedus et al. 2021, Sec. 2.2, Table 1) compares capacity factors 1.0, 1.25 and 2.0; DeepSeek-V3
+    (arXiv 2412.19437, Sec. 2.1.2) balances without an auxiliary loss and drops no tokens."""
+    t = w.training
+    cap = t.moe_capacity_factor
+    if cap is not None and t.moe_pad_to_capacity:
+        return cap
+    return t.moe_imbalance if cap is None else min(t.moe_imbalance, cap)
+
+
 def routed_bytes(w: Workload) -> float:
-    """Bytes of the routed rows one GPU sends into the EP all-to-all: n x top_k x h x e."""
+    """Bytes of the routed rows the most loaded GPU takes in the EP all-to-all: n x top_k x h x e x
+    :func:`expert_load` (the mean rank's, n k h e, when balanced)."""
     m = w.model
     top_k = m.moe.top_k if m.moe is not None else 0
-    return local_tokens(w) * top_k * m.hidden * kept_bytes(w.training.precision)
+    return local_tokens(w) * top_k * m.hidden * kept_bytes(w.training.precision) * expert_load(w)
 
 
 def dispatch_bytes(w: Workload) -> tuple[float, float]:
@@ -135,7 +154,8 @@ def expert_activation_bytes(w: Workload) -> float:
     :func:`~slowlink.workload.memory.mlp_kept_per_token`).
 
     The layer's input stays counted there as the dense MLP's input: the router and the shared experts keep
-    it. Per GPU the local experts see the micro-batch's T = b*s/cp tokens k times (gathered over TP): each
+    it. Per GPU the local experts see the micro-batch's T = b*s/cp tokens k times (gathered over TP; x
+    :func:`expert_load` on the most loaded GPU): each
     routed row keeps its own copy as the first GEMM's input (h) and the inner tensors of an expert_ffn MLP;
     shared experts keep the inner tensors of an MLP of shared_experts x expert_ffn.
     """
@@ -144,7 +164,7 @@ def expert_activation_bytes(w: Workload) -> float:
         return 0.0
     e = m.moe
     tokens = w.micro_batch_tokens
-    per_token = e.top_k * mlp_kept_per_token(m.hidden, e.expert_ffn_hidden, m.gated_mlp, p.tp)
+    per_token = e.top_k * expert_load(w) * mlp_kept_per_token(m.hidden, e.expert_ffn_hidden, m.gated_mlp, p.tp)
     per_token += mlp_kept_per_token(0.0, e.expert_ffn_hidden * e.shared_experts, m.gated_mlp, p.tp)
     per_token -= mlp_kept_per_token(0.0, m.ffn_hidden, m.gated_mlp, p.tp)
     return max(0.0, tokens * kept_bytes(t.precision) * per_token)

@@ -17,7 +17,7 @@ import numpy as np
 
 from slowlink.spec.workload import Parallel
 
-Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp"]
+Dimension = Literal["tp", "cp", "dp", "ep", "pp", "dp_cp", "tp_cp", "tp_pp", "tp_cp_dp", "world"]
 DEFAULT_ORDER = "tp-cp-dp-pp"
 
 
@@ -44,7 +44,9 @@ def dimension_groups(p: Parallel, dim: Dimension) -> list[list[int]]:
     """Every communicator of dimension ``dim``, each as its sorted list of ranks.
 
     ``dp_cp`` is the gradient-reduction group of context-parallel training (Megatron reduces gradients
-    over dp x cp); ``tp_cp`` Megatron's tensor-and-context-parallel group (the MoE aux loss's token counts).
+    over dp x cp); ``tp_cp`` Megatron's tensor-and-context-parallel group (the MoE aux loss's token counts);
+    ``tp_pp`` Megatron's model-parallel group, ``tp_cp_dp`` the ranks of one pipeline stage, ``world`` every rank
+    (the groups a step's gradient norm is reduced over, :mod:`slowlink.workload.step_sync`).
     All groups of one dimension run the same collective at the same time.
     """
     out: list[list[int]] = dimension_array(p, dim).tolist()
@@ -58,14 +60,16 @@ def dimension_array(p: Parallel, dim: Dimension) -> np.ndarray:
         flat = _groups_over(grid, axes, [dim])
     elif dim == "dp_cp":
         flat = _groups_over(grid, axes, ["dp", "cp"])
-    elif dim == "tp_cp":
-        flat = _groups_over(grid, axes, ["tp", "cp"])
+    elif dim in ("tp_cp", "tp_pp", "tp_cp_dp"):
+        flat = _groups_over(grid, axes, dim.split("_"))
+    elif dim == "world":
+        flat = grid.reshape(1, -1)
     elif dim == "ep":
         k = axes.index("dp")
         split = grid.reshape((*grid.shape[:k], p.dp // p.ep, p.ep, *grid.shape[k + 1:]))
         flat = _groups_over(split, [*axes[:k], "dp_outer", "ep", *axes[k + 1:]], ["ep"])
     else:
-        raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp, tp_cp")
+        raise ValueError(f"dim ({dim!r}) must be one of tp, cp, dp, ep, pp, dp_cp, tp_cp, tp_pp, tp_cp_dp, world")
     if (flat[:, 1:] >= flat[:, :-1]).all():  # the usual case: rank order already ascending along the group
         return flat
     return np.sort(flat, axis=1)

@@ -189,3 +189,23 @@ def pipeline_s(pp: int, vp: int, m: int, op_s: Callable[[str, int, int], float],
     m1 = window + (m - window) % window
     t1 = makespan_s(pp, vp, m1, op_s, hop_s)
     return t1 + (m - m1) // window * (makespan_s(pp, vp, m1 + window, op_s, hop_s) - t1)
+
+
+def bubble_ratio(schedule: str, pp: int, forward_s: float, backward_s: float, wgrad_s: float) -> float:
+    """The bubble of ``schedule`` over 1F1B's at ``pp`` stages, one chunk each, from DeepSeek-V3's Table 2 (arXiv
+    2412.19437, Sec. 3.2.1; F a forward chunk, B a full backward chunk, W its weight-gradient part):
+      1f1b         (PP - 1)(F + B)
+      zero-bubble  (PP - 1)(F + B - 2W)      ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 3:
+                                            (p - 1)(T_F + T_B - T_W) with T_B the input gradient alone)
+      dualpipe     (PP/2 - 1)(F&B + B - 3W)  F&B a forward and a backward chunk run together, F + B of compute
+                                            (what the pair overlaps is communication)
+    ``forward_s``, ``backward_s``, ``wgrad_s``: F, B and W of any one chunk (the ratio does not depend on its size).
+    """
+    base = (pp - 1) * (forward_s + backward_s)
+    if schedule == "1f1b" or base <= 0.0:
+        return 1.0
+    if schedule == "zero-bubble":
+        return max(0.0, (pp - 1) * (forward_s + backward_s - 2.0 * wgrad_s)) / base
+    if schedule == "dualpipe":
+        return max(0.0, (pp / 2 - 1) * (forward_s + 2.0 * backward_s - 3.0 * wgrad_s)) / base
+    raise ValueError(f"schedule ({schedule!r}) must be 1f1b, zero-bubble or dualpipe")

@@ -11,6 +11,8 @@
   optimizer = ADAM_BYTES_PER_PARAM * local parameters (/ dp*cp under ZeRO) / HBM bandwidth, or local
               parameters x the device's measured AdamW seconds per parameter (`bench compute`)
   step      = pipeline + exposed DP + optimizer + DP contention (+ deferred output-layer weight gradients)
+              + the stack's gradient-norm all-reduces; the last stage waits for the stack's loss all-reduce in each
+              micro-batch (:mod:`slowlink.workload.step_sync`). Both count as DP time and DP calls.
 With ``overlap.tp_comm`` (and SP) the TP collectives are paired with GEMMs as Transformer Engine's userbuffers
 does (:func:`~slowlink.workload.tp_overlap.tp_overlap`). Overlapped communication slows the compute it hides
 behind (its CTAs hold SMs: :func:`~slowlink.workload.traffic.overlap_contention_s`): the hidden TP and CP
@@ -30,12 +32,20 @@ from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Workload, check_hardware
 from slowlink.topology.degraded import paced_gpu
 from slowlink.workload.comm import CommCost, analytical_cost, explain, groups_of, tp_spans_nodes
-from slowlink.workload.compute import elementwise_bw_bytes_s, gemm_time_s, layer_compute, logits_parts, output_gemm
+from slowlink.workload.compute import (
+    elementwise_bw_bytes_s,
+    gemm_time_s,
+    layer_compute,
+    layer_parts,
+    logits_parts,
+    output_gemm,
+)
 from slowlink.workload.embedding import embedding_grad_bytes
 from slowlink.workload.flops import hardware_flops_per_step, model_flops_per_step
 from slowlink.workload.fp8 import other_precision
 from slowlink.workload.memory import Memory, check_fits, memory, params_per_gpu
-from slowlink.workload.schedule import pipeline_s, rank_layers, stage_layers
+from slowlink.workload.schedule import bubble_ratio, pipeline_s, rank_layers, stage_layers
+from slowlink.workload.step_sync import step_sync
 from slowlink.workload.tp_overlap import tp_overlap
 from slowlink.workload.traffic import DimComm, EdgeTp, all_dims, comm_sm_share, edge_tp, overlap_contention_s
 
@@ -135,7 +145,8 @@ class BubbleEdges:
 
 
 def pipeline_bubble_s(w: Workload, micro: int, layers: tuple[int, int, int], per_layer_s: float,
-                      forward_share: float, pp_comm: DimComm, edges: BubbleEdges, fill_s: float) -> float:
+                      forward_share: float, pp_comm: DimComm, edges: BubbleEdges, fill_s: float,
+                      wgrad_share: float = 0.0) -> float:
     """The pipeline's fill and drain, and any wait of its steady state: Megatron-Core's schedule run op by op
     (:mod:`slowlink.workload.schedule`) beyond ``micro`` x the slowest rank's micro-batch (``fill_s`` + its exposed
     hops). Each rank's chunk holds its
@@ -147,7 +158,9 @@ def pipeline_bubble_s(w: Workload, micro: int, layers: tuple[int, int, int], per
     micro-batch's hops) is what this gives for equal chunks and instant hops. Longer: the first micro-batch
     crosses all pp x vp virtual stages in the warm-up and again in the cool-down, at least 2 (pp vp - 1) hops
     rather than 2 (pp - 1); unequal end chunks stall their neighbours (Nemotron-4 340B, one layer per chunk, +2%
-    of a step; Llama 3 405B's lighter 7-layer end stages with the logits on one chunk, +4.5% per micro-batch)."""
+    of a step; Llama 3 405B's lighter 7-layer end stages with the logits on one chunk, +4.5% per micro-batch).
+    ``parallel.pp_schedule`` zero-bubble or dualpipe scales that 1F1B bubble by
+    :func:`~slowlink.workload.schedule.bubble_ratio`, ``wgrad_share`` of a layer being its weight gradients."""
     p = w.parallel
     if p.pp == 1:
         return 0.0
@@ -165,7 +178,12 @@ def pipeline_bubble_s(w: Workload, micro: int, layers: tuple[int, int, int], per
         return n / p.vp * per_layer_s * share + per_op + extra.get((kind, rank, chunk), 0.0)
 
     # a blocking send/recv (no overlap.pp_comm) is inside the sending op already: only the rest delays the receiver
-    return max(0.0, pipeline_s(p.pp, p.vp, micro, op_s, hop - per_op) - micro * (fill_s + pp_comm.exposed_s))
+    bubble = max(0.0, pipeline_s(p.pp, p.vp, micro, op_s, hop - per_op) - micro * (fill_s + pp_comm.exposed_s))
+    if p.pp_schedule == "1f1b":
+        return bubble
+    # zero-bubble and DualPipe: 1F1B's bubble, op by op, scaled by their closed forms (schedule.bubble_ratio); a
+    # Linear's weight gradient is one of its two backward GEMMs of equal FLOPs: W = half the weight GEMMs' backward
+    return bubble * bubble_ratio(p.pp_schedule, p.pp, forward_share, 1.0 - forward_share, wgrad_share)
 
 
 def deferred_microbatches(w: Workload, micro: int) -> int:
@@ -225,6 +243,11 @@ def check_plan(w: Workload, cluster: Cluster) -> int:
         raise InfeasiblePlan(f"overlap.ep_comm (true): pairs micro-batches, and each DP rank runs {micro} per step "
                              f"(training.global_batch / (micro_batch * dp) = {t.global_batch} / ({t.micro_batch} * "
                              f"{p.dp})); needs 2 or more", rule="ep_overlap_pairs")
+    if p.pp_schedule == "dualpipe" and micro % 2:
+        raise InfeasiblePlan(f"parallel.pp_schedule (dualpipe): needs an even number of micro-batches per step, not "
+                             f"{micro} (training.global_batch / (micro_batch * dp)); DualPipe 'requires that the "
+                             "pipeline stages and micro-batches be divisible by 2' (DeepSeek-V3, Sec. 3.2.1)",
+                             rule="dualpipe_even_micro_batches")
     if p.vp > 1 and p.pp > 1 and micro % p.pp:
         # Megatron-Core core_r0.10.0 schedules.py l.645-665: groups of pp micro-batches, none left over
         raise InfeasiblePlan(f"parallel.vp ({p.vp}): the interleaved schedule needs the micro-batches per step, "
@@ -261,6 +284,8 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
     layer_slow = overlap_contention_s(beside, lc.total_s, share)
     per_layer = lc.total_s + per_layer_wait + layer_slow
     logit_parts = logits_parts(w, paced)
+    # a Linear's weight gradient is one of its two backward GEMMs of equal FLOPs: half the weight GEMMs' backward
+    layer_wgrad_s = layer_parts(w, paced).gemm_bwd_s / 2.0 if w.parallel.pp_schedule != "1f1b" else 0.0
     logits, wgrad = logit_parts.total_s, output_wgrad_s(w, paced)
     deferred = deferred_microbatches(w, micro)  # their output-layer wgrad moves to the pipeline drain
     emb = embedding_grad_s(w, paced)  # the first stage's, every micro-batch
@@ -272,31 +297,39 @@ def plan(w: Workload, cluster: Cluster, cost: CommCost | None = None, *, check_m
         return stage_time_s(w, (first * layer_s, mid * layer_s, last * layer_s), emb + first_wait_s,
                             last_extra_s + last_wait_s)
 
-    stage = slowest(per_layer, logits, edge.embedding_s, edge.output_s)
-    stage_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s)
-    # what the edge collectives add to the slowest stage's micro-batches: reported with the layers' TP waits
-    edge_wait = (deferred * (stage_deferred - slowest(per_layer, logits - wgrad))
-                 + (micro - deferred) * (stage - slowest(per_layer, logits)))
+    sync = step_sync(w, price)
+    no_loss = slowest(per_layer, logits, edge.embedding_s, edge.output_s)
+    no_loss_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s)
+    stage = slowest(per_layer, logits, edge.embedding_s, edge.output_s + sync.loss_s)
+    stage_deferred = slowest(per_layer, logits - wgrad, edge.embedding_s, edge.output_deferred_s + sync.loss_s)
+    # what the edge collectives add to the slowest stage's micro-batches: reported with the layers' TP waits; what
+    # the loss all-reduce adds, with DP's
+    edge_wait = (deferred * (no_loss_deferred - slowest(per_layer, logits - wgrad))
+                 + (micro - deferred) * (no_loss - slowest(per_layer, logits)))
+    loss_wait = deferred * (stage_deferred - no_loss_deferred) + (micro - deferred) * (stage - no_loss)
     pipeline = deferred * stage_deferred + (micro - deferred) * stage + micro * pp_mb
     compute = deferred * slowest(lc.total_s, logits - wgrad) + (micro - deferred) * slowest(lc.total_s, logits)
     all_deferred = deferred == micro  # else the drain's last micro-batches keep their wgrad
     bubble = pipeline_bubble_s(w, micro, (first, mid, last), per_layer, lc.forward_s / lc.total_s, dims["pp"],
                                BubbleEdges(emb, edge, logits - (wgrad if all_deferred else 0.0),
                                            logit_parts.forward_s, all_deferred),
-                               stage_deferred if all_deferred else stage)
+                               stage_deferred if all_deferred else stage,
+                               layer_wgrad_s / lc.total_s)
     opt = optimizer_s(w, cluster.gpu)
     # the hidden DP traffic runs beside the step's compute (ZeRO 3: every micro-batch's), never longer than it
     dp_slow = overlap_contention_s(dims["dp"].total_s - dims["dp"].exposed_s, micro * busiest * lc.total_s, share)
     drain = deferred_wgrad_exposed_s(w, deferred, wgrad, last * lc.backward_s)
-    step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain
+    step = pipeline + bubble + opt + dims["dp"].exposed_s + dp_slow + drain + sync.norm_s
     contention = micro * busiest * layer_slow + dp_slow
     exposed = {"tp": micro * busiest * tp_exp + edge_wait, "cp": micro * busiest * dims["cp"].exposed_s,
-               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb, "dp": dims["dp"].exposed_s}
+               "ep": micro * busiest * dims["ep"].exposed_s, "pp": micro * pp_mb,
+               "dp": dims["dp"].exposed_s + loss_wait + sync.norm_s}
     totals = {"tp": micro * (busiest * tp_total + edge.total_s), "cp": micro * busiest * dims["cp"].total_s,
               "ep": micro * busiest * dims["ep"].total_s, "pp": micro * dims["pp"].total_s,
-              "dp": dims["dp"].total_s}
+              "dp": dims["dp"].total_s + micro * sync.loss_s + sync.norm_s}
     calls = {"tp": micro * (busiest * tp.calls + edge.calls), "cp": micro * busiest * dims["cp"].calls,
-             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls, "dp": dims["dp"].calls}
+             "ep": micro * busiest * dims["ep"].calls, "pp": micro * dims["pp"].calls,
+             "dp": dims["dp"].calls + micro * sync.loss_calls + sync.norm_calls}
     gb = w.training.global_batch
     peak = cluster.gpu.peak(w.training.precision)
     mf = model_flops_per_step(w.model, gb) / (step * cluster.gpus)

@@ -41,7 +41,13 @@ from slowlink.workload.buckets import bucketed_s, dp_buckets
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute, gemm_time_s, output_gemm
 from slowlink.workload.fp8 import amax_allreduces, other_precision
-from slowlink.workload.memory import kept_bytes, layer_params_split, params_per_gpu, vocab_shard_params
+from slowlink.workload.memory import (
+    gathered_bytes_per_param,
+    kept_bytes,
+    layer_params_split,
+    params_per_gpu,
+    vocab_shard_params,
+)
 from slowlink.workload.moe import routed_bytes, token_count_bytes
 
 
@@ -336,7 +342,7 @@ def dp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro: i
         return zero3_step(w, cost, lc, layers, micro, gpu)
     dense_n, expert_n = _local_params(w)
     g_bytes = PRECISION_BYTES[w.training.grad_comm_dtype]
-    w_bytes = kept_bytes(w.training.precision)
+    w_bytes = gathered_bytes_per_param(w)  # FP8 Linear weights with training.fp8_param_gather
     dim = "dp_cp" if p.cp > 1 else "dp"
     reduce_op = "all_reduce" if p.zero == 0 or p.zero1_grad_reduce == "all_reduce" else "reduce_scatter"
     edp = bool(expert_n) and p.dp // p.ep > 1
@@ -396,7 +402,7 @@ def zero3_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro
     else:  # experts: gathered in the same unit (ep = 1 view)
         total, exposed, calls = zero3.fsdp_step(w, cost, lc, layers, micro, dense_n + expert_n)
     per_layer = (dense_n + expert_n) / max(layers, 1)
-    return DimComm(total, exposed, "all_gather", per_layer * kept_bytes(w.training.precision), dim, calls)
+    return DimComm(total, exposed, "all_gather", per_layer * gathered_bytes_per_param(w), dim, calls)
 
 
 def _local_params(w: Workload) -> tuple[float, float]:

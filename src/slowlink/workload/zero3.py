@@ -87,7 +87,7 @@ from slowlink.units import PRECISION_BYTES
 from slowlink.workload.comm import CommCost, groups_of
 from slowlink.workload.compute import StageCompute
 from slowlink.workload.kernels import SHORT_KERNEL_S  # one per rank: the list API's copies
-from slowlink.workload.memory import kept_bytes
+from slowlink.workload.memory import gathered_bytes_per_param, kept_bytes
 
 # DeepSpeed default (deepspeed/runtime/zero/constants.py, 2021): tensors below this many elements are not
 # partitioned (stage3_param_persistence_threshold).
@@ -269,7 +269,7 @@ def fsdp_step(w: Workload, cost: CommCost, lc: StageCompute, layers: int, micro:
     p, o = w.parallel, w.overlap
     grp = groups_of(p, "dp_cp" if p.cp > 1 else "dp")
     per_layer = local_params / max(layers, 1)
-    gather = cost("all_gather", per_layer * kept_bytes(w.training.precision), grp)
+    gather = cost("all_gather", per_layer * gathered_bytes_per_param(w), grp)  # FP8 with fp8_param_gather
     scatter = cost("reduce_scatter", per_layer * PRECISION_BYTES[w.training.grad_comm_dtype], grp)
     again = 1.0 if reshards_after_forward(w) else 0.0
     total = micro * layers * ((1.0 + again) * gather + scatter)
