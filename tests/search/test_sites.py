@@ -40,7 +40,9 @@ def test_placements_and_syncs_multiply_the_space(tmp_path: Path) -> None:
     r = summarize(space, evaluate_space(space))
     # a one-site design runs the first sync only: 2 designs x 2 tp x 3 other syncs
     assert r.removed_by_rule["sync_needs_sites"] == 12
-    assert r.removed_by_rule["max_nodes_per_site"] == 1  # 16 nodes in one 8-node building
+    # 16 nodes in one 8-node building, at tp 1 and tp 2 (tp 1 fits in memory since the gradient buffer is kept in the
+    # dtype it is reduced in, bf16: 2 bytes per parameter, megatron-core)
+    assert r.removed_by_rule["max_nodes_per_site"] == 2
     # each building a fabric of its own: one 8-node site is cheapest per token, two sites of 8 train twice as fast
     assert r.best is not None and space.design_of(r.best.index).sites == 1
     assert r.fastest is not None and space.design_of(r.fastest.index).sites == 2
