@@ -26,8 +26,8 @@ from slowlink.fileio import validated
 from slowlink.workload.compute import Gemm, gemm_time_s
 
 
-class GemmTableEntry(BaseModel):
-    """Measured GEMM rates by shape on one GPU."""
+class _RateTable(BaseModel):
+    """What every measured table says of itself: its name, source, and the GPU its rates were measured on."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -35,19 +35,18 @@ class GemmTableEntry(BaseModel):
     source: str = Field(description="Where its numbers were read.")
     arch: str = Field(description="The catalog arch the table applies to.")
     gpu: str = Field(description="The catalog GPU whose peak its rates are a share of.")
+
+
+class GemmTableEntry(_RateTable):
+    """Measured GEMM rates by shape on one GPU."""
+
     precisions: list[str] = Field(description="Precisions it applies to.")
     rows: list[tuple[float, float, float, float, float]] = Field(description="[b, m, n, k, TFLOP/s] rows.")
 
 
-class AttentionTableEntry(BaseModel):
+class AttentionTableEntry(_RateTable):
     """Measured attention rates by sequence length and head dimension on one GPU."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(description="The table's name.")
-    source: str = Field(description="Where its numbers were read.")
-    arch: str = Field(description="The catalog arch the table applies to.")
-    gpu: str = Field(description="The catalog GPU whose peak its rates are a share of.")
     seqlens: list[int] = Field(description="Sequence lengths of the columns.")
     tflops: dict[int, list[float | None]] = Field(description="Head dim -> TFLOP/s per sequence length.")
 
