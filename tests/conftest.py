@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
@@ -90,6 +91,29 @@ def cli_fails() -> Callable[..., str]:
     """``cli_fails(args, *needles)``: the one bad-input check of every CLI test (exit 2, no traceback, the
     message's needles), returning the output."""
     return _cli_fails
+
+
+def _simulated_phase(topo: Any, flows: Any) -> Any:
+    from slowlink.sim.engine import simulate
+
+    r = simulate(topo.capacity_bytes_s, topo.latency_s, flows)
+    assert r.link_rate_bytes_s is not None
+    assert (r.link_rate_bytes_s <= r.link_capacity_bytes_s * (1 + 1e-9)).all()  # capacity
+    expected = np.zeros(len(topo.capacity_bytes_s))
+    for f in flows:
+        for link in set(f.path):
+            expected[link] += f.size_bytes
+    np.testing.assert_allclose(r.link_bytes, expected, rtol=1e-6, atol=1e-3)  # conservation
+    assert (r.finish_s > r.start_s).all()  # causality
+    return r
+
+
+@pytest.fixture
+def simulated_phase() -> Callable[..., Any]:
+    """``simulated_phase(topo, flows)``: one phase through the flow engine, its result after the invariants every
+    phase must keep (no link over its capacity, each link carrying the bytes of the flows crossing it, every flow
+    finishing after it starts)."""
+    return _simulated_phase
 
 
 def netns_works() -> bool:
