@@ -87,6 +87,16 @@ class PricesSpec(BaseModel):
     facility: FacilitySpec | None = Field(None, description="PUE, electricity, depreciation, spares.")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Sourced:
+    """Where a resolved entry's figures come from (as :class:`SourcedSpec`): keyword-only, so each entry's own
+    fields stay positional before them."""
+
+    source: str
+    date: str | None = None
+    estimate: bool = False
+
+
 @dataclass(frozen=True)
 class ServerScaleUp:
     link: str  # catalog scale-up link of the server (nvlink4, nvlink5...)
@@ -94,7 +104,7 @@ class ServerScaleUp:
 
 
 @dataclass(frozen=True)
-class Server:
+class Server(Sourced):
     """One server (or NVL72 compute tray) without its compute NICs (fields as :class:`ServerSpec`)."""
 
     gpus: int
@@ -102,13 +112,10 @@ class Server:
     power_w: float
     nodes_per_rack: int
     scale_up: ServerScaleUp
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
-class Switch:
+class Switch(Sourced):
     """A fixed switch (fields as :class:`SwitchSpec`)."""
 
     name: str
@@ -117,58 +124,43 @@ class Switch:
     radix: int
     price_usd: float
     power_w: float
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
-class Nic:
+class Nic(Sourced):
     """A NIC by line rate (fields as :class:`NicSpec`)."""
 
     speed_gbit_s: float
     price_usd: float
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
-class Medium:
+class Medium(Sourced):
     """A link medium: DAC, multi-mode or single-mode optics (fields as :class:`MediumSpec`)."""
 
     price_usd: float
     fiber_usd: float
     power_w: float
     reach_m: float
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
-class DciOptics:
+class DciOptics(Sourced):
     """A coherent pluggable of the long haul (fields as :class:`DciOpticsSpec`)."""
 
     price_usd: float
     power_w: float
     reach_km: float
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
-class Facility:
+class Facility(Sourced):
     """PUE, electricity, depreciation and spares (fields as :class:`FacilitySpec`)."""
 
     pue: float
     usd_per_kwh: float
     depreciation_years: float
     network_spares_fraction: float
-    source: str
-    date: str | None = None
-    estimate: bool = False
 
 
 @dataclass(frozen=True)
