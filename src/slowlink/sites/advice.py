@@ -16,7 +16,7 @@ from slowlink.errors import SlowlinkError
 from slowlink.sites.convergence import convergence_note
 from slowlink.sites.plan import CrossSite, cross_site
 from slowlink.spec.cluster import Cluster
-from slowlink.spec.sites import Interconnect
+from slowlink.spec.sites import MAX_STREAMS, Interconnect
 from slowlink.spec.workload import Sync, Workload
 from slowlink.workload.advice import MIN_GAIN, Advice
 from slowlink.workload.step import StepResult
@@ -27,7 +27,6 @@ from slowlink.workload.step import StepResult
 SYNC_OPTIONS = (Sync("ddp"), Sync("hierarchical"), Sync("diloco", 500, outer_dtype="fp32"),
                 Sync("diloco", 100, outer_dtype="int8"),
                 Sync("streaming-diloco", 100, outer_dtype="fp4", fragments=10, overlap_steps=5))
-MAX_STREAMS = 64  # InterconnectSpec.streams_per_connection's bound (NCCL's 64 sockets per connection)
 
 
 def sync_words(sync: Sync) -> str:

@@ -30,6 +30,8 @@ RDMA_MTU_BYTES = 4096
 FIBRE_KM_S = 299792.458 / 1.4682
 
 
+MAX_STREAMS = 64  # NCCL's most sockets per connection (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS <= 64)
+
 class SiteSpec(BaseModel):
     model_config = SPEC_CONFIG
     name: str = Field(min_length=1, description="Name of the site (data centre), shown in reports.")
@@ -55,8 +57,8 @@ class InterconnectSpec(BaseModel):
         None, description="Payload of one segment (TCP MSS) or packet (RDMA MTU), bytes. Default 1448 for tcp, "
         "4096 for rdma.")
     streams_per_connection: int = Field(
-        1, ge=1, le=64, description="Parallel streams each cross-site connection opens (NCCL_NSOCKS_PERTHREAD x "
-        "NCCL_SOCKET_NTHREADS, at most 64).")
+        1, ge=1, le=MAX_STREAMS, description="Parallel streams each cross-site connection opens "
+        f"(NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS, at most {MAX_STREAMS}).")
     price_usd_per_gbit_s_month: float | None = Field(
         None, ge=0, description="Lease price of the long haul's capacity (the line system between the sites' "
         "optics), USD per Gbit/s and month; required to price a cluster with sites.")
