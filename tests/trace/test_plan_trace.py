@@ -17,6 +17,7 @@ from slowlink.spec.cluster import Cluster, load_cluster
 from slowlink.spec.workload import load_workload
 from slowlink.trace.calibrate import TraceCalibration, calibrate, slower, thread_s
 from slowlink.trace.kineto import read_kineto
+from slowlink.workload.comm import analytical_cost
 from slowlink.workload.step import plan
 
 DATA = Path(__file__).parents[1] / "data" / "traces"
@@ -189,11 +190,20 @@ def test_the_compute_is_the_measured_one_and_the_rest_is_a_residual() -> None:
 
 
 def test_the_collectives_spread_is_carried_with_them() -> None:
-    """Every calibrated collective costs its fastest-call calibration x its transfers' spread, here and elsewhere."""
+    """A calibrated collective costs its fastest-call calibration x its transfers' spread g: in proportion up to the
+    link's model, the excess past it as on the trace's cluster; on the trace's cluster always scale x g."""
     w, here, other = load_workload(WORKLOAD), load_cluster(HERE), load_cluster(OTHER)
     cal = calibrate(read_kineto([TRACE]), w, here)
+    args = ("all_reduce", 1e6, [[0, 1]])
     g = cal.comm_spread["all_reduce"]
+    assert g > 1 and cal.comm_scale["all_reduce"] > 1  # gloo on one host: software-bound, x g
     bare = replace(cal, comm_spread={})
     for c in (here, other):
-        args = ("all_reduce", 1e6, [[0, 1]])
         assert cal.comm_cost(c)(*args) == pytest.approx(g * bare.comm_cost(c)(*args))
+    a, b = cal.trace_cost(*args), analytical_cost(other)(*args)
+    within = replace(cal, comm_scale={"all_reduce": 0.8}, comm_spread={"all_reduce": 1.1})
+    assert within.comm_cost(here)(*args) == pytest.approx(0.88 * a)
+    assert within.comm_cost(other)(*args) == pytest.approx(0.88 * b)
+    past = replace(cal, comm_scale={"all_reduce": 0.8}, comm_spread={"all_reduce": 1.5})
+    assert past.comm_cost(here)(*args) == pytest.approx(1.2 * a)
+    assert past.comm_cost(other)(*args) == pytest.approx(b + 0.2 * a)

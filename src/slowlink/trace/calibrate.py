@@ -34,11 +34,14 @@ How the residual is carried to another cluster: its parts as what they are, from
 
   communication    each calibrated collective's time x g(op), g = the op's mean transfer / its fastest call, where a
                    call's transfer is its shortest duration across the ranks read (the last rank to arrive waited for
-                   nobody: :class:`~slowlink.trace.result.CollectiveStat`). That spread (a transfer that ran slower than
-                   the fastest one: TCP's and the link's variation, 1.03-1.38 x in the emulated cluster's traces) is
-                   time a collective transfers, so it is carried in proportion to the collective model: a slower
-                   fabric's longer transfer varies by as much in proportion. g = 1 with one rank's file (no call to
-                   match)
+                   nobody: :class:`~slowlink.trace.result.CollectiveStat`). That spread (transfers slower than the
+                   fastest one: 1.05-1.10 x at 50-200 Mbit/s in the emulated cluster's traces) is time a collective
+                   transfers, so as far as the link's model it is carried in proportion to the collective model: on a
+                   rate-limited link a longer transfer varies by as much in proportion. What the calls take past the
+                   link's model (scale x g > 1: the link allows less time than they took; at 400 Mbit/s there, 1.2-1.5
+                   x the fastest, transfers of 6 or of 8-13 ms) is not the link's pace (losses and their recovery, the
+                   software) and is added as is, as an op slower than its model already is (:meth:`comm_cost`). g = 1
+                   with one rank's file (no call to match)
   host             the rest, kept as is on the compute thread: the calibrated compute C' is C + host (k again by
                    bisection, now so that the step at k with the collectives x g is T, so the round trip on the
                    trace's cluster returns T by construction). It holds what no fabric changes: idle time (launch
@@ -156,9 +159,11 @@ class TraceCalibration:
         trace ran slower than its model (scale > 1: the software, e.g. gloo's CPU reduction, is the bottleneck)
         takes the slower of ``c``'s model and the calibrated time on the trace's cluster for a group of that size,
         so a faster fabric gains nothing past what the software reached and a slower one is priced by its links;
-        an op the trace ran faster than its model is scaled (scale < 1). On the trace's cluster both give the
-        calibrated time. Either is then x :attr:`comm_spread` (g: the exposed calls' spread over the fastest one,
-        carried in proportion to the collective's time; module docstring)."""
+        an op the trace ran faster than its model is scaled (scale < 1). Its transfers' spread g
+        (:attr:`comm_spread`) is carried in proportion (x g) as far as the link's model: past it (scale x g > 1 with
+        scale < 1) the excess over the model, not the link's (module docstring), is added as the trace's cluster
+        had it; a software-bound op's calibrated time is x g. On the trace's cluster every case gives the
+        calibrated time x g."""
         target = base if base is not None else analytical_cost(c)
         trace_cost, scale, most, spread = self.trace_cost, self.comm_scale, self.trace_gpus, self.comm_spread
 
@@ -168,9 +173,11 @@ class TraceCalibration:
             if k is None or not groups:
                 return t
             g = spread.get(op, 1.0)
-            if k < 1:
-                return t * k * g
             same = [list(range(min(len(groups[0]), most)))]
+            if k * g <= 1:
+                return t * k * g
+            if k < 1:
+                return t + (k * g - 1) * trace_cost(op, size_bytes, same)
             return max(t, k * trace_cost(op, size_bytes, same)) * g
 
         return cost
