@@ -207,3 +207,16 @@ def test_the_collectives_spread_is_carried_with_them() -> None:
     past = replace(cal, comm_scale={"all_reduce": 0.8}, comm_spread={"all_reduce": 1.5})
     assert past.comm_cost(here)(*args) == pytest.approx(1.2 * a)
     assert past.comm_cost(other)(*args) == pytest.approx(b + 0.2 * a)
+
+
+def test_a_trace_without_measured_compute_falls_back_to_the_step() -> None:
+    """No computation in the trace: the compute is fitted so that the model returns the traced step, and the
+    compute term says so; the round trip still holds."""
+    s, w, here = read_kineto([TRACE]), load_workload(WORKLOAD), load_cluster(HERE)
+    none = replace(s, ranks=tuple(replace(r, compute_s=0.0) for r in s.ranks))
+    cal = calibrate(none, w, here)
+    compute = next(t for t in cal.terms if t.term == "compute")
+    assert compute.measured_s == 0 and compute.residual_s is None
+    assert "fitted so that the step model returns the traced step" in compute.carried
+    got = assess(w, cal.cluster(here), comm=cal.comm_cost(here), check_memory=False).step_time_s
+    assert got == pytest.approx(s.step_median_s, rel=1e-6)

@@ -24,11 +24,12 @@ measured and what the model adds:
 Why the measured compute and not the residual: a compute scale fitted so that the model returns the traced step
 (the earlier calibration) is an inversion that puts every error of T into C. When communication dominates T (a
 50 Mbit/s link: 57 ms of step, 5 ms of compute), the collectives' spread around their fastest call (3-5 ms there)
-and the machine's load become compute (the emulated cluster's traces: a compute scale of 2.2-3.3 fitted against
-1.1-1.4 measured), which a faster fabric, where compute is a quarter of the step and not a tenth, then exposes
-whole (50 -> 200 Mbit/s: +8% to +22% on a quiet machine). The measured compute has no such amplification: it is
-read, not inferred, whatever the share of communication, so it is used always; a trace with no measured compute
-(or one the model's compute cannot reach between K_LOW and K_HIGH) falls back to the inversion and says so.
+and its idle time become compute (the emulated cluster's traces: a compute scale of 2.0-3.3 fitted against
+0.9-2.0 measured), which a faster fabric, where compute is a quarter of the step and not a tenth, then exposes
+whole (50 -> 200 Mbit/s: +15% on average over ten runs on a quiet machine, +30% at worst; docs/trace.md). The
+measured compute has no such amplification: it is read, not inferred, whatever the share of communication, so it
+is used always; a trace with no measured compute (or one the model's compute cannot reach between K_LOW and
+K_HIGH) falls back to the inversion and says so.
 
 How the residual is carried to another cluster: its parts as what they are, from the trace's own numbers.
 
@@ -307,6 +308,7 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
     c_meas, e_meas = slowest.compute_s / per, slowest.exposed_comm_s / per
     uncalibrated = thread_s(at(1.0))
     k_meas = _solve(lambda k: thread_s(at(k)), c_meas) if c_meas > 0 else None
+    matched = k_meas is not None
     if k_meas is None:  # no compute measured (or out of the model's reach): the step's inversion, as before
         k_meas = _bisect(lambda k: at(k).step_time_s, target)
         how = "none measured, or out of reach: fitted so that the step model returns the traced step"
@@ -320,7 +322,7 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
     host = thread_s(at_k) - thread_s(first)  # what the compute thread holds beyond the measured compute
     g = ", ".join(f"{op} x{x:.3g}" for op, x in sorted(spread.items())) or "none: no rank's call matched to another's"
     steps = [
-        StepTerm("compute", c_meas, thread_s(first), 0.0,
+        StepTerm("compute", c_meas, thread_s(first), 0.0 if matched else None,
                  f"matched: x{k_meas:.3g} the model's {uncalibrated:.4g} s ({how}); moved to another GPU class by "
                  "class (slowlink.trace.predict)"),
         StepTerm("exposed communication", e_meas, first.exposed_comm_s, comm_rest,
