@@ -2,6 +2,10 @@
 `plan --trace` (the chain calibrated by the trace), measure that one too, and compare (root: network namespaces).
 
     python benchmarks/trace_emulated.py [RATE_A_MBIT RATE_B_MBIT ...]   (default: 200 50  50 200)
+    python benchmarks/trace_emulated.py --from KEPT [RATE_A_MBIT RATE_B_MBIT ...]
+
+With SLOWLINK_TRACE_EMULATED_KEEP=DIR every pair's traces and rows are kept in DIR/A-B/; --from DIR predicts again
+from the kept ones (no emulation, no root), e.g. after a change of the calibration.
 
 For each pair: `emulate up` a 2-node single-switch cluster (examples/emulate-flat.yaml, one CPU rank per node,
 gpu cpu-1thread from examples/bench-cpu-catalog.yaml), links at RATE_A; `bench train`'s rank job in each node
@@ -59,30 +63,47 @@ def _train(plan: Any, trace_dir: Path, out: Path) -> dict[str, Any]:
     return dict(json.loads(out.read_text())["rows"][0])
 
 
+def _cluster() -> Any:
+    from slowlink.spec.cluster import cluster_from_mapping
+
+    return cluster_from_mapping(dict(CLUSTER), "emulate-2node-cpu", ROOT)
+
+
+def _plan(rate_mbit: float) -> Any:
+    from slowlink.emulate.plan import build_plan
+
+    return build_plan(_cluster(), scale=rate_mbit * 1e6 / NIC_BIT_S, nodes=2)
+
+
 def case(rate_a_mbit: float, rate_b_mbit: float, work: Path) -> dict[str, float]:
     """One pair: measured at A (traced), predicted and measured at B."""
-    from slowlink.assess import assess
     from slowlink.emulate import net
-    from slowlink.emulate.plan import build_plan
+
+    def run_at(rate_mbit: float, name: str) -> None:
+        # a fresh emulation at this rate, so that each run starts from the same state (a live link reshaped gets
+        # the same tbf, tests/emulate/test_set_rate_tc.py, but keeps the earlier run's TCP metrics)
+        plan = net.up(_plan(rate_mbit))
+        try:
+            _train(plan, work / name, work / f"{name}.json")
+        finally:
+            net.down(plan.run_id)
+
+    run_at(rate_a_mbit, "a")
+    run_at(rate_b_mbit, "b")
+    return predict(rate_a_mbit, rate_b_mbit, work)
+
+
+def predict(rate_a_mbit: float, rate_b_mbit: float, work: Path) -> dict[str, float]:
+    """A pair's prediction from the traces and rows kept in ``work`` (``a/``, ``b/``, ``a.json``, ``b.json``)."""
+    from slowlink.assess import assess
     from slowlink.emulate.validate import emulated_cluster
-    from slowlink.spec.cluster import cluster_from_mapping
     from slowlink.spec.workload import load_workload
     from slowlink.trace.calibrate import calibrate
     from slowlink.trace.kineto import read_kineto
 
-    cluster = cluster_from_mapping(dict(CLUSTER), "emulate-2node-cpu", ROOT)
-
-    def run_at(rate_mbit: float, name: str) -> tuple[Any, dict[str, Any]]:
-        # a fresh emulation at this rate, so that each run starts from the same state (a live link reshaped gets
-        # the same tbf, tests/emulate/test_set_rate_tc.py, but keeps the earlier run's TCP metrics)
-        plan = net.up(build_plan(cluster, scale=rate_mbit * 1e6 / NIC_BIT_S, nodes=2))
-        try:
-            return emulated_cluster(cluster, plan), _train(plan, work / name, work / f"{name}.json")
-        finally:
-            net.down(plan.run_id)
-
-    at_a, row_a = run_at(rate_a_mbit, "a")
-    at_b, row_b = run_at(rate_b_mbit, "b")
+    cluster = _cluster()
+    at_a, at_b = emulated_cluster(cluster, _plan(rate_a_mbit)), emulated_cluster(cluster, _plan(rate_b_mbit))
+    row_a, row_b = (dict(json.loads((work / f"{n}.json").read_text())["rows"][0]) for n in ("a", "b"))
     w = load_workload(ROOT / "tests" / "data" / "traces" / "bench-train-ddp-workload.yaml")
     w = replace(w, training=replace(w.training, tokens=None))
     trace_a, trace_b = read_kineto([work / "a" / "ddp-2ranks"]), read_kineto([work / "b" / "ddp-2ranks"])
@@ -95,18 +116,25 @@ def case(rate_a_mbit: float, rate_b_mbit: float, work: Path) -> dict[str, float]
             "traced_b_s": trace_b.step_median_s, "timed_b_s": row_b["step_time_s"], "plan_b_s": plain,
             "error": (predicted - trace_b.step_median_s) / trace_b.step_median_s,
             "round_trip_error": (round_trip - trace_a.step_median_s) / trace_a.step_median_s,
-            "comm_scale": cal.comm_scale.get("all_reduce", float("nan")), "compute_scale": cal.compute_scale}
+            "comm_scale": cal.comm_scale.get("all_reduce", float("nan")), "compute_scale": cal.compute_scale,
+            "measured_compute_scale": cal.measured_compute_scale, "comm_spread": cal.comm_spread.get("all_reduce", 1.0),
+            "residual_s": cal.residual_s, **{f"{t.term.replace(' ', '_')}_{k}": v for t in cal.terms
+                                             for k, v in (("measured_s", t.measured_s), ("residual_s", t.residual_s))}}
 
 
 def main(args: list[str]) -> None:
     if args[:1] == ["--rank-job"]:
         rank_job(args[1], args[2])
         return
+    kept = args[1] if args[:1] == ["--from"] else None
+    args = args[2:] if kept else args
     keep = os.environ.get("SLOWLINK_TRACE_EMULATED_KEEP")  # a directory: keep every run's traces there
     rates = [float(x) for x in args] or [200, 50, 50, 200]
     rows = []
     for a, b in zip(rates[::2], rates[1::2], strict=True):
-        if keep:
+        if kept:
+            rows.append(predict(a, b, Path(kept) / f"{a:g}-{b:g}"))
+        elif keep:
             work = Path(keep) / f"{a:g}-{b:g}"
             work.mkdir(parents=True, exist_ok=True)
             rows.append(case(a, b, work))

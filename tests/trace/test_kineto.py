@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from slowlink.collectives.ops import busbw_factor
-from slowlink.trace.kineto import read_kineto
+from slowlink.trace.collect import CollectiveCall
+from slowlink.trace.kineto import collective_stats, read_kineto
 from slowlink.trace.result import TraceRank
 
 DATA = Path(__file__).parents[1] / "data" / "traces"
@@ -74,6 +75,24 @@ def test_a_gloo_run_is_read_from_its_cpu_collectives() -> None:
         assert r.idle_s == pytest.approx(r.kernel_s - busy, abs=1e-9)
     ar = [c for c in s.collectives if c.op == "all_reduce"]
     assert {c.size_bytes for c in ar} == {262400 * 4, 263168 * 4} and all(c.calls == 6 for c in ar)
+
+
+def test_a_collectives_transfer_is_its_last_arrivals_duration() -> None:
+    """The k-th call of a group on each rank is one collective; the shortest of its durations (the rank that
+    arrived last waited for nobody) is its transfer; with one rank's calls there is none to compare."""
+    def call(ts: float, dur: float) -> CollectiveCall:
+        return CollectiveCall("all_reduce", 1000, None, "float", 2, "0", ts, dur)
+
+    r0, r1 = [call(0, 10), call(100, 30)], [call(5, 20), call(125, 5)]
+    (st,) = collective_stats([r0, r1], 2)
+    assert st.transfer_time_s == pytest.approx((10 + 5) / 2 * 1e-6)
+    assert st.time_s == pytest.approx(65 / 4 * 1e-6) and st.min_time_s == pytest.approx(5e-6)
+    assert collective_stats([r0], 2)[0].transfer_time_s is None
+    assert collective_stats([r0, r1[:1]], 2)[0].transfer_time_s is None  # calls that cannot be matched
+    for c in read_kineto(GLOO).collectives:
+        assert c.transfer_time_s is not None and c.min_time_s <= c.transfer_time_s <= c.time_s
+        assert "transfer_time_s" in c.to_json()
+    assert all(c.transfer_time_s is None for c in read_kineto(GLOO[:1]).collectives)
 
 
 def test_a_directory_is_its_traces(tmp_path: Path) -> None:

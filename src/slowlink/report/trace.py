@@ -103,6 +103,13 @@ def calibration_lines(cal: TraceCalibration, targets: Sequence[Cluster] = ()) ->
         scale = "" if t.scale is None else f", x{t.scale:.3g}"
         lines.append(f"  {t.term}: measured {got} ms, model {model} ms{scale} ({t.note})")
     lines += [f"  modelled: {m}" for m in cal.to_json()["modelled"]]
+    lines.append(f"  the step split (measured compute x{cal.measured_compute_scale:.3g}), measured / modelled / "
+                 "residual:")
+    for st in cal.terms:
+        got = "-" if st.measured_s is None else _ms(st.measured_s)
+        model = "-" if st.modelled_s is None else _ms(st.modelled_s)
+        rest = "-" if st.residual_s is None else _ms(st.residual_s)
+        lines.append(f"    {st.term}: {got} / {model} / {rest} ms ({st.carried})")
     gpus = [c.gpu for c in targets if c.gpu != cal.traced_on.gpu]
     for gpu in [g for i, g in enumerate(gpus) if g not in gpus[:i]]:
         pred = cal.prediction(gpu)

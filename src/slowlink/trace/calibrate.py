@@ -1,27 +1,63 @@
-"""A plan calibrated by a measured run: the trace's collectives scale the collective model op by op, and its
-step scales the step model's compute, on the cluster the trace ran on; the chain then answers for another cluster
-with both calibrations applied.
+"""A plan calibrated by a measured run: the trace's compute and collectives calibrate the step model on the cluster
+the trace ran on; the chain then answers for another cluster with the calibrations applied.
 
-  comm scale (op)  = sum over the op's traced calls of its size's fastest call / sum of the model's times for
-                     the same calls (op, nccl-tests size, group of that many consecutive ranks) on the trace's
-                     cluster; the fastest call, because in a training step a collective's time includes waiting
-                     for the group's last rank, which is compute skew, not the network
-  compute scale k  = the k for which the step model on the trace's cluster, its compute k times slower (GEMM
-                     fraction / k, memory and elementwise bandwidth / k, AdamW time x k) and its collectives
-                     scaled as above, returns the trace's step (the slowest rank's median ProfilerStep: a step
-                     the machine stole from, a GC pause or the profiler's own flush, moves a mean, not a median):
-                     found by bisection, so the round trip on the trace's own cluster returns the trace's step
+Per step of the slowest rank (the one whose median ProfilerStep is the step: a step the machine stole from, a GC
+pause or the profiler's own flush, moves a mean, not a median), the traced step T is split into what the trace
+measured and what the model adds:
 
-What the calibrated compute stands for: everything in the measured step that is not a modelled collective's
-exposed time (kernels, launch gaps and host time alike); the trace's own compute/communication split is reported
-beside it. Collectives the model prices but the trace has no sized call of stay modelled, and are named so.
+  T = compute C + exposed communication E + residual R
+
+  compute C        MEASURED: the trace's own computation per step (HTA's compute: the union of the computation
+                   kernels on a GPU; on a CPU trace the union of the compute thread's ops, the optimizer's included).
+                   The step model's compute (its compute and optimizer time) is matched to it: the k for which the
+                   model's compute k times slower (GEMM fraction / k, memory and elementwise bandwidth / k, AdamW
+                   time x k) is C, found by bisection
+  comm scale (op)  MODELLED, calibrated op by op: sum over the op's traced calls of its size's fastest call / sum of
+                   the model's times for the same calls (op, nccl-tests size, group of that many consecutive ranks)
+                   on the trace's cluster; the fastest call, because in a training step a collective's time includes
+                   waiting for the group's last rank, which is compute skew, not the network. E_model is the step
+                   model's exposed communication with those collectives, at k
+  residual R       T - the step model's step at k with those collectives: what neither the measured compute nor the
+                   modelled communication holds. Reported beside E_meas, the trace's exposed communication per step
+                   (a collective runs and no computation does), and the trace's idle time (no op or kernel runs)
+
+Why the measured compute and not the residual: a compute scale fitted so that the model returns the traced step
+(the earlier calibration) is an inversion that puts every error of T into C. When communication dominates T (a
+50 Mbit/s link: 57 ms of step, 5 ms of compute), the collectives' spread around their fastest call (3-5 ms there)
+and its idle time become compute (the emulated cluster's traces: a compute scale of 2.0-3.3 fitted against
+0.9-2.0 measured), which a faster fabric, where compute is a quarter of the step and not a tenth, then exposes
+whole (50 -> 200 Mbit/s: +15% on average over ten runs on a quiet machine, +30% at worst; docs/trace.md). The
+measured compute has no such amplification: it is read, not inferred, whatever the share of communication, so it
+is used always; a trace with no measured compute (or one the model's compute cannot reach between K_LOW and
+K_HIGH) falls back to the inversion and says so.
+
+How the residual is carried to another cluster: its parts as what they are, from the trace's own numbers.
+
+  communication    each calibrated collective's time x g(op), g = the op's mean transfer / its fastest call, where a
+                   call's transfer is its shortest duration across the ranks read (the last rank to arrive waited for
+                   nobody: :class:`~slowlink.trace.result.CollectiveStat`). That spread (transfers slower than the
+                   fastest one: 1.05-1.10 x at 50-200 Mbit/s in the emulated cluster's traces) is time a collective
+                   transfers, so as far as the link's model it is carried in proportion to the collective model: on a
+                   rate-limited link a longer transfer varies by as much in proportion. What the calls take past the
+                   link's model (scale x g > 1: the link allows less time than they took; at 400 Mbit/s there, 1.2-1.5
+                   x the fastest, transfers of 6 or of 8-13 ms) is not the link's pace (losses and their recovery, the
+                   software) and is added as is, as an op slower than its model already is (:meth:`comm_cost`). g = 1
+                   with one rank's file (no call to match)
+  host             the rest, kept as is on the compute thread: the calibrated compute C' is C + host (k again by
+                   bisection, now so that the step at k with the collectives x g is T, so the round trip on the
+                   trace's cluster returns T by construction). It holds what no fabric changes: idle time (launch
+                   gaps, Python between ops, the profiler's flush), the wait for the group's last rank (the other
+                   ranks' compute and host jitter), and the median step against the window's mean. On another GPU
+                   only the measured C moves with the rates (below); the host time stays
+
+Collectives the model prices but the trace has no sized call of stay modelled, and are named so.
 
 On a cluster with another GPU the compute is replaced op by op (:mod:`slowlink.trace.predict`): the slowest rank's
 computation per step, class by class and GEMM shape by shape, times the two GPUs' rate ratios; the calibrated
-compute's share that no kernel measured (launch gaps, host time; what exceeds the kernels' sum) is kept as is:
+compute's share that no kernel measured (the host time; what exceeds the kernels' sum) is kept as is:
 
-  compute on GPU g = C - K + K x (predicted / measured kernels),  K = min(measured kernels, C)
-    C = the calibrated compute per step on the trace's cluster (the step model's at k)
+  compute on GPU g = C' - K + K x (predicted / measured kernels),  K = min(measured kernels, C')
+    C' = the calibrated compute per step on the trace's cluster (the step model's compute and optimizer at k)
   and the chain runs with the k_g for which the step model, on the trace's cluster with GPU g, gives that compute
   (bisection again), so a cluster of another size or layout still gets the model's scaling of it.
 """
@@ -40,7 +76,7 @@ from slowlink.spec.workload import Workload
 from slowlink.trace.predict import ComputePrediction, predict
 from slowlink.trace.result import TraceRank, TraceSummary
 from slowlink.workload.comm import CommCost, analytical_cost
-from slowlink.workload.step import plan
+from slowlink.workload.step import StepResult, plan
 
 K_LOW, K_HIGH, ITERATIONS = 1e-3, 1e3, 60
 
@@ -61,6 +97,22 @@ class Term:
 
 
 @dataclass(frozen=True)
+class StepTerm:
+    """One term of the traced step (module docstring): what the trace measured, what the model gives on the trace's
+    cluster, the residual between them, and how the term is carried to another cluster. Seconds per step."""
+
+    term: str                   # compute, exposed communication, host, step
+    measured_s: float | None    # the trace's (None: the trace has no such number)
+    modelled_s: float | None    # the step model's on the trace's cluster, with the measured compute
+    residual_s: float | None    # what the chain carries beyond the model: measured - modelled where both exist
+    carried: str                # how the term is carried to another cluster
+
+    def to_json(self) -> dict[str, Any]:
+        return {"term": self.term, "measured_s": self.measured_s, "modelled_s": self.modelled_s,
+                "residual_s": self.residual_s, "carried": self.carried}
+
+
+@dataclass(frozen=True)
 class TraceCalibration:
     """The trace's calibrations of the compute and of each collective op, and what was measured or modelled."""
 
@@ -69,20 +121,24 @@ class TraceCalibration:
     trace_cost: CommCost            # the collective model on the trace's cluster, uncalibrated
     trace_gpus: int
     compute_scale: float
-    comm_scale: dict[str, float]
+    comm_scale: dict[str, float]    # per op: the fastest calls / the model (module docstring)
     measured: tuple[Term, ...]
     modelled_ops: tuple[str, ...]
     workload: Workload              # the traced workload, its dp fitted to the trace's cluster
     traced_on: Cluster              # the trace's cluster, uncalibrated
     rank: TraceRank                 # the slowest rank: the one whose computation is moved to another GPU
-    calibrated_compute_s: float     # C: the step model's compute per step at compute_scale on the trace's cluster
+    calibrated_compute_s: float     # C': the step model's compute and optimizer per step at compute_scale there
+    measured_compute_scale: float   # the k at which the step model's compute is the trace's measured compute
+    comm_spread: dict[str, float]   # g per op: its calls' mean transfer / its fastest call (module docstring)
+    residual_s: float               # R: the traced step - the model's at measured_compute_scale, fastest calls
+    terms: tuple[StepTerm, ...]     # the step split into measured, modelled and residual (module docstring)
 
     def prediction(self, gpu: Gpu) -> ComputePrediction:
         """The slowest rank's computation moved to ``gpu``, class by class (:mod:`slowlink.trace.predict`)."""
         return predict(self.rank, self.traced_on.gpu, gpu, self.workload.training.precision)
 
     def compute_on_s(self, gpu: Gpu) -> float:
-        """The compute per step on ``gpu`` (module docstring): C - K + K x predicted / measured."""
+        """The compute per step on ``gpu`` (module docstring): C' - K + K x predicted / measured."""
         kernels = min(self.prediction(gpu).measured_s, self.calibrated_compute_s)
         return self.calibrated_compute_s - kernels + kernels * self.prediction(gpu).ratio
 
@@ -92,7 +148,7 @@ class TraceCalibration:
         if gpu == self.traced_on.gpu:
             return self.compute_scale
         there = replace(self.traced_on, gpu=gpu)
-        return _bisect(lambda k: plan(self.workload, slower(there, k), self.trace_cost, check_memory=False).compute_s,
+        return _bisect(lambda k: thread_s(plan(self.workload, slower(there, k), self.trace_cost, check_memory=False)),
                        self.compute_on_s(gpu), "compute on " + gpu.name)
 
     def cluster(self, c: Cluster) -> Cluster:
@@ -104,20 +160,26 @@ class TraceCalibration:
         trace ran slower than its model (scale > 1: the software, e.g. gloo's CPU reduction, is the bottleneck)
         takes the slower of ``c``'s model and the calibrated time on the trace's cluster for a group of that size,
         so a faster fabric gains nothing past what the software reached and a slower one is priced by its links;
-        an op the trace ran faster than its model is scaled (scale < 1). On the trace's cluster both give the
-        calibrated time."""
+        an op the trace ran faster than its model is scaled (scale < 1). Its transfers' spread g
+        (:attr:`comm_spread`) is carried in proportion (x g) as far as the link's model: past it (scale x g > 1 with
+        scale < 1) the excess over the model, not the link's (module docstring), is added as the trace's cluster
+        had it; a software-bound op's calibrated time is x g. On the trace's cluster every case gives the
+        calibrated time x g."""
         target = base if base is not None else analytical_cost(c)
-        trace_cost, scale, most = self.trace_cost, self.comm_scale, self.trace_gpus
+        trace_cost, scale, most, spread = self.trace_cost, self.comm_scale, self.trace_gpus, self.comm_spread
 
         def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
             t = target(op, size_bytes, groups)
             k = scale.get(op)
             if k is None or not groups:
                 return t
-            if k < 1:
-                return t * k
+            g = spread.get(op, 1.0)
             same = [list(range(min(len(groups[0]), most)))]
-            return max(t, k * trace_cost(op, size_bytes, same))
+            if k * g <= 1:
+                return t * k * g
+            if k < 1:
+                return t + (k * g - 1) * trace_cost(op, size_bytes, same)
+            return max(t, k * trace_cost(op, size_bytes, same)) * g
 
         return cost
 
@@ -130,6 +192,8 @@ class TraceCalibration:
                 "compute_scale": self.compute_scale, "gpu": pred.trace_gpu, "target_gpu": pred.target_gpu,
                 "target_compute_scale": self.scale_on(target), "compute_s": self.calibrated_compute_s,
                 "target_compute_s": self.compute_on_s(target), "compute_classes": pred.to_json(),
+                "measured_compute_scale": self.measured_compute_scale, "comm_spread": self.comm_spread,
+                "residual_s": self.residual_s, "terms": [t.to_json() for t in self.terms],
                 "measured": [t.to_json() for t in self.measured],
                 "modelled": [f"collective {op}: no sized call in the trace" for op in self.modelled_ops]
                 + ["pipeline bubble, data stall, failures and cost: the chain's models"]}
@@ -146,22 +210,31 @@ def slower(c: Cluster, k: float) -> Cluster:
     return replace(c, gpu=gpu)
 
 
-def scaled(base: CommCost, scale: dict[str, float], asked: set[str] | None = None) -> CommCost:
-    """``base`` with op ``op``'s time x ``scale[op]``; the ops asked for are added to ``asked``."""
+def thread_s(r: StepResult) -> float:
+    """The step model's work on the compute thread: its compute and its optimizer (what a trace's compute holds)."""
+    return r.compute_s + r.optimizer_s
+
+
+def scaled(base: CommCost, scale: dict[str, float], asked: set[str] | None = None,
+           spread: dict[str, float] | None = None) -> CommCost:
+    """``base`` with op ``op``'s time x ``scale[op]`` x ``spread[op]``; the ops asked for are added to ``asked``."""
+    spread = spread or {}
 
     def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
         if asked is not None and groups and len(groups[0]) > 1 and size_bytes > 0:
             asked.add(op)
-        return base(op, size_bytes, groups) * scale.get(op, 1.0)
+        return base(op, size_bytes, groups) * scale.get(op, 1.0) * spread.get(op, 1.0)
 
     return cost
 
 
-def comm_scales(s: TraceSummary, base: CommCost) -> tuple[dict[str, float], list[Term]]:
-    """Per op: measured / modelled time over the trace's sized calls (module docstring)."""
+def comm_scales(s: TraceSummary, base: CommCost) -> tuple[dict[str, float], dict[str, float], list[Term]]:
+    """Per op: measured / modelled time over the trace's sized calls, and the spread g of its transfers over the
+    fastest call (module docstring)."""
     measured: dict[str, float] = {}
     model: dict[str, float] = {}
     calls: dict[str, int] = {}
+    transfer: dict[str, list[float]] = {}   # per op: sum of transfer x calls, sum of fastest x calls
     for c in s.collectives:
         n = c.group_size or s.world_size
         if c.size_bytes is None or not n or n < 2:
@@ -172,23 +245,39 @@ def comm_scales(s: TraceSummary, base: CommCost) -> tuple[dict[str, float], list
         measured[c.op] = measured.get(c.op, 0.0) + c.min_time_s * c.calls
         model[c.op] = model.get(c.op, 0.0) + t * c.calls
         calls[c.op] = calls.get(c.op, 0) + c.calls
+        if c.transfer_time_s is not None and c.min_time_s > 0:
+            x = transfer.setdefault(c.op, [0.0, 0.0])
+            x[0] += c.transfer_time_s * c.calls
+            x[1] += c.min_time_s * c.calls
     scale = {op: measured[op] / model[op] for op in measured}
+    spread = {op: t / fastest for op, (t, fastest) in transfer.items()}
     rank_steps = max(sum(r.window_steps for r in s.ranks), 1)  # every rank's calls are in the trace
     terms = [Term(f"collective {op}", measured[op] / rank_steps, model[op] / rank_steps, scale[op],
                   f"per step and rank: {calls[op]} calls in {rank_steps} rank-steps, each at its size's fastest "
-                  "call (the others include waiting for the group's last rank)")
+                  "call (the others include waiting for the group's last rank); "
+                  + (f"their transfers (each call's shortest duration across ranks) x{spread[op]:.3g} the fastest"
+                     if op in spread else "no transfer time (one rank's file): spread 1"))
              for op in sorted(scale)]
-    return scale, terms
+    return scale, spread, terms
 
 
 def _bisect(step_of: Callable[[float], float], target_s: float, what: str = "step") -> float:
-    lo, hi = K_LOW, K_HIGH
-    if not step_of(lo) <= target_s <= step_of(hi):
+    k = _solve(step_of, target_s)
+    if k is None:
         raise SpecError(f"trace: {what} ({target_s:.4g} s) cannot be reached by scaling the model's compute between "
                         f"{K_LOW:g}x and {K_HIGH:g}x: is the workload the traced job?")
+    return k
+
+
+def _solve(f: Callable[[float], float], target: float) -> float | None:
+    """The x in [K_LOW, K_HIGH] at which the non-decreasing ``f`` is ``target`` (geometric bisection); None if
+    ``target`` is outside f's range there."""
+    lo, hi = K_LOW, K_HIGH
+    if not f(lo) <= target <= f(hi):
+        return None
     for _ in range(ITERATIONS):
         mid = float((lo * hi) ** 0.5)
-        lo, hi = (mid, hi) if step_of(mid) < target_s else (lo, mid)
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
     return float((lo * hi) ** 0.5)
 
 
@@ -206,26 +295,55 @@ def calibrate(s: TraceSummary, w: Workload, trace_cluster: Cluster, base: CommCo
         raise SpecError(f"--trace-cluster ({trace_cluster.name}: gpu {trace_cluster.gpu.name}, arch "
                         f"{trace_cluster.gpu.arch}) must be the cluster the trace ran on: the trace has {ran}")
     base_cost = base if base is not None else analytical_cost(trace_cluster)
-    comm, terms = comm_scales(s, base_cost)
+    comm, spread, terms = comm_scales(s, base_cost)
     asked: set[str] = set()
     w = fit_dp(w, trace_cluster)
 
-    def step_of(k: float) -> float:
-        return plan(w, slower(trace_cluster, k), scaled(base_cost, comm, asked), check_memory=False).step_time_s
+    def at(k: float, g: dict[str, float] | None = None) -> StepResult:
+        return plan(w, slower(trace_cluster, k), scaled(base_cost, comm, asked, g), check_memory=False)
 
     target = s.step_median_s
-    k = _bisect(step_of, target)
-    at_k = plan(w, slower(trace_cluster, k), scaled(base_cost, comm), check_memory=False)
-    slowest = max(s.ranks, key=lambda r: r.step_mean_s)
+    slowest = max(s.ranks, key=lambda r: r.step_median_s)  # the rank whose median step is the traced step
     per = max(slowest.window_steps, 1)
+    c_meas, e_meas = slowest.compute_s / per, slowest.exposed_comm_s / per
+    uncalibrated = thread_s(at(1.0))
+    k_meas = _solve(lambda k: thread_s(at(k)), c_meas) if c_meas > 0 else None
+    matched = k_meas is not None
+    if k_meas is None:  # no compute measured (or out of the model's reach): the step's inversion, as before
+        k_meas = _bisect(lambda k: at(k).step_time_s, target)
+        how = "none measured, or out of reach: fitted so that the step model returns the traced step"
+    else:
+        how = "the trace's measured compute"
+    first = at(k_meas)
+    residual = target - first.step_time_s
+    k = _bisect(lambda x: at(x, spread).step_time_s, target)
+    at_k = at(k, spread)
+    comm_rest = at(k_meas, spread).exposed_comm_s - first.exposed_comm_s
+    host = thread_s(at_k) - thread_s(first)  # what the compute thread holds beyond the measured compute
+    g = ", ".join(f"{op} x{x:.3g}" for op, x in sorted(spread.items())) or "none: no rank's call matched to another's"
+    steps = [
+        StepTerm("compute", c_meas, thread_s(first), 0.0 if matched else None,
+                 f"matched: x{k_meas:.3g} the model's {uncalibrated:.4g} s ({how}); moved to another GPU class by "
+                 "class (slowlink.trace.predict)"),
+        StepTerm("exposed communication", e_meas, first.exposed_comm_s, comm_rest,
+                 f"modelled: the calibrated collectives at their fastest calls; residual: their transfers' spread "
+                 f"over the fastest ({g}), carried in proportion to the collective model"),
+        StepTerm("host", (slowest.idle_s + slowest.memory_s) / per, None, host,
+                 "measured: no op or kernel runs (launch gaps, host time, the profiler) and memory copies; residual: "
+                 "the rest of the traced step (these, the wait for the group's last rank, the median step against "
+                 "the mean), kept as is on the compute thread"),
+        StepTerm("step", target, first.step_time_s, residual, "the slowest rank's median ProfilerStep; modelled: the "
+                 "step model with the measured compute and the collectives' fastest calls; residual: communication "
+                 "and host"),
+    ]
     terms = [Term("step", target, at_k.step_time_s, None, "the slowest rank's median ProfilerStep"),
-             Term("compute", slowest.compute_s / per, at_k.compute_s, k,
-                  "measured: the trace's computation per step (HTA's compute); model: the step model's compute, "
-                  "scaled so that the step matches (idle and host time included)"),
+             Term("compute", c_meas, thread_s(at_k), k,
+                  "measured: the trace's computation per step (HTA's compute); model: the step model's compute and "
+                  "optimizer as calibrated, the measured compute with the host time"),
              *terms]
     return TraceCalibration(s, trace_cluster.name, base_cost, trace_cluster.gpus, k, comm,
                             tuple(terms), tuple(sorted(asked - set(comm))), w, trace_cluster, slowest,
-                            at_k.compute_s)
+                            thread_s(at_k), k_meas, spread, residual, tuple(steps))
 
 
 def calibrate_files(paths: list[Path], w: Workload, trace_cluster: Cluster, fidelity: str = "analytical"

@@ -256,19 +256,35 @@ def call_size_bytes(call: CollectiveCall, group_size: int | None) -> float | Non
     return float(call.in_elems * elem)
 
 
-def collective_stats(calls: Sequence[CollectiveCall], world: int | None) -> tuple[CollectiveStat, ...]:
-    """Calls grouped by op, size, dtype and group; mean time; algbw = size / time; busbw = algbw x
-    :func:`slowlink.collectives.ops.busbw_factor` (nccl-tests doc/PERFORMANCE.md)."""
-    groups: dict[tuple[str, float | None, str | None, int | None, str | None], list[float]] = defaultdict(list)
-    for c in calls:
-        n = c.group_size if c.group_size is not None else world
-        groups[(c.op, call_size_bytes(c, n), c.dtype, n, c.group)].append(c.dur_us * US)
+_Key = tuple[str, float | None, str | None, int | None, str | None]
+
+
+def collective_stats(by_rank: Sequence[Sequence[CollectiveCall]], world: int | None) -> tuple[CollectiveStat, ...]:
+    """Each rank's calls (one sequence per file) grouped by op, size, dtype and group; mean time; algbw = size /
+    time; busbw = algbw x :func:`slowlink.collectives.ops.busbw_factor` (nccl-tests doc/PERFORMANCE.md); and the
+    transfer time (:class:`~slowlink.trace.result.CollectiveStat`): where two or more files hold the same number of
+    calls of a group, the k-th call of each is one collective (every rank of a group issues its collectives in the
+    same order), and the shortest of its durations, the last rank to arrive's, is that collective's transfer."""
+    groups: dict[_Key, list[float]] = defaultdict(list)
+    per_file: list[dict[_Key, list[float]]] = []
+    for calls in by_rank:
+        mine: dict[_Key, list[float]] = defaultdict(list)
+        for c in sorted(calls, key=lambda c: c.ts_us):
+            n = c.group_size if c.group_size is not None else world
+            key = (c.op, call_size_bytes(c, n), c.dtype, n, c.group)
+            groups[key].append(c.dur_us * US)
+            mine[key].append(c.dur_us * US)
+        per_file.append(mine)
     out = []
-    for (op, size, dtype, n, group), times in groups.items():
+    for key, times in groups.items():
+        op, size, dtype, n, group = key
         t = float(np.mean(times))
         algbw = size / t if size is not None and t > 0 else None
         busbw = algbw * busbw_factor(op, n) if algbw is not None and n else None
-        out.append(CollectiveStat(op, size, dtype, n, group, len(times), t, min(times), algbw, busbw))
+        ranks = [f[key] for f in per_file if key in f]
+        same = len(ranks) > 1 and len({len(r) for r in ranks}) == 1
+        transfer = float(np.mean(np.min(np.array(ranks), axis=0))) if same else None
+        out.append(CollectiveStat(op, size, dtype, n, group, len(times), t, min(times), algbw, busbw, transfer))
     return tuple(sorted(out, key=lambda s: (-s.calls * s.time_s, s.op)))
 
 
@@ -312,7 +328,7 @@ def read_kineto(paths: Sequence[Path], max_bytes: int | None = None) -> TraceSum
     for i, ft in enumerate(files):
         rank, mine = analyse(ft)
         ranks.append(rank if ft.rank is not None else replace(rank, rank=i))
-        calls += mine
+        calls.append(mine)
     dev = files[0].meta.get("deviceProperties")
     name = dev[0].get("name") if isinstance(dev, list) and dev and isinstance(dev[0], dict) else None
     return TraceSummary(tuple(ft.path for ft in files), tuple(sorted(ranks, key=lambda r: r.rank)),

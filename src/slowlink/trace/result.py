@@ -80,7 +80,12 @@ class CollectiveStat:
     reduce_scatter: the total input; all_to_all: the total per rank; send_recv: the message); ``time_s`` is the mean
     duration of a call (the NCCL kernel's, or the gloo collective's on its worker thread), which includes waiting for
     the group's last rank as nccl-tests' time does; busbw = size / time x the op's nccl-tests factor. ``None`` where
-    the trace does not record the size (PyTorch before 2.1 records no message sizes on NCCL kernels)."""
+    the trace does not record the size (PyTorch before 2.1 records no message sizes on NCCL kernels).
+
+    ``transfer_time_s`` is the mean over the calls of each call's shortest duration across the ranks read: a
+    collective ends on every rank together (none has its result before the last rank's data is in), so the rank
+    that arrived last waited for nobody and its duration is the transfer, the others' the transfer plus their wait
+    for it. ``None`` with one rank's file (or ranks that do not hold the same number of the group's calls)."""
 
     op: str
     size_bytes: float | None
@@ -92,6 +97,7 @@ class CollectiveStat:
     min_time_s: float           # the fastest call: the one whose group was already there, nearest the transfer
     algbw_bytes_s: float | None
     busbw_bytes_s: float | None
+    transfer_time_s: float | None = None  # mean of each call's shortest duration across ranks: no wait in it
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
