@@ -7,9 +7,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from slowlink.collectives.communicator import communicator, place, ring_crossing, tree_crossing
+from slowlink.collectives.communicator import communicator, dtree_edges, place, ring_crossing, tree_crossing
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.crossing import NONE, all_to_all_crossing, edge_crossing
+from slowlink.topology.crossing import NONE, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.shape import fabric_shape
 
 
@@ -97,3 +97,46 @@ def test_one_weight_on_every_edge_counts_as_weighing_each(make_cluster: Callable
         dst = (src + rng.integers(1, spread + 1, 500)) % 64
         for w in (1.0, 0.5):
             assert edge_crossing(s, 1e9, src, dst, w) == edge_crossing(s, 1e9, src, dst, np.full(500, w))
+
+
+@pytest.mark.parametrize("kind", ["fat-tree", "rail-optimized", "dragonfly"])
+def test_both_ways_from_the_edges_written_once(make_cluster: Callable[..., Cluster], kind: str) -> None:
+    # a tree's edges carry the weight up and down: counted from the edges written once (each ``times`` over),
+    # the very numbers of every edge written out both ways and each repeat written out
+    shape = {"dragonfly": {"groups": 8}} if kind == "dragonfly" else {"tiers": 3, "oversubscription": [2, 1, 4]}
+    c = make_cluster(nodes=64, gpn=1, nics=1, topology=kind, switch_radix=8, **shape)
+    s, nic = fabric_shape(c), c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    rng = np.random.default_rng(7)
+    bound = []
+    for spread in (1, 3, 64):
+        a = rng.integers(0, 64, 300)
+        b = (a + rng.integers(1, spread + 1, 300)) % 64
+        times = rng.integers(1, 4, 300)
+        sa, sb = np.repeat(a, times), np.repeat(b, times)
+        for w in (1.0, 0.5):
+            written = edge_crossing(s, nic, np.concatenate([sa, sb]), np.concatenate([sb, sa]), w)
+            assert both_ways_crossing(s, nic, sa, sb, w) == written
+            assert both_ways_crossing(s, nic, a, b, w, times.astype(float)) == written
+            bound.append(written.stage is not None)
+    assert any(bound) or kind == "dragonfly"  # a stage binds (the factors compared are not all 1)
+
+
+@pytest.mark.parametrize("kind", ["fat-tree", "rail-optimized", "dragonfly"])
+def test_groups_on_the_same_nodes_are_counted_once(make_cluster: Callable[..., Cluster], kind: str) -> None:
+    # the DP groups of one node's tp ranks visit the same nodes in the same order: their ring and tree edges are
+    # counted once, weighed by the repeats, and give what every group's edges written out give
+    shape = {"dragonfly": {"groups": 8}} if kind == "dragonfly" else {"tiers": 3, "oversubscription": [2, 1, 4]}
+    c = make_cluster(nodes=64, gpn=4, nics=2, topology=kind, switch_radix=8, **shape)
+    s, nic = fabric_shape(c), c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency * 2
+    dp = [[t + 4 * n for n in range(64)] for t in range(4)]  # one rank on every node
+    nodes = np.arange(64)
+    ring = [(int(a), int(b)) for _ in dp for a, b in zip(nodes, np.roll(nodes, -1), strict=True)]
+    src, dst = (np.asarray(x) for x in zip(*ring, strict=True))
+    x = ring_crossing(c, place(c, dp))
+    assert x == edge_crossing(s, nic, src, dst, 1.0)
+    t0, t1 = dtree_edges(64)
+    up = [e for _ in dp for e in (*t0, *t1)]
+    a, b = (np.asarray(v) for v in zip(*up, strict=True))
+    y = tree_crossing(c, place(c, dp))
+    assert y == edge_crossing(s, nic, np.concatenate([a, b]), np.concatenate([b, a]), 0.5)
+    assert y.stage is not None or kind == "dragonfly"  # a stage binds: the factors compared are not all 1

@@ -23,7 +23,7 @@ from itertools import pairwise
 import numpy as np
 
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
+from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.nic import affine_nics, group_nics, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
@@ -223,9 +223,26 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    leave = p.domains != np.roll(p.domains, -1, axis=1)
-    src, dst = p.nodes[leave], np.roll(p.nodes, -1, axis=1)[leave]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 1.0)
+    rows, times = _distinct_rows(np.concatenate([p.nodes, p.domains], axis=1))
+    nodes, domains = rows[:, :p.nodes.shape[1]], rows[:, p.nodes.shape[1]:]
+    leave = domains != np.roll(domains, -1, axis=1)
+    src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
+    w = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
+
+
+def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct rows of ``a`` and how often each occurs (None: every row once). Groups on the same nodes in
+    the same order load the fabric alike (the DP groups of the tp ranks of one node), so their edges are
+    counted once and weighed by that number: the same whole-number loads from a fraction of the edges."""
+    if len(a) < 2:
+        return a, None
+    first: dict[bytes, int] = {}
+    seen = [first.setdefault(row.tobytes(), i) for i, row in enumerate(np.ascontiguousarray(a))]
+    if len(first) == len(a):
+        return a, None
+    keep = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+    return a[keep], np.bincount(np.asarray(seen, dtype=np.int64))[keep]
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -248,13 +265,13 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
             return NONE
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    lead = _leaders(p)
+    lead, times = _distinct_rows(_leaders(p))
     edges = np.asarray(tree_edges(lead.shape[1]), dtype=np.int64).reshape(-1, 2)
     if len(edges) == 0:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
-    src, dst = np.concatenate([c, par]), np.concatenate([par, c])
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 0.5)
+    each = None if times is None else np.repeat(times.astype(float), len(edges))
+    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), c, par, 0.5, each)
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
@@ -332,7 +349,7 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
     gpn = cluster.gpus_per_node
     p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
     first = p.nodes[0]
-    counts = np.unique(first, return_counts=True)[1]
+    counts = _value_counts(first)[1]
     span, per_node = len(counts), int(counts.max())
     if op == "send_recv":
         src_node = p.nodes[0, 0]
@@ -351,11 +368,20 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
                  penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
 
 
+def _value_counts(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(row, return_counts=True)``; one pass instead of a sort when ``row`` is already sorted (a
+    group in ring order on block placement: 131,072 ranks in ~0.3 ms instead of ~5)."""
+    if row.size and bool((row[1:] >= row[:-1]).all()):
+        starts = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+        return row[starts], np.diff(np.append(starts, row.size))
+    return np.unique(row, return_counts=True)  # type: ignore[no-any-return]
+
+
 def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:
     """The first group's busiest scale-up domain: (its members there, the nodes they sit on), the domains
     the group spans (like ``ranks_per_node``: the most members on one node), and that domain's network
     channels (:func:`domain_channels`: the NICs affine to its members there)."""
-    doms, counts = np.unique(p.domains[0], return_counts=True)
+    doms, counts = _value_counts(p.domains[0])
     here = p.domains[0] == doms[int(np.argmax(counts))]
     chans = domain_channels(p.ranks[0][here].tolist(), p.nodes[0][here].tolist(), cluster.gpus_per_node,
                             _nics(cluster))
