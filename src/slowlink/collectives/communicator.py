@@ -101,6 +101,20 @@ def dtree_edges(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
     return tuple(t0), tuple(t1)
 
 
+@lru_cache(maxsize=64)
+def dtree_edge_array(n: int) -> np.ndarray:
+    """:func:`dtree_edges` as one read-only (2 (n - 1), 2) array of (child, parent), tree 0 first: the same
+    rule on every rank at once (16,384 domains in ~0.3 ms instead of ~15)."""
+    r = np.arange(1, max(n, 1), dtype=np.int64)
+    bit = r & -r
+    up = (r ^ bit) | (bit << 1)
+    t0 = np.stack([r, np.where(up < n, up, r ^ bit)], axis=1)
+    t1 = n - 1 - t0 if n % 2 == 0 else (t0 + 1) % n
+    out = np.concatenate([t0, t1])
+    out.setflags(write=False)
+    return out
+
+
 def tree_edges(d: int) -> list[tuple[int, int]]:
     """(child, parent) edges of both of NCCL's trees over ``d`` domains, tree 0 first."""
     t0, t1 = dtree_edges(d)
@@ -235,7 +249,7 @@ def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """The distinct rows of ``a`` and how often each occurs (None: every row once). Groups on the same nodes in
     the same order load the fabric alike (the DP groups of the tp ranks of one node), so their edges are
     counted once and weighed by that number: the same whole-number loads from a fraction of the edges."""
-    if len(a) < 2:
+    if len(a) < 2 or len(a) > a.shape[1]:  # many narrow groups: a pass per group would cost more than it saves
         return a, None
     first: dict[bytes, int] = {}
     seen = [first.setdefault(row.tobytes(), i) for i, row in enumerate(np.ascontiguousarray(a))]
@@ -266,7 +280,7 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
     lead, times = _distinct_rows(_leaders(p))
-    edges = np.asarray(tree_edges(lead.shape[1]), dtype=np.int64).reshape(-1, 2)
+    edges = dtree_edge_array(lead.shape[1])
     if len(edges) == 0:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
@@ -359,12 +373,13 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
         return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
                      share_of(cluster, p, op))
+    size = p.ranks.shape[1]  # the first group's (place keeps the groups of its size)
     if span == 1:
-        return Group(len(groups[0]), per_node, 1, 1, (), penalties(cluster, op, p))
+        return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
-    return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
+    return Group(size, per_node, max(1, min(sharing, gpn // per_node)), span, cross,
                  penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
 
 
