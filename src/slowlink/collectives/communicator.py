@@ -241,8 +241,8 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     nodes, domains = rows[:, :p.nodes.shape[1]], rows[:, p.nodes.shape[1]:]
     leave = domains != np.roll(domains, -1, axis=1)
     src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
-    w = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
+    each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
 
 
 def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -389,7 +389,7 @@ def _value_counts(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if row.size and bool((row[1:] >= row[:-1]).all()):
         starts = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
         return row[starts], np.diff(np.append(starts, row.size))
-    return np.unique(row, return_counts=True)  # type: ignore[no-any-return]
+    return np.unique(row, return_counts=True)
 
 
 def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:

@@ -62,7 +62,7 @@ def _start_local(workers: int) -> tuple[threading.Thread, dict[str, object]]:
 
     def start() -> None:
         try:
-            with dask.config.set(config):  # type: ignore[no-untyped-call]
+            with dask.config.set(config):
                 box["cluster"] = LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                     silence_logs=logging.ERROR)
