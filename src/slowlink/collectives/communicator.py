@@ -292,8 +292,9 @@ def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src[cross], dst[cross],
-                         1.0)
+    if not cross.all():  # pipeline pairs all leave their node: no copy then
+        src, dst = src[cross], dst[cross]
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst, 1.0)
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
