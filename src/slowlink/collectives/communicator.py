@@ -237,26 +237,32 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    rows, times = _distinct_rows(np.concatenate([p.nodes, p.domains], axis=1))
-    nodes, domains = rows[:, :p.nodes.shape[1]], rows[:, p.nodes.shape[1]:]
+    nodes, domains, times = p.nodes, p.domains, None
+    rep = _repeats(nodes, domains)
+    if rep is not None:
+        keep, times = rep
+        nodes, domains = nodes[keep], domains[keep]
     leave = domains != np.roll(domains, -1, axis=1)
     src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
     each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
     return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
 
 
-def _distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The distinct rows of ``a`` and how often each occurs (None: every row once). Groups on the same nodes in
-    the same order load the fabric alike (the DP groups of the tp ranks of one node), so their edges are
-    counted once and weighed by that number: the same whole-number loads from a fraction of the edges."""
-    if len(a) < 2 or len(a) > a.shape[1]:  # many narrow groups: a pass per group would cost more than it saves
-        return a, None
+def _repeats(*rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The groups that come first of their kind (row ``i`` of every array in ``rows`` together) and how often each
+    kind occurs; None when every group is distinct, or when the groups are more than they are wide (a pass per
+    group would cost more than it saves). Groups on the same nodes in the same order load the fabric alike (the
+    DP groups of the tp ranks of one node), so their edges are counted once and weighed by that number: the same
+    whole-number loads from a fraction of the edges."""
+    n = len(rows[0])
+    if n < 2 or n > rows[0].shape[1]:
+        return None
     first: dict[bytes, int] = {}
-    seen = [first.setdefault(row.tobytes(), i) for i, row in enumerate(np.ascontiguousarray(a))]
-    if len(first) == len(a):
-        return a, None
+    seen = [first.setdefault(b"".join(a[i].tobytes() for a in rows), i) for i in range(n)]
+    if len(first) == n:
+        return None
     keep = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-    return a[keep], np.bincount(np.asarray(seen, dtype=np.int64))[keep]
+    return keep, np.bincount(np.asarray(seen, dtype=np.int64))[keep]
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -279,7 +285,11 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
             return NONE
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    lead, times = _distinct_rows(_leaders(p))
+    lead, times = _leaders(p), None
+    rep = _repeats(lead)
+    if rep is not None:
+        keep, times = rep
+        lead = lead[keep]
     edges = dtree_edge_array(lead.shape[1])
     if len(edges) == 0:
         return NONE
