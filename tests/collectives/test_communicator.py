@@ -76,3 +76,10 @@ def test_placed_groups_count_their_members_per_spanning_domain(make_cluster: Cal
     links = resolve(c, lone)
     assert (links.ranks_per_domain, links.domains) == (1, 2)
     assert links.net_bw_bytes_s == pytest.approx(nic)
+
+
+def test_tree_edge_array_is_nccls_two_trees() -> None:
+    from slowlink.collectives.communicator import dtree_edge_array
+
+    for n in [*range(0, 70), 127, 128, 1000, 1023, 1024, 4097]:
+        assert dtree_edge_array(n).tolist() == [list(e) for e in tree_edges(n)]

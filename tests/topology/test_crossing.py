@@ -7,9 +7,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from slowlink.collectives.communicator import communicator, place, ring_crossing, tree_crossing
+from slowlink.collectives.communicator import communicator, dtree_edges, place, ring_crossing, tree_crossing
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.crossing import NONE, all_to_all_crossing, edge_crossing
+from slowlink.topology.crossing import NONE, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.shape import fabric_shape
 
 
@@ -97,3 +97,50 @@ def test_one_weight_on_every_edge_counts_as_weighing_each(make_cluster: Callable
         dst = (src + rng.integers(1, spread + 1, 500)) % 64
         for w in (1.0, 0.5):
             assert edge_crossing(s, 1e9, src, dst, w) == edge_crossing(s, 1e9, src, dst, np.full(500, w))
+
+
+@pytest.mark.parametrize("kind", ["fat-tree", "rail-optimized", "dragonfly"])
+def test_both_ways_from_the_edges_written_once(make_cluster: Callable[..., Cluster], kind: str) -> None:
+    # a tree's edges carry the weight up and down: counted from the edges written once (each ``times`` over),
+    # the very numbers of every edge written out both ways and each repeat written out
+    shape = {"dragonfly": {"groups": 8}} if kind == "dragonfly" else {"tiers": 3, "oversubscription": [2, 1, 4]}
+    c = make_cluster(nodes=64, gpn=1, nics=1, topology=kind, switch_radix=8, **shape)
+    s, nic = fabric_shape(c), c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency
+    rng = np.random.default_rng(7)
+    bound = []
+    for spread in (1, 3, 64):
+        a = rng.integers(0, 64, 300)
+        b = (a + rng.integers(1, spread + 1, 300)) % 64
+        times = rng.integers(1, 4, 300)
+        sa, sb = np.repeat(a, times), np.repeat(b, times)
+        for w in (1.0, 0.5):
+            written = edge_crossing(s, nic, np.concatenate([sa, sb]), np.concatenate([sb, sa]), w)
+            assert both_ways_crossing(s, nic, sa, sb, w) == written
+            assert both_ways_crossing(s, nic, a, b, w, times.astype(float)) == written
+            bound.append(written.stage is not None)
+    assert any(bound) or kind == "dragonfly"  # a stage binds (the factors compared are not all 1)
+
+
+@pytest.mark.parametrize("kind", ["fat-tree", "rail-optimized", "dragonfly"])
+def test_groups_on_the_same_nodes_are_counted_once(make_cluster: Callable[..., Cluster], kind: str) -> None:
+    # groups that visit the same nodes in the same order (the DP groups of one node's tp ranks) have their ring and
+    # tree edges counted once, weighed by the repeats: the numbers of every group's edges written out. Three
+    # groups share nodes 0-15 and one spreads over nodes 0, 4, ..., 60, so the repeats weigh the nodes and the
+    # stages differently (a count that dropped them would move the factor)
+    shape = {"dragonfly": {"groups": 8}} if kind == "dragonfly" else {"tiers": 3, "oversubscription": [2, 1, 4]}
+    c = make_cluster(nodes=64, gpn=4, nics=2, topology=kind, switch_radix=8, **shape)
+    s = fabric_shape(c)
+    groups = [[t + 4 * n for n in range(16)] for t in range(3)] + [[3 + 16 * n for n in range(16)]]
+    p = place(c, groups)
+    node_rows = [[r // 4 for r in g] for g in groups]
+    ring = [(a, b) for row in node_rows for a, b in zip(row, row[1:] + row[:1], strict=True)]
+    src, dst = (np.asarray(x) for x in zip(*ring, strict=True))
+    nic = c.compute_nics.speed_bytes_s * c.fabric.transport.efficiency * 2  # both NICs: every GPU of a node in play
+    x = ring_crossing(c, p)
+    assert x == edge_crossing(s, nic, src, dst, 1.0)
+    t0, t1 = dtree_edges(16)
+    up = [(row[a], row[b]) for row in node_rows for a, b in (*t0, *t1)]
+    a, b = (np.asarray(v) for v in zip(*up, strict=True))
+    y = tree_crossing(c, p)
+    assert y == edge_crossing(s, nic, np.concatenate([a, b]), np.concatenate([b, a]), 0.5)
+    assert (x.stage, y.stage) != (None, None) or kind != "fat-tree"  # a stage binds: the factors are not all 1

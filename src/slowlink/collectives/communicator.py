@@ -23,7 +23,7 @@ from itertools import pairwise
 import numpy as np
 
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, edge_crossing
+from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.nic import affine_nics, group_nics, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
@@ -99,6 +99,20 @@ def dtree_edges(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
     mirror = [(n - 1 - c, n - 1 - p) for c, p in t0]
     t1 = mirror if n % 2 == 0 else [((c + 1) % n, (p + 1) % n) for c, p in t0]
     return tuple(t0), tuple(t1)
+
+
+@lru_cache(maxsize=64)
+def dtree_edge_array(n: int) -> np.ndarray:
+    """:func:`dtree_edges` as one read-only (2 (n - 1), 2) array of (child, parent), tree 0 first: the same
+    rule on every rank at once (16,384 domains in ~0.3 ms instead of ~15)."""
+    r = np.arange(1, max(n, 1), dtype=np.int64)
+    bit = r & -r
+    up = (r ^ bit) | (bit << 1)
+    t0 = np.stack([r, np.where(up < n, up, r ^ bit)], axis=1)
+    t1 = n - 1 - t0 if n % 2 == 0 else (t0 + 1) % n
+    out = np.concatenate([t0, t1])
+    out.setflags(write=False)
+    return out
 
 
 def tree_edges(d: int) -> list[tuple[int, int]]:
@@ -223,9 +237,32 @@ def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    leave = p.domains != np.roll(p.domains, -1, axis=1)
-    src, dst = p.nodes[leave], np.roll(p.nodes, -1, axis=1)[leave]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 1.0)
+    nodes, domains, times = p.nodes, p.domains, None
+    rep = _repeats(nodes, domains)
+    if rep is not None:
+        keep, times = rep
+        nodes, domains = nodes[keep], domains[keep]
+    leave = domains != np.roll(domains, -1, axis=1)
+    src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
+    each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
+
+
+def _repeats(*rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The groups that come first of their kind (row ``i`` of every array in ``rows`` together) and how often each
+    kind occurs; None when every group is distinct, or when the groups are more than they are wide (a pass per
+    group would cost more than it saves). Groups on the same nodes in the same order load the fabric alike (the
+    DP groups of the tp ranks of one node), so their edges are counted once and weighed by that number: the same
+    whole-number loads from a fraction of the edges."""
+    n = len(rows[0])
+    if n < 2 or n > rows[0].shape[1]:
+        return None
+    first: dict[bytes, int] = {}
+    seen = [first.setdefault(b"".join(a[i].tobytes() for a in rows), i) for i in range(n)]
+    if len(first) == n:
+        return None
+    keep = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+    return keep, np.bincount(np.asarray(seen, dtype=np.int64))[keep]
 
 
 def _leaders(p: Placed) -> np.ndarray:
@@ -248,21 +285,26 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
             return NONE
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    lead = _leaders(p)
-    edges = np.asarray(tree_edges(lead.shape[1]), dtype=np.int64).reshape(-1, 2)
+    lead, times = _leaders(p), None
+    rep = _repeats(lead)
+    if rep is not None:
+        keep, times = rep
+        lead = lead[keep]
+    edges = dtree_edge_array(lead.shape[1])
     if len(edges) == 0:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
-    src, dst = np.concatenate([c, par]), np.concatenate([par, c])
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, 0.5)
+    each = None if times is None else np.repeat(times.astype(float), len(edges))
+    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), c, par, 0.5, each)
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src[cross], dst[cross],
-                         1.0)
+    if not cross.all():  # pipeline pairs all leave their node: no copy then
+        src, dst = src[cross], dst[cross]
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst, 1.0)
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
@@ -332,7 +374,7 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
     gpn = cluster.gpus_per_node
     p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
     first = p.nodes[0]
-    counts = np.unique(first, return_counts=True)[1]
+    counts = _value_counts(first)[1]
     span, per_node = len(counts), int(counts.max())
     if op == "send_recv":
         src_node = p.nodes[0, 0]
@@ -342,20 +384,30 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
         return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
                      share_of(cluster, p, op))
+    size = p.ranks.shape[1]  # the first group's (place keeps the groups of its size)
     if span == 1:
-        return Group(len(groups[0]), per_node, 1, 1, (), penalties(cluster, op, p))
+        return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
     sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
-    return Group(len(groups[0]), per_node, max(1, min(sharing, gpn // per_node)), span, cross,
+    return Group(size, per_node, max(1, min(sharing, gpn // per_node)), span, cross,
                  penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
+
+
+def _value_counts(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(row, return_counts=True)``; one pass instead of a sort when ``row`` is already sorted (a
+    group in ring order on block placement: 131,072 ranks in ~0.3 ms instead of ~5)."""
+    if row.size and bool((row[1:] >= row[:-1]).all()):
+        starts = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+        return row[starts], np.diff(np.append(starts, row.size))
+    return np.unique(row, return_counts=True)
 
 
 def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:
     """The first group's busiest scale-up domain: (its members there, the nodes they sit on), the domains
     the group spans (like ``ranks_per_node``: the most members on one node), and that domain's network
     channels (:func:`domain_channels`: the NICs affine to its members there)."""
-    doms, counts = np.unique(p.domains[0], return_counts=True)
+    doms, counts = _value_counts(p.domains[0])
     here = p.domains[0] == doms[int(np.argmax(counts))]
     chans = domain_channels(p.ranks[0][here].tolist(), p.nodes[0][here].tolist(), cluster.gpus_per_node,
                             _nics(cluster))

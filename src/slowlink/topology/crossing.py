@@ -161,6 +161,40 @@ def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndar
     return _worst(shape, node_t, [_stage_time(shape, st, src_node, dst_node, w, counts) for st in shape.stages])
 
 
+def both_ways_crossing(shape: FabricShape, nic_node_bytes_s: float, a_node: np.ndarray, b_node: np.ndarray,
+                       weight: float, times: np.ndarray | None = None) -> Crossing:
+    """:func:`edge_crossing` of ``weight`` units each way on every edge ``a_node[k]`` - ``b_node[k]`` (a tree's
+    reduce up and broadcast down), edge ``k`` present ``times[k]`` times (None: once), from the edges written
+    once: every node and every stage domain then sends as many edges as it receives, so one count serves both
+    directions (the same whole numbers as the edges written out, on a fraction of the arrays). A dragonfly
+    (its local links, its pairs of groups) takes the general rule on the edges written out both ways."""
+    if any(st.name == "local" or st.pair_bytes_s is not None for st in shape.stages):
+        src, dst = np.concatenate([a_node, b_node]), np.concatenate([b_node, a_node])
+        if times is None:
+            return edge_crossing(shape, nic_node_bytes_s, src, dst, weight)
+        return edge_crossing(shape, nic_node_bytes_s, src, dst, np.tile(times * float(weight), 2))
+    if not shape.stages or len(a_node) == 0:
+        return NONE
+    unit = float(weight)
+    n_nodes = int(max(a_node.max(), b_node.max())) + 1
+    per_node = np.bincount(a_node, times, n_nodes) + np.bincount(b_node, times, n_nodes)
+    node_t = float(per_node.max()) * unit / nic_node_bytes_s
+    if node_t <= 0:
+        return NONE
+    loads = []
+    for st in shape.stages:
+        da, db = a_node // st.nodes_per_domain, b_node // st.nodes_per_domain
+        cross = da != db
+        if not cross.any():
+            loads.append(0.0)
+            continue
+        n_dom = (n_nodes - 1) // st.nodes_per_domain + 1
+        t = None if times is None else times[cross]
+        most = np.bincount(da[cross], t, n_dom) + np.bincount(db[cross], t, n_dom)
+        loads.append(float(most.max()) * unit / st.uplink_bytes_s)
+    return _worst(shape, node_t, loads)
+
+
 def _member_counts(keys: np.ndarray) -> np.ndarray:
     """For a (groups, n) array of domain keys: how many members of its own group share each member's key."""
     g, n = keys.shape

@@ -88,6 +88,11 @@ def group_key(groups: Sequence[list[int]]) -> object:
     return groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups))
 
 
+def first_size(groups: Sequence[list[int]]) -> int:
+    """Ranks in the first of ``groups`` (of :class:`Groups`: the array's width, no list made of 131,072 ranks)."""
+    return int(groups.array.shape[1]) if isinstance(groups, Groups) else len(groups[0])
+
+
 _SHAPES: dict[tuple[str, object, tuple[str, ...]], Group] = {}
 # Cleared when either bound is passed: entries, and ranks held in the keys of groups not made by groups_of
 # (2**22 ranks: ~150 MB at most), so a long search cannot grow it.
@@ -124,7 +129,7 @@ def analytical_cost(cluster: Cluster) -> CommCost:
     """The :data:`CommCost` of the analytical collective model (``slowlink.collectives.predict``)."""
 
     def cost(op: str, size_bytes: float, groups: Sequence[list[int]]) -> float:
-        if not groups or len(groups[0]) < 2 or size_bytes <= 0:
+        if not groups or first_size(groups) < 2 or size_bytes <= 0:
             return 0.0
         return predict(cluster, op, size_bytes, group_shape(cluster, op, groups)).time_s
 
@@ -133,7 +138,7 @@ def analytical_cost(cluster: Cluster) -> CommCost:
 
 def explain(cluster: Cluster, op: str, size_bytes: float, groups: Sequence[list[int]]) -> Prediction | None:
     """The analytical prediction (algorithm, bottleneck link in words) of one priced collective."""
-    if not groups or len(groups[0]) < 2 or size_bytes <= 0:
+    if not groups or first_size(groups) < 2 or size_bytes <= 0:
         return None
     return predict(cluster, op, size_bytes, group_shape(cluster, op, groups))
 
