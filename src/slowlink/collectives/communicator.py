@@ -298,13 +298,28 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
     return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), c, par, 0.5, each)
 
 
-def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
-    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
+def p2p_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
+    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv); ``copies`` units where
+    each pair stands for that many on its nodes (:func:`copies_apply`: whole counts, the same numbers)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
     if not cross.all():  # pipeline pairs all leave their node: no copy then
         src, dst = src[cross], dst[cross]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst, 1.0)
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv", copies), src, dst,
+                         float(copies))
+
+
+def copies_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int) -> bool:
+    """True when ``groups`` (a (groups, n) array of ranks) may stand for themselves and ``copies - 1`` copies each,
+    every rank shifted by 1, 2, ... (the pipeline pairs of the other TP ranks when TP is the fastest dimension):
+    ``send_recv`` on a cluster without degraded parts (their penalties read every rank) or dragonfly local links
+    (their loads are split by fractions, which a multiple would round differently), ``copies`` dividing a node's
+    GPUs and every rank a multiple of ``copies``, so that rank + j (j < copies) stays in its block of GPUs: on
+    the same node, whatever the placement of blocks. Every count is then ``copies`` times the groups' own."""
+    return (copies > 1 and op == "send_recv" and not cluster.degraded
+            and cluster.gpus_per_node % copies == 0
+            and all(st.name != "local" for st in fabric_shape(cluster).stages)
+            and not (np.asarray(groups) % copies).any())
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
@@ -325,13 +340,14 @@ def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty]
     return tuple(x for x in out if x[1])
 
 
-def _node_groups(cluster: Cluster, p: Placed, op: str) -> list[set[int]]:
+def _node_groups(cluster: Cluster, p: Placed, op: str, copies: int = 1) -> list[set[int]]:
     """Local GPUs, on the first group's first node, of every group that crosses the network from it (the
-    first group first; empty if it does not): for send_recv each pair's source."""
+    first group first; empty if it does not): for send_recv each pair's source, and its ``copies - 1`` copies'
+    (:func:`copies_apply`)."""
     gpn, node = cluster.gpus_per_node, p.nodes[0, 0]
     if op == "send_recv":
         rows = np.nonzero((p.nodes[:, 0] == node) & (p.nodes[:, -1] != node))[0]
-        out = [{int(p.ranks[i, 0]) % gpn} for i in rows]
+        out = [{(int(p.ranks[i, 0]) + j) % gpn} for i in rows for j in range(copies)]
     else:
         here = p.nodes == node
         rows = np.nonzero(here.any(axis=1) & (p.nodes != p.nodes[:, :1]).any(axis=1))[0]
@@ -339,10 +355,10 @@ def _node_groups(cluster: Cluster, p: Placed, op: str) -> list[set[int]]:
     return out if len(rows) and rows[0] == 0 else []
 
 
-def share_of(cluster: Cluster, p: Placed, op: str) -> float | None:
+def share_of(cluster: Cluster, p: Placed, op: str, copies: int = 1) -> float | None:
     """NICs' worth of its first node's bandwidth the first group gets (:func:`nic_share`: each group sends
     by the NICs of its GPUs there, each NIC shared by the groups using it); None if it does not leave."""
-    node_groups = _node_groups(cluster, p, op)
+    node_groups = _node_groups(cluster, p, op, copies)
     return nic_share(_nics(cluster), cluster.gpus_per_node, node_groups) if node_groups else None
 
 
@@ -350,40 +366,44 @@ def _nics(cluster: Cluster) -> int:
     return max(1, cluster.compute_nics.per_node)
 
 
-def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -> float:
+def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "", copies: int = 1) -> float:
     """What one node's NICs carry for these groups: the NICs their GPUs reach (:func:`group_nics`) on a
     fat tree or dragonfly, whose leaf uplinks every NIC below the leaf shares; every NIC on rail-optimized,
     where a stage's capacity is a whole rail block and a group on fewer rails gets as much less of it."""
     used = _nics(cluster)
     if p is not None and cluster.fabric.topology != "rail-optimized":
-        sets = _node_groups(cluster, p, op)
+        sets = _node_groups(cluster, p, op, copies)
         if sets:
             used = len(set().union(*(group_nics(used, cluster.gpus_per_node, g) for g in sets)))
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
 def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
-                 node_of_block: list[int] | None = None) -> Group:
+                 node_of_block: list[int] | None = None, copies: int = 1) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 
     ranks_per_node is the most members of the first group on one node, span_nodes the nodes it touches,
     groups_per_node the communicators that cross nodes from its first node (they share its NICs). For
     send_recv each group is ``[src, dst]`` and pairs leaving one node spread over its NICs (one pair per
-    NIC, like nccl-tests sendrecv). O(total ranks).
+    NIC, like nccl-tests sendrecv). ``copies`` > 1: each group stands for itself and its copies with every rank
+    shifted by 1 .. copies - 1, where :func:`copies_apply` says they share its nodes (the same Group as the
+    copies written out, from 1/copies of the ranks). O(total ranks given).
     """
     gpn = cluster.gpus_per_node
+    if copies > 1 and not copies_apply(cluster, op, np.asarray(groups), copies):
+        raise ValueError(f"copies ({copies}) of {op} groups do not share their nodes on cluster {cluster.name}")
     p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
     first = p.nodes[0]
     counts = _value_counts(first)[1]
     span, per_node = len(counts), int(counts.max())
     if op == "send_recv":
         src_node = p.nodes[0, 0]
-        crossing_pairs = int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
+        crossing_pairs = copies * int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
             if span > 1 else 0
         sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
-        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
-                     share_of(cluster, p, op))
+        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p, copies)),),
+                     penalties(cluster, op, p), share_of(cluster, p, op, copies))
     size = p.ranks.shape[1]  # the first group's (place keeps the groups of its size)
     if span == 1:
         return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))

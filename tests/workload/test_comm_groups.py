@@ -1,0 +1,92 @@
+"""A layout's communicators as :class:`~slowlink.workload.comm.Groups`: the send_recv pairs of the other TP ranks
+given as shifted copies of the first TP rank's, and priced from those alone to the same Group."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import astuple
+from typing import Any
+
+import numpy as np
+import pytest
+
+from slowlink.collectives.communicator import communicator
+from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.workload import Parallel
+from slowlink.workload.comm import group_shape, groups_of
+from slowlink.workload.placement import dimension_groups
+
+LAYOUTS = [Parallel.of(tp=tp, cp=cp, dp=dp, pp=pp, order=order)
+           for tp, cp, dp, pp, order in itertools.product((2, 4), (1, 2), (2, 4), (2, 4),
+                                                          ("tp-cp-dp-pp", "tp-cp-pp-dp", "tp-pp-dp-cp"))]
+
+
+def _pairs_by_hand(p: Parallel, dim: str) -> list[list[int]]:
+    """The pairs written out from the groups, one group after another (pp: each stage to the next; cp: each ring
+    position to the next, around)."""
+    if dim == "pp_pairs":
+        return [[g[i], g[i + 1]] for g in dimension_groups(p, "pp") for i in range(len(g) - 1)]
+    return [[g[i], g[(i + 1) % len(g)]] for g in dimension_groups(p, "cp") for i in range(len(g))]
+
+
+@pytest.mark.parametrize("p", LAYOUTS, ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}-{p.order}")
+@pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs"])
+def test_shifted_copies_are_the_pairs_written_out(p: Parallel, dim: str) -> None:
+    g = groups_of(p, dim)
+    assert g.copies == p.tp and g.base is not None
+    full = _pairs_by_hand(p, dim)
+    assert len(g) == len(full) and g.shape == (len(full), 2)
+    assert g.lists() == full
+    # every row is a row of base shifted by 0 .. tp - 1, and base's rows are the tp_i = 0 ones
+    assert sorted(map(tuple, full)) == sorted((a + j, b + j) for a, b in g.base.tolist() for j in range(p.tp))
+    assert (g.base % p.tp == 0).all()
+
+
+def test_without_tp_fastest_the_pairs_are_written_out() -> None:
+    for p in (Parallel.of(tp=1, cp=1, dp=2, pp=4), Parallel.of(tp=2, cp=1, dp=2, pp=4, order="cp-tp-dp-pp")):
+        g = groups_of(p, "pp_pairs")
+        assert g.base is None and g.copies == 1
+        assert g.lists() == _pairs_by_hand(p, "pp_pairs")
+
+
+def _cluster(gpn: int, **fabric: Any) -> Cluster:
+    return cluster_from_mapping({
+        "name": f"copies-{gpn}-{sorted(fabric.items())}", "nodes": 32 // gpn, "gpus_per_node": gpn,
+        "gpu": "h100-sxm", "scale_up": {"link": "nvlink4", "domain_gpus": gpn},
+        "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "tiers": 2, **fabric}})
+
+
+CLUSTERS = {
+    "fat2-4to1": {"switch_radix": 10, "oversubscription": 4},
+    "rail2": {"topology": "rail-optimized", "switch_radix": 8},
+    "fat3": {"switch_radix": 4, "tiers": 3, "oversubscription": [1, 1, 2]},
+    "dragonfly": {"topology": "dragonfly", "switch_radix": 4, "dragonfly": {"groups": 4}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+@pytest.mark.parametrize("gpn", [2, 4, 8])
+def test_pairs_priced_from_their_copies_give_the_same_group(name: str, gpn: int) -> None:
+    c = _cluster(gpn, **CLUSTERS[name])
+    seen = 0
+    for tp, pp, order in itertools.product((2, 4), (2, 4, 8), ("tp-cp-dp-pp", "tp-cp-pp-dp")):
+        p = Parallel.of(tp=tp, cp=1, dp=32 // (tp * pp), pp=pp, order=order)
+        g = groups_of(p, "pp_pairs")
+        want = communicator(c, "send_recv", g.lists())  # every pair written out
+        got = group_shape(c, "send_recv", g)
+        # every field, those left out of == (crossings, NIC share) too
+        assert astuple(got) == astuple(want), (tp, pp, order)
+        seen += want.crossing_for("p2p").stage is not None
+    if name.startswith("fat") and gpn < 8:
+        assert seen  # some pairs cross an oversubscribed stage: the counts were compared where they bind
+
+
+def test_copies_must_share_their_nodes() -> None:
+    c = _cluster(4, switch_radix=10, oversubscription=4)
+    with pytest.raises(ValueError, match=r"copies \(2\)"):
+        communicator(c, "send_recv", np.array([[1, 5]]), copies=2)  # rank 1 + 1 is fine, but 1 is not even
+    with pytest.raises(ValueError, match=r"copies \(8\)"):
+        communicator(c, "send_recv", np.array([[0, 8]]), copies=8)  # 8 copies of rank 0 leave a node of 4
+    with pytest.raises(ValueError, match=r"copies \(2\)"):
+        communicator(c, "all_reduce", np.array([[0, 4]]), copies=2)  # rings and trees take every group
