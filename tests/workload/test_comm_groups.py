@@ -29,6 +29,9 @@ def _pairs_by_hand(p: Parallel, dim: str) -> list[list[int]]:
     return [[g[i], g[(i + 1) % len(g)]] for g in dimension_groups(p, "cp") for i in range(len(g))]
 
 
+INNER = {"pp_pairs": lambda p: p.pp - 1, "cp_pairs": lambda p: p.cp, "edp": lambda p: p.ep}  # rows per copy
+
+
 @pytest.mark.parametrize("p", LAYOUTS, ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}-{p.order}")
 @pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs"])
 def test_shifted_copies_are_the_pairs_written_out(p: Parallel, dim: str) -> None:
@@ -37,9 +40,28 @@ def test_shifted_copies_are_the_pairs_written_out(p: Parallel, dim: str) -> None
     full = _pairs_by_hand(p, dim)
     assert len(g) == len(full) and g.shape == (len(full), 2)
     assert g.lists() == full
-    # every row is a row of base shifted by 0 .. tp - 1, and base's rows are the tp_i = 0 ones
-    assert sorted(map(tuple, full)) == sorted((a + j, b + j) for a, b in g.base.tolist() for j in range(p.tp))
     assert (g.base % p.tp == 0).all()
+
+
+WITH_EP = [Parallel.of(tp=2, cp=1, dp=8, pp=2, ep=4), Parallel.of(tp=4, cp=2, dp=4, pp=1, ep=2, order="tp-dp-cp-pp")]
+
+
+@pytest.mark.parametrize("p", [*LAYOUTS, *WITH_EP],
+                         ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}ep{p.ep}-{p.order}")
+@pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp"])
+def test_the_groups_are_their_base_and_its_copies_in_order(p: Parallel, dim: str) -> None:
+    g = groups_of(p, dim)
+    assert g.copies == p.tp and g.base is not None
+    assert g.shape == np.asarray(g).shape
+    inner = INNER.get(dim, lambda p: 1)(p)
+    if inner == 0:  # one stage: no pipeline pairs
+        return
+    w = g.base.shape[1]
+    # row (outer, j, inner) of the groups is row (outer, inner) of base shifted by j: the order written out
+    built = (g.base.reshape(-1, 1, inner, w) + np.arange(p.tp)[:, None, None]).reshape(-1, w)
+    assert np.array_equal(built, np.asarray(g))
+    if dim not in ("pp_pairs", "cp_pairs", "edp"):
+        assert g.lists() == dimension_groups(p, dim)  # type: ignore[arg-type]
 
 
 def test_without_tp_fastest_the_pairs_are_written_out() -> None:
@@ -65,21 +87,28 @@ CLUSTERS = {
 }
 
 
+PRICED = [("pp_pairs", "send_recv"), ("cp_pairs", "send_recv"), ("dp", "all_reduce"), ("dp", "reduce_scatter"),
+          ("dp_cp", "all_reduce"), ("cp", "all_gather"), ("pp", "all_reduce"), ("edp", "all_gather")]
+
+
 @pytest.mark.parametrize("name", sorted(CLUSTERS))
 @pytest.mark.parametrize("gpn", [2, 4, 8])
-def test_pairs_priced_from_their_copies_give_the_same_group(name: str, gpn: int) -> None:
+def test_groups_priced_from_their_copies_give_the_same_group(name: str, gpn: int) -> None:
     c = _cluster(gpn, **CLUSTERS[name])
-    seen = 0
-    for tp, pp, order in itertools.product((2, 4), (2, 4, 8), ("tp-cp-dp-pp", "tp-cp-pp-dp")):
-        p = Parallel.of(tp=tp, cp=1, dp=32 // (tp * pp), pp=pp, order=order)
-        g = groups_of(p, "pp_pairs")
-        want = communicator(c, "send_recv", g.lists())  # every pair written out
-        got = group_shape(c, "send_recv", g)
-        # every field, those left out of == (crossings, NIC share) too
-        assert astuple(got) == astuple(want), (tp, pp, order)
-        seen += want.crossing_for("p2p").stage is not None
-    if name.startswith("fat") and gpn < 8:
-        assert seen  # some pairs cross an oversubscribed stage: the counts were compared where they bind
+    seen: set[str] = set()
+    for tp, cp, pp, order in itertools.product((2, 4), (1, 2), (2, 4), ("tp-cp-dp-pp", "tp-cp-pp-dp")):
+        p = Parallel.of(tp=tp, cp=cp, dp=32 // (tp * cp * pp), pp=pp, ep=2 if tp * cp * pp <= 8 else 1, order=order)
+        for dim, op in PRICED:
+            g = groups_of(p, dim)
+            if len(g) == 0 or g.shape[1] < 2:
+                continue
+            want = communicator(c, op, g.lists())  # every group written out
+            got = group_shape(c, op, g)
+            # every field, those left out of == (crossings, NIC share) too
+            assert astuple(got) == astuple(want), (tp, cp, pp, order, dim, op)
+            seen.update(pat for pat, x in want.crossing or () if x.stage is not None)
+    if name.startswith("fat") and gpn < 8:  # the counts were compared where a stage binds, for every pattern
+        assert seen == {"p2p", "ring", "tree"}
 
 
 def test_copies_must_share_their_nodes() -> None:
@@ -89,4 +118,11 @@ def test_copies_must_share_their_nodes() -> None:
     with pytest.raises(ValueError, match=r"copies \(8\)"):
         communicator(c, "send_recv", np.array([[0, 8]]), copies=8)  # 8 copies of rank 0 leave a node of 4
     with pytest.raises(ValueError, match=r"copies \(2\)"):
-        communicator(c, "all_reduce", np.array([[0, 4]]), copies=2)  # rings and trees take every group
+        communicator(c, "all_to_all", np.array([[0, 4]]), copies=2)  # counts members per domain: every group
+    nvl = cluster_from_mapping({
+        "name": "copies-nvl", "nodes": 8, "gpus_per_node": 4, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": 8}, "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "tiers": 2, "switch_radix": 8}})
+    assert communicator(nvl, "send_recv", np.array([[0, 8]]), copies=2).ranks == 2
+    with pytest.raises(ValueError, match=r"copies \(2\)"):
+        communicator(nvl, "all_reduce", np.array([[0, 8]]), copies=2)  # a ring's domain spans nodes: every group

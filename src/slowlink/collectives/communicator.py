@@ -230,22 +230,32 @@ def _channel_edges(cluster: Cluster, p: Placed, pairs: list[tuple[int, int]] | N
     return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(w, dtype=float)
 
 
-def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
+def ring_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
     """Every ring edge between scale-up domains carries one unit, spread over the sending domain's channels
     (:func:`domain_channels`). A domain of one node has its channels on that node: the edge goes from the
-    sender's node to the receiver's (the fast path below, the same rule)."""
+    sender's node to the receiver's (the fast path below, the same rule). ``copies``: each ring stands for that
+    many on its nodes (:func:`copies_apply`)."""
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    nodes, domains, times = p.nodes, p.domains, None
-    rep = _repeats(nodes, domains)
-    if rep is not None:
-        keep, times = rep
+    nodes, domains = p.nodes, p.domains
+    keep, times = _kinds(copies, nodes, domains)
+    if keep is not None:
         nodes, domains = nodes[keep], domains[keep]
     leave = domains != np.roll(domains, -1, axis=1)
     src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
     each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "", copies), src, dst, each)
+
+
+def _kinds(copies: int, *rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`_repeats` of groups that stand for ``copies`` each: the groups kept (None: all) and how often each
+    occurs among the copies written out (None: once)."""
+    rep = _repeats(*rows)
+    keep, times = rep if rep is not None else (None, None)
+    if copies > 1:
+        times = np.full(len(rows[0]), copies, dtype=np.int64) if times is None else times * copies
+    return keep, times
 
 
 def _repeats(*rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -275,9 +285,10 @@ def _leaders(p: Placed) -> np.ndarray:
     return out
 
 
-def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
+def tree_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
     """Each edge of both trees carries half the data up and half down (NCCL's double binary tree), over
-    the domains' channels (:func:`domain_channels`; a domain of one node: its node)."""
+    the domains' channels (:func:`domain_channels`; a domain of one node: its node). ``copies``: each group
+    stands for that many on its nodes (:func:`copies_apply`)."""
     if _spans_nodes(cluster):
         d = len(set(p.domains[0].tolist()))
         both = [(a, b) for c, par in tree_edges(d) for a, b in ((c, par), (par, c))]
@@ -285,17 +296,16 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
             return NONE
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    lead, times = _leaders(p), None
-    rep = _repeats(lead)
-    if rep is not None:
-        keep, times = rep
+    lead = _leaders(p)
+    keep, times = _kinds(copies, lead)
+    if keep is not None:
         lead = lead[keep]
     edges = dtree_edge_array(lead.shape[1])
     if len(edges) == 0:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
     each = None if times is None else np.repeat(times.astype(float), len(edges))
-    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), c, par, 0.5, each)
+    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "", copies), c, par, 0.5, each)
 
 
 def p2p_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
@@ -311,25 +321,28 @@ def p2p_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
 
 def copies_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int) -> bool:
     """True when ``groups`` (a (groups, n) array of ranks) may stand for themselves and ``copies - 1`` copies each,
-    every rank shifted by 1, 2, ... (the pipeline pairs of the other TP ranks when TP is the fastest dimension):
-    ``send_recv`` on a cluster without degraded parts (their penalties read every rank) or dragonfly local links
-    (their loads are split by fractions, which a multiple would round differently), ``copies`` dividing a node's
-    GPUs and every rank a multiple of ``copies``, so that rank + j (j < copies) stays in its block of GPUs: on
-    the same node, whatever the placement of blocks. Every count is then ``copies`` times the groups' own."""
-    return (copies > 1 and op == "send_recv" and not cluster.degraded
-            and cluster.gpus_per_node % copies == 0
-            and all(st.name != "local" for st in fabric_shape(cluster).stages)
+    every rank shifted by 1, 2, ... (the groups of the other TP ranks when TP is the fastest dimension): every
+    rank a multiple of ``copies`` and ``copies`` dividing a node's GPUs, so that rank + j (j < copies) stays in
+    its block of GPUs, on the same node whatever the placement of blocks; no degraded parts (their penalties
+    read every rank) or dragonfly links (local and group-pair loads are split by fractions, which a multiple
+    would round differently); not all_to_all (its loads count members per domain); rings and trees on scale-up
+    domains of one node (a copy then stays in its rank's domain, and a domain's channels are its node's). Every
+    count is then ``copies`` times the groups' own: the same whole numbers, the same Group."""
+    gpn, shape = cluster.gpus_per_node, fabric_shape(cluster)
+    return (copies > 1 and op != "all_to_all" and gpn % copies == 0 and not cluster.degraded
+            and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
+            and all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
             and not (np.asarray(groups) % copies).any())
 
 
-def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
+def pattern_crossing(cluster: Cluster, pattern: str, p: Placed, copies: int = 1) -> Crossing:
     if pattern == "ring":
-        return ring_crossing(cluster, p)
+        return ring_crossing(cluster, p, copies)
     if pattern == "tree":
-        return tree_crossing(cluster, p)
-    if pattern == "a2a":
+        return tree_crossing(cluster, p, copies)
+    if pattern == "a2a":  # copies_apply never gives it copies
         return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains)
-    return p2p_crossing(cluster, p)
+    return p2p_crossing(cluster, p, copies)
 
 
 def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty], ...]:
@@ -351,7 +364,7 @@ def _node_groups(cluster: Cluster, p: Placed, op: str, copies: int = 1) -> list[
     else:
         here = p.nodes == node
         rows = np.nonzero(here.any(axis=1) & (p.nodes != p.nodes[:, :1]).any(axis=1))[0]
-        out = [{int(r) % gpn for r in p.ranks[i][here[i]]} for i in rows]
+        out = [{(int(r) + j) % gpn for r in p.ranks[i][here[i]]} for i in rows for j in range(copies)]
     return out if len(rows) and rows[0] == 0 else []
 
 
@@ -408,10 +421,10 @@ def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
     if span == 1:
         return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
-    sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
-    cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
+    sharing = copies * int(((p.nodes == first[0]).any(axis=1) & multi).sum())
+    cross = tuple((pat, pattern_crossing(cluster, pat, p, copies)) for pat in patterns_of(op))
     return Group(size, per_node, max(1, min(sharing, gpn // per_node)), span, cross,
-                 penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
+                 penalties(cluster, op, p), share_of(cluster, p, op, copies), busiest_domain(cluster, p))
 
 
 def _value_counts(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

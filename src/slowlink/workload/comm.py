@@ -198,7 +198,7 @@ def _derived(key: _Key, dim: str) -> Groups:
     return Groups(lambda: made, made.shape, (key, dim))
 
 
-_SHIFTED = ("pp_pairs", "cp_pairs")  # the send_recv groups (collectives.communicator.copies_apply)
+_SHIFTED = ("pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp")  # the dimensions without TP
 
 
 def _pairs(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
