@@ -4,6 +4,7 @@ given as shifted copies of the first TP rank's, and priced from those alone to t
 from __future__ import annotations
 
 import itertools
+import pickle
 from dataclasses import astuple
 from typing import Any
 
@@ -126,3 +127,13 @@ def test_copies_must_share_their_nodes() -> None:
     assert communicator(nvl, "send_recv", np.array([[0, 8]]), copies=2).ranks == 2
     with pytest.raises(ValueError, match=r"copies \(2\)"):
         communicator(nvl, "all_reduce", np.array([[0, 8]]), copies=2)  # a ring's domain spans nodes: every group
+
+
+def test_groups_pickle_before_and_after_their_array_is_made() -> None:
+    p = Parallel.of(tp=4, cp=1, dp=4, pp=4)
+    for dim in ("pp_pairs", "dp", "tp"):  # shifted copies (array made when read) and an array made at once
+        g = groups_of(p, dim)
+        for _ in range(2):
+            fresh = pickle.loads(pickle.dumps(g))
+            assert (fresh.key, fresh.shape, fresh.copies) == (g.key, g.shape, g.copies)
+            assert fresh.lists() == g.lists()  # the second time round, g's array is made

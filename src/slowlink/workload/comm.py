@@ -195,7 +195,7 @@ def _derived(key: _Key, dim: str) -> Groups:
         base.setflags(write=False)
         return Groups(functools.partial(_made, key, dim), (base.shape[0] * tp, base.shape[1]), (key, dim), base, tp)
     made = _made(key, dim)
-    return Groups(lambda: made, made.shape, (key, dim))
+    return Groups(functools.partial(np.asarray, made), made.shape, (key, dim))  # a partial pickles, a lambda not
 
 
 _SHIFTED = ("pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp")  # the dimensions without TP
