@@ -123,11 +123,15 @@ def tree_edges(d: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Placed:
-    """Concurrent groups as (groups, n) arrays: ranks in ring order, their nodes and scale-up domains."""
+    """Concurrent groups as (groups, n) arrays: ranks in ring order, their nodes and scale-up domains. Each row
+    stands for ``copies`` groups and each member for ``runs`` members, the others shifted by 1, 2, ... ranks on
+    the same node and domain (:func:`shifts_apply`; 1 and 1: the groups as they are)."""
 
     ranks: np.ndarray
     nodes: np.ndarray
     domains: np.ndarray
+    copies: int = 1
+    runs: int = 1
 
 
 def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int] | None = None,
@@ -230,22 +234,22 @@ def _channel_edges(cluster: Cluster, p: Placed, pairs: list[tuple[int, int]] | N
     return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(w, dtype=float)
 
 
-def ring_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
+def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Every ring edge between scale-up domains carries one unit, spread over the sending domain's channels
     (:func:`domain_channels`). A domain of one node has its channels on that node: the edge goes from the
-    sender's node to the receiver's (the fast path below, the same rule). ``copies``: each ring stands for that
-    many on its nodes (:func:`copies_apply`)."""
+    sender's node to the receiver's (the fast path below, the same rule). A member's runs sit in its domain,
+    so they add no edge; a group's copies add theirs on the same nodes (counted ``copies`` times)."""
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
     nodes, domains = p.nodes, p.domains
-    keep, times = _kinds(copies, nodes, domains)
+    keep, times = _kinds(p.copies, nodes, domains)
     if keep is not None:
         nodes, domains = nodes[keep], domains[keep]
     leave = domains != np.roll(domains, -1, axis=1)
     src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
     each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "", copies), src, dst, each)
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
 
 
 def _kinds(copies: int, *rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -285,10 +289,9 @@ def _leaders(p: Placed) -> np.ndarray:
     return out
 
 
-def tree_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
+def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Each edge of both trees carries half the data up and half down (NCCL's double binary tree), over
-    the domains' channels (:func:`domain_channels`; a domain of one node: its node). ``copies``: each group
-    stands for that many on its nodes (:func:`copies_apply`)."""
+    the domains' channels (:func:`domain_channels`; a domain of one node: its node)."""
     if _spans_nodes(cluster):
         d = len(set(p.domains[0].tolist()))
         both = [(a, b) for c, par in tree_edges(d) for a, b in ((c, par), (par, c))]
@@ -297,7 +300,7 @@ def tree_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
     lead = _leaders(p)
-    keep, times = _kinds(copies, lead)
+    keep, times = _kinds(p.copies, lead)
     if keep is not None:
         lead = lead[keep]
     edges = dtree_edge_array(lead.shape[1])
@@ -305,44 +308,48 @@ def tree_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
         return NONE
     c, par = lead[:, edges[:, 0]].ravel(), lead[:, edges[:, 1]].ravel()
     each = None if times is None else np.repeat(times.astype(float), len(edges))
-    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "", copies), c, par, 0.5, each)
+    return both_ways_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), c, par, 0.5, each)
 
 
-def p2p_crossing(cluster: Cluster, p: Placed, copies: int = 1) -> Crossing:
-    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv); ``copies`` units where
-    each pair stands for that many on its nodes (:func:`copies_apply`: whole counts, the same numbers)."""
+def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
+    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv), ``copies`` units where
+    each stands for that many (whole counts: the same numbers as the pairs written out)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
     if not cross.all():  # pipeline pairs all leave their node: no copy then
         src, dst = src[cross], dst[cross]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv", copies), src, dst,
-                         float(copies))
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst,
+                         float(p.copies))
 
 
-def copies_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int) -> bool:
-    """True when ``groups`` (a (groups, n) array of ranks) may stand for themselves and ``copies - 1`` copies each,
-    every rank shifted by 1, 2, ... (the groups of the other TP ranks when TP is the fastest dimension): every
-    rank a multiple of ``copies`` and ``copies`` dividing a node's GPUs, so that rank + j (j < copies) stays in
-    its block of GPUs, on the same node whatever the placement of blocks; no degraded parts (their penalties
-    read every rank) or dragonfly links (local and group-pair loads are split by fractions, which a multiple
-    would round differently); not all_to_all (its loads count members per domain); rings and trees on scale-up
-    domains of one node (a copy then stays in its rank's domain, and a domain's channels are its node's). Every
-    count is then ``copies`` times the groups' own: the same whole numbers, the same Group."""
+def shifts_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int = 1, runs: int = 1) -> bool:
+    """True when ``groups`` (a (groups, n) array of ranks) may stand for the groups written out with ``copies - 1``
+    copies of each group and ``runs - 1`` more members after each member, every rank shifted by 1, 2, ... (when TP
+    is the fastest dimension: the other TP ranks' groups of a dimension without TP, the other TP ranks of a group
+    with TP). One of the two is 1, the other divides a node's GPUs and every rank, so that a shifted rank stays in
+    its block of GPUs, on the same node whatever the placement of blocks. Not with degraded parts (their
+    penalties read every rank) or dragonfly links (local and group-pair loads are split by fractions, which a
+    multiple would round differently); not all_to_all (its loads count members per domain); runs not for
+    send_recv pairs; rings and trees on scale-up domains of one node (a shifted rank stays in its rank's domain,
+    and a domain's channels are its node's). Every count is then the written-out groups' whole number: the same
+    Group (:func:`communicator`)."""
+    k = copies * runs
     gpn, shape = cluster.gpus_per_node, fabric_shape(cluster)
-    return (copies > 1 and op != "all_to_all" and gpn % copies == 0 and not cluster.degraded
+    return (k > 1 and min(copies, runs) == 1 and op != "all_to_all" and not (op == "send_recv" and runs > 1)
+            and gpn % k == 0 and not cluster.degraded
             and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
             and all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
-            and not (np.asarray(groups) % copies).any())
+            and not (np.asarray(groups) % k).any())
 
 
-def pattern_crossing(cluster: Cluster, pattern: str, p: Placed, copies: int = 1) -> Crossing:
+def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
     if pattern == "ring":
-        return ring_crossing(cluster, p, copies)
+        return ring_crossing(cluster, p)
     if pattern == "tree":
-        return tree_crossing(cluster, p, copies)
-    if pattern == "a2a":  # copies_apply never gives it copies
+        return tree_crossing(cluster, p)
+    if pattern == "a2a":  # shifts_apply never shifts it
         return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains)
-    return p2p_crossing(cluster, p, copies)
+    return p2p_crossing(cluster, p)
 
 
 def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty], ...]:
@@ -353,25 +360,26 @@ def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty]
     return tuple(x for x in out if x[1])
 
 
-def _node_groups(cluster: Cluster, p: Placed, op: str, copies: int = 1) -> list[set[int]]:
+def _node_groups(cluster: Cluster, p: Placed, op: str) -> list[set[int]]:
     """Local GPUs, on the first group's first node, of every group that crosses the network from it (the
-    first group first; empty if it does not): for send_recv each pair's source, and its ``copies - 1`` copies'
-    (:func:`copies_apply`)."""
+    first group first; empty if it does not): for send_recv each pair's source. A group's copies and a member's
+    runs are there too (:class:`Placed`)."""
     gpn, node = cluster.gpus_per_node, p.nodes[0, 0]
     if op == "send_recv":
         rows = np.nonzero((p.nodes[:, 0] == node) & (p.nodes[:, -1] != node))[0]
-        out = [{(int(p.ranks[i, 0]) + j) % gpn} for i in rows for j in range(copies)]
+        out = [{(int(p.ranks[i, 0]) + j) % gpn} for i in rows for j in range(p.copies)]
     else:
         here = p.nodes == node
         rows = np.nonzero(here.any(axis=1) & (p.nodes != p.nodes[:, :1]).any(axis=1))[0]
-        out = [{(int(r) + j) % gpn for r in p.ranks[i][here[i]]} for i in rows for j in range(copies)]
+        out = [{(int(r) + j + k) % gpn for r in p.ranks[i][here[i]] for k in range(p.runs)}
+               for i in rows for j in range(p.copies)]
     return out if len(rows) and rows[0] == 0 else []
 
 
-def share_of(cluster: Cluster, p: Placed, op: str, copies: int = 1) -> float | None:
+def share_of(cluster: Cluster, p: Placed, op: str) -> float | None:
     """NICs' worth of its first node's bandwidth the first group gets (:func:`nic_share`: each group sends
     by the NICs of its GPUs there, each NIC shared by the groups using it); None if it does not leave."""
-    node_groups = _node_groups(cluster, p, op, copies)
+    node_groups = _node_groups(cluster, p, op)
     return nic_share(_nics(cluster), cluster.gpus_per_node, node_groups) if node_groups else None
 
 
@@ -379,52 +387,56 @@ def _nics(cluster: Cluster) -> int:
     return max(1, cluster.compute_nics.per_node)
 
 
-def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "", copies: int = 1) -> float:
+def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -> float:
     """What one node's NICs carry for these groups: the NICs their GPUs reach (:func:`group_nics`) on a
     fat tree or dragonfly, whose leaf uplinks every NIC below the leaf shares; every NIC on rail-optimized,
     where a stage's capacity is a whole rail block and a group on fewer rails gets as much less of it."""
     used = _nics(cluster)
     if p is not None and cluster.fabric.topology != "rail-optimized":
-        sets = _node_groups(cluster, p, op, copies)
+        sets = _node_groups(cluster, p, op)
         if sets:
             used = len(set().union(*(group_nics(used, cluster.gpus_per_node, g) for g in sets)))
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
 def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
-                 node_of_block: list[int] | None = None, copies: int = 1) -> Group:
+                 node_of_block: list[int] | None = None, copies: int = 1, runs: int = 1) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 
     ranks_per_node is the most members of the first group on one node, span_nodes the nodes it touches,
     groups_per_node the communicators that cross nodes from its first node (they share its NICs). For
     send_recv each group is ``[src, dst]`` and pairs leaving one node spread over its NICs (one pair per
-    NIC, like nccl-tests sendrecv). ``copies`` > 1: each group stands for itself and its copies with every rank
-    shifted by 1 .. copies - 1, where :func:`copies_apply` says they share its nodes (the same Group as the
-    copies written out, from 1/copies of the ranks). O(total ranks given).
+    NIC, like nccl-tests sendrecv). ``copies`` or ``runs`` > 1: ``groups`` stand for the groups written out with
+    each group's copies or each member's runs shifted by 1, 2, ... ranks, where :func:`shifts_apply` says they
+    stay on its node (the same Group as the groups written out, from a fraction of the ranks). O(total ranks
+    given).
     """
     gpn = cluster.gpus_per_node
-    if copies > 1 and not copies_apply(cluster, op, np.asarray(groups), copies):
-        raise ValueError(f"copies ({copies}) of {op} groups do not share their nodes on cluster {cluster.name}")
+    if (copies > 1 or runs > 1) and not shifts_apply(cluster, op, np.asarray(groups), copies, runs):
+        raise ValueError(f"copies ({copies}) or runs ({runs}) of {op} groups do not stay on their nodes on cluster "
+                         f"{cluster.name}")
     p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
+    if copies > 1 or runs > 1:
+        p = Placed(p.ranks, p.nodes, p.domains, copies, runs)
     first = p.nodes[0]
     counts = _value_counts(first)[1]
-    span, per_node = len(counts), int(counts.max())
+    span, per_node = len(counts), int(counts.max()) * runs
     if op == "send_recv":
         src_node = p.nodes[0, 0]
         crossing_pairs = copies * int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
             if span > 1 else 0
         sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
-        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p, copies)),),
-                     penalties(cluster, op, p), share_of(cluster, p, op, copies))
-    size = p.ranks.shape[1]  # the first group's (place keeps the groups of its size)
+        return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
+                     share_of(cluster, p, op))
+    size = p.ranks.shape[1] * runs  # the first group's (place keeps the groups of its size)
     if span == 1:
         return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
     sharing = copies * int(((p.nodes == first[0]).any(axis=1) & multi).sum())
-    cross = tuple((pat, pattern_crossing(cluster, pat, p, copies)) for pat in patterns_of(op))
+    cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
     return Group(size, per_node, max(1, min(sharing, gpn // per_node)), span, cross,
-                 penalties(cluster, op, p), share_of(cluster, p, op, copies), busiest_domain(cluster, p))
+                 penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
 
 
 def _value_counts(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -442,9 +454,11 @@ def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:
     channels (:func:`domain_channels`: the NICs affine to its members there)."""
     doms, counts = _value_counts(p.domains[0])
     here = p.domains[0] == doms[int(np.argmax(counts))]
-    chans = domain_channels(p.ranks[0][here].tolist(), p.nodes[0][here].tolist(), cluster.gpus_per_node,
-                            _nics(cluster))
-    return int(counts.max()), len(set(p.nodes[0][here].tolist())), len(doms), len(chans)
+    ranks, nodes = p.ranks[0][here], p.nodes[0][here]
+    if p.runs > 1:  # each member and its runs, in ring order
+        ranks, nodes = (ranks[:, None] + np.arange(p.runs)).ravel(), np.repeat(nodes, p.runs)
+    chans = domain_channels(ranks.tolist(), nodes.tolist(), cluster.gpus_per_node, _nics(cluster))
+    return int(counts.max()) * p.runs, len(set(nodes.tolist())), len(doms), len(chans)
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:
