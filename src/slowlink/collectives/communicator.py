@@ -134,7 +134,7 @@ class Placed:
     runs: int = 1
 
 
-def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int] | None = None,
+def place(cluster: Cluster, groups: Sequence[list[int]] | np.ndarray, node_of_block: list[int] | None = None,
           ring_order: bool = True) -> Placed:
     """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
     given, for ``[src, dst]`` pairs)."""
@@ -399,7 +399,7 @@ def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
-def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
+def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]] | np.ndarray,
                  node_of_block: list[int] | None = None, copies: int = 1, runs: int = 1) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 

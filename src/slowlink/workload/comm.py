@@ -145,7 +145,8 @@ def group_shape(cluster: Cluster, op: str, groups: Sequence[list[int]]) -> Group
         if len(_SHAPES) >= _SHAPES_MAX or _shapes_ranks + ranks > _SHAPES_MAX_RANKS:
             _SHAPES.clear()
             _shapes_ranks = 0
-        if named and groups.base is not None and shifts_apply(cluster, op, groups.base, groups.copies, groups.runs):
+        if isinstance(groups, Groups) and groups.base is not None \
+                and shifts_apply(cluster, op, groups.base, groups.copies, groups.runs):
             hit = communicator(cluster, op, groups.base, copies=groups.copies, runs=groups.runs)
         else:
             hit = communicator(cluster, op, groups)
