@@ -22,7 +22,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from slowlink.spec.cluster import Cluster
+from slowlink.spec.cluster import Cluster, Placement
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.nic import affine_nics, group_nics, nic_share
@@ -166,16 +166,18 @@ def place(cluster: Cluster, groups: Sequence[list[int]] | np.ndarray, node_of_bl
     return Placed(ranks, nodes, domains)
 
 
-_BLOCKS: dict[str, np.ndarray] = {}
+_BLOCKS: dict[tuple[int, Placement], np.ndarray] = {}
 
 
 def _blocks(cluster: Cluster) -> np.ndarray:
-    """:func:`placement_nodes` as a read-only array, cached by the cluster's value (a few recent clusters)."""
-    hit = _BLOCKS.get(cluster.key)
+    """:func:`placement_nodes` as a read-only array, cached by what it reads (the node count and the placement: a
+    few recent ones), so clusters that differ elsewhere share it."""
+    key = (cluster.nodes, cluster.placement)
+    hit = _BLOCKS.get(key)
     if hit is None:
         if len(_BLOCKS) >= 8:
             _BLOCKS.clear()
-        hit = _BLOCKS[cluster.key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
+        hit = _BLOCKS[key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
         hit.setflags(write=False)
     return hit
 
