@@ -22,7 +22,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from slowlink.spec.cluster import Cluster
+from slowlink.spec.cluster import Cluster, Placement
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.nic import affine_nics, group_nics, nic_share
@@ -123,14 +123,18 @@ def tree_edges(d: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Placed:
-    """Concurrent groups as (groups, n) arrays: ranks in ring order, their nodes and scale-up domains."""
+    """Concurrent groups as (groups, n) arrays: ranks in ring order, their nodes and scale-up domains. Each row
+    stands for ``copies`` groups and each member for ``runs`` members, the others shifted by 1, 2, ... ranks on
+    the same node and domain (:func:`shifts_apply`; 1 and 1: the groups as they are)."""
 
     ranks: np.ndarray
     nodes: np.ndarray
     domains: np.ndarray
+    copies: int = 1
+    runs: int = 1
 
 
-def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int] | None = None,
+def place(cluster: Cluster, groups: Sequence[list[int]] | np.ndarray, node_of_block: list[int] | None = None,
           ring_order: bool = True) -> Placed:
     """Map ``groups`` (equal sizes) onto physical nodes and domains, each row in NCCL's ring order (or as
     given, for ``[src, dst]`` pairs)."""
@@ -162,16 +166,18 @@ def place(cluster: Cluster, groups: Sequence[list[int]], node_of_block: list[int
     return Placed(ranks, nodes, domains)
 
 
-_BLOCKS: dict[str, np.ndarray] = {}
+_BLOCKS: dict[tuple[int, Placement], np.ndarray] = {}
 
 
 def _blocks(cluster: Cluster) -> np.ndarray:
-    """:func:`placement_nodes` as a read-only array, cached by the cluster's value (a few recent clusters)."""
-    hit = _BLOCKS.get(cluster.key)
+    """:func:`placement_nodes` as a read-only array, cached by what it reads (the node count and the placement: a
+    few recent ones), so clusters that differ elsewhere share it."""
+    key = (cluster.nodes, cluster.placement)
+    hit = _BLOCKS.get(key)
     if hit is None:
         if len(_BLOCKS) >= 8:
             _BLOCKS.clear()
-        hit = _BLOCKS[cluster.key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
+        hit = _BLOCKS[key] = np.asarray(placement_nodes(cluster), dtype=np.int64)
         hit.setflags(write=False)
     return hit
 
@@ -233,19 +239,29 @@ def _channel_edges(cluster: Cluster, p: Placed, pairs: list[tuple[int, int]] | N
 def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
     """Every ring edge between scale-up domains carries one unit, spread over the sending domain's channels
     (:func:`domain_channels`). A domain of one node has its channels on that node: the edge goes from the
-    sender's node to the receiver's (the fast path below, the same rule)."""
+    sender's node to the receiver's (the fast path below, the same rule). A member's runs sit in its domain,
+    so they add no edge; a group's copies add theirs on the same nodes (counted ``copies`` times)."""
     if _spans_nodes(cluster):
         src, dst, w = _channel_edges(cluster, p, None, 1.0)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    nodes, domains, times = p.nodes, p.domains, None
-    rep = _repeats(nodes, domains)
-    if rep is not None:
-        keep, times = rep
+    nodes, domains = p.nodes, p.domains
+    keep, times = _kinds(p.copies, nodes, domains)
+    if keep is not None:
         nodes, domains = nodes[keep], domains[keep]
     leave = domains != np.roll(domains, -1, axis=1)
     src, dst = nodes[leave], np.roll(nodes, -1, axis=1)[leave]
     each: np.ndarray | float = 1.0 if times is None else np.repeat(times.astype(float), leave.sum(axis=1))
     return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, each)
+
+
+def _kinds(copies: int, *rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`_repeats` of groups that stand for ``copies`` each: the groups kept (None: all) and how often each
+    occurs among the copies written out (None: once)."""
+    rep = _repeats(*rows)
+    keep, times = rep if rep is not None else (None, None)
+    if copies > 1:
+        times = np.full(len(rows[0]), copies, dtype=np.int64) if times is None else times * copies
+    return keep, times
 
 
 def _repeats(*rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -285,10 +301,9 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
             return NONE
         src, dst, w = _channel_edges(cluster, p, both, 0.5)
         return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), src, dst, w)
-    lead, times = _leaders(p), None
-    rep = _repeats(lead)
-    if rep is not None:
-        keep, times = rep
+    lead = _leaders(p)
+    keep, times = _kinds(p.copies, lead)
+    if keep is not None:
         lead = lead[keep]
     edges = dtree_edge_array(lead.shape[1])
     if len(edges) == 0:
@@ -299,12 +314,34 @@ def tree_crossing(cluster: Cluster, p: Placed) -> Crossing:
 
 
 def p2p_crossing(cluster: Cluster, p: Placed) -> Crossing:
-    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv)."""
+    """Each pair ``[src, dst]`` moves one unit (pipeline hand-offs, nccl-tests sendrecv), ``copies`` units where
+    each stands for that many (whole counts: the same numbers as the pairs written out)."""
     src, dst = p.nodes[:, 0], p.nodes[:, -1]
     cross = src != dst
     if not cross.all():  # pipeline pairs all leave their node: no copy then
         src, dst = src[cross], dst[cross]
-    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst, 1.0)
+    return edge_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p, "send_recv"), src, dst,
+                         float(p.copies))
+
+
+def shifts_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int = 1, runs: int = 1) -> bool:
+    """True when ``groups`` (a (groups, n) array of ranks) may stand for the groups written out with ``copies - 1``
+    copies of each group and ``runs - 1`` more members after each member, every rank shifted by 1, 2, ... (when TP
+    is the fastest dimension: the other TP ranks' groups of a dimension without TP, the other TP ranks of a group
+    with TP). One of the two is 1, the other divides a node's GPUs and every rank, so that a shifted rank stays in
+    its block of GPUs, on the same node whatever the placement of blocks. Not with degraded parts (their
+    penalties read every rank) or dragonfly links (local and group-pair loads are split by fractions, which a
+    multiple would round differently); not all_to_all (its loads count members per domain); runs not for
+    send_recv pairs; rings and trees on scale-up domains of one node (a shifted rank stays in its rank's domain,
+    and a domain's channels are its node's). Every count is then the written-out groups' whole number: the same
+    Group (:func:`communicator`)."""
+    k = copies * runs
+    gpn, shape = cluster.gpus_per_node, fabric_shape(cluster)
+    return (k > 1 and min(copies, runs) == 1 and op != "all_to_all" and not (op == "send_recv" and runs > 1)
+            and gpn % k == 0 and not cluster.degraded
+            and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
+            and all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
+            and not (np.asarray(groups) % k).any())
 
 
 def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
@@ -312,7 +349,7 @@ def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
         return ring_crossing(cluster, p)
     if pattern == "tree":
         return tree_crossing(cluster, p)
-    if pattern == "a2a":
+    if pattern == "a2a":  # shifts_apply never shifts it
         return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains)
     return p2p_crossing(cluster, p)
 
@@ -327,15 +364,17 @@ def penalties(cluster: Cluster, op: str, p: Placed) -> tuple[tuple[str, Penalty]
 
 def _node_groups(cluster: Cluster, p: Placed, op: str) -> list[set[int]]:
     """Local GPUs, on the first group's first node, of every group that crosses the network from it (the
-    first group first; empty if it does not): for send_recv each pair's source."""
+    first group first; empty if it does not): for send_recv each pair's source. A group's copies and a member's
+    runs are there too (:class:`Placed`)."""
     gpn, node = cluster.gpus_per_node, p.nodes[0, 0]
     if op == "send_recv":
         rows = np.nonzero((p.nodes[:, 0] == node) & (p.nodes[:, -1] != node))[0]
-        out = [{int(p.ranks[i, 0]) % gpn} for i in rows]
+        out = [{(int(p.ranks[i, 0]) + j) % gpn} for i in rows for j in range(p.copies)]
     else:
         here = p.nodes == node
         rows = np.nonzero(here.any(axis=1) & (p.nodes != p.nodes[:, :1]).any(axis=1))[0]
-        out = [{int(r) % gpn for r in p.ranks[i][here[i]]} for i in rows]
+        out = [{(int(r) + j + k) % gpn for r in p.ranks[i][here[i]] for k in range(p.runs)}
+               for i in rows for j in range(p.copies)]
     return out if len(rows) and rows[0] == 0 else []
 
 
@@ -362,33 +401,41 @@ def _nic_node_bytes_s(cluster: Cluster, p: Placed | None = None, op: str = "") -
     return used * cluster.compute_nics.speed_bytes_s * cluster.fabric.transport.efficiency
 
 
-def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]],
-                 node_of_block: list[int] | None = None) -> Group:
+def communicator(cluster: Cluster, op: str, groups: Sequence[list[int]] | np.ndarray,
+                 node_of_block: list[int] | None = None, copies: int = 1, runs: int = 1) -> Group:
     """The :class:`Group` of ``groups`` (all the communicators that run ``op`` at once, as lists of ranks).
 
     ranks_per_node is the most members of the first group on one node, span_nodes the nodes it touches,
     groups_per_node the communicators that cross nodes from its first node (they share its NICs). For
     send_recv each group is ``[src, dst]`` and pairs leaving one node spread over its NICs (one pair per
-    NIC, like nccl-tests sendrecv). O(total ranks).
+    NIC, like nccl-tests sendrecv). ``copies`` or ``runs`` > 1: ``groups`` stand for the groups written out with
+    each group's copies or each member's runs shifted by 1, 2, ... ranks, where :func:`shifts_apply` says they
+    stay on its node (the same Group as the groups written out, from a fraction of the ranks). O(total ranks
+    given).
     """
     gpn = cluster.gpus_per_node
+    if (copies > 1 or runs > 1) and not shifts_apply(cluster, op, np.asarray(groups), copies, runs):
+        raise ValueError(f"copies ({copies}) or runs ({runs}) of {op} groups do not stay on their nodes on cluster "
+                         f"{cluster.name}")
     p = place(cluster, groups, node_of_block, ring_order=op != "send_recv")
+    if copies > 1 or runs > 1:
+        p = Placed(p.ranks, p.nodes, p.domains, copies, runs)
     first = p.nodes[0]
     counts = _value_counts(first)[1]
-    span, per_node = len(counts), int(counts.max())
+    span, per_node = len(counts), int(counts.max()) * runs
     if op == "send_recv":
         src_node = p.nodes[0, 0]
-        crossing_pairs = int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
+        crossing_pairs = copies * int(((p.nodes[:, 0] == src_node) & (p.nodes[:, 1] != p.nodes[:, 0])).sum()) \
             if span > 1 else 0
         sharing = max(1, -(-crossing_pairs // max(1, cluster.compute_nics.per_node)))
         grp_rpn, grp_share = (1, sharing) if span > 1 else (2, 1)
         return Group(2, grp_rpn, grp_share, span, (("p2p", p2p_crossing(cluster, p)),), penalties(cluster, op, p),
                      share_of(cluster, p, op))
-    size = p.ranks.shape[1]  # the first group's (place keeps the groups of its size)
+    size = p.ranks.shape[1] * runs  # the first group's (place keeps the groups of its size)
     if span == 1:
         return Group(size, per_node, 1, 1, (), penalties(cluster, op, p))
     multi = (p.nodes != p.nodes[:, :1]).any(axis=1)
-    sharing = int(((p.nodes == first[0]).any(axis=1) & multi).sum())
+    sharing = copies * int(((p.nodes == first[0]).any(axis=1) & multi).sum())
     cross = tuple((pat, pattern_crossing(cluster, pat, p)) for pat in patterns_of(op))
     return Group(size, per_node, max(1, min(sharing, gpn // per_node)), span, cross,
                  penalties(cluster, op, p), share_of(cluster, p, op), busiest_domain(cluster, p))
@@ -409,9 +456,11 @@ def busiest_domain(cluster: Cluster, p: Placed) -> tuple[int, int, int, int]:
     channels (:func:`domain_channels`: the NICs affine to its members there)."""
     doms, counts = _value_counts(p.domains[0])
     here = p.domains[0] == doms[int(np.argmax(counts))]
-    chans = domain_channels(p.ranks[0][here].tolist(), p.nodes[0][here].tolist(), cluster.gpus_per_node,
-                            _nics(cluster))
-    return int(counts.max()), len(set(p.nodes[0][here].tolist())), len(doms), len(chans)
+    ranks, nodes = p.ranks[0][here], p.nodes[0][here]
+    if p.runs > 1:  # each member and its runs, in ring order
+        ranks, nodes = (ranks[:, None] + np.arange(p.runs)).ravel(), np.repeat(nodes, p.runs)
+    chans = domain_channels(ranks.tolist(), nodes.tolist(), cluster.gpus_per_node, _nics(cluster))
+    return int(counts.max()) * p.runs, len(set(nodes.tolist())), len(doms), len(chans)
 
 
 def block_groups(cluster: Cluster, group: Group) -> list[list[int]]:

@@ -26,7 +26,7 @@ from typing import overload
 import numpy as np
 
 from slowlink.collectives import Group, Prediction, predict
-from slowlink.collectives.communicator import communicator, patterns_of
+from slowlink.collectives.communicator import communicator, patterns_of, shifts_apply
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
 from slowlink.workload.placement import Dimension, dimension_array
@@ -43,17 +43,38 @@ class Groups(Sequence[list[int]]):
     """Every communicator of one dimension: a read-only (groups, size) array of ranks, each row sorted, named by
     ``key`` (the layout and dimension they were made from: a value that identifies them without reading every
     rank, :func:`group_shape`). Indexing gives lists of ranks, made on demand, so a caller that reads one group
-    (the analytical model places the array as it is, ``np.asarray(groups)``) pays for that group only."""
+    (the analytical model places the array as it is, ``np.asarray(groups)``) pays for that group only.
 
-    __slots__ = ("_lists", "array", "key")
+    ``base`` with ``copies`` or ``runs`` > 1 (TP the fastest dimension): the groups are ``base``'s rows, each
+    followed by ``copies - 1`` copies with every rank shifted by 1, 2, ... (the other TP ranks' groups of a
+    dimension without TP), or with ``runs - 1`` more members after each member, shifted so (the other TP ranks of
+    a group with TP). The array itself is then made only when read (``make``), so a model that prices the groups
+    from ``base`` (:func:`~slowlink.collectives.communicator.shifts_apply`) never builds it."""
 
-    def __init__(self, array: np.ndarray, key: tuple[_Key, str]) -> None:
-        self.array = array
+    __slots__ = ("_array", "_lists", "_make", "base", "copies", "key", "runs", "shape")
+
+    def __init__(self, make: Callable[[], np.ndarray], shape: tuple[int, int], key: tuple[_Key, str],
+                 base: np.ndarray | None = None, copies: int = 1, runs: int = 1) -> None:
+        self._make = make
+        self._array: np.ndarray | None = None
+        self.shape = shape
         self.key = key
+        self.base = base
+        self.copies = copies
+        self.runs = runs
         self._lists: list[list[int]] | None = None
 
+    @property
+    def array(self) -> np.ndarray:
+        """The (groups, size) array, made once, in memory order and read-only (shared by every caller)."""
+        if self._array is None:
+            made = np.ascontiguousarray(self._make())  # rows in memory order: every later pass over them is faster
+            made.setflags(write=False)
+            self._array = made
+        return self._array
+
     def __len__(self) -> int:
-        return int(self.array.shape[0])
+        return self.shape[0]
 
     @overload
     def __getitem__(self, i: int) -> list[int]: ...
@@ -62,7 +83,12 @@ class Groups(Sequence[list[int]]):
     def __getitem__(self, i: slice) -> list[list[int]]: ...
 
     def __getitem__(self, i: int | slice) -> list[int] | list[list[int]]:
-        out: list[int] | list[list[int]] = self.array[i].tolist()
+        if self._array is None and self.base is not None and self.runs > 1:  # from base, the array not made
+            rows = self.base[i]
+            out: list[int] | list[list[int]] = \
+                (rows[..., None] + np.arange(self.runs)).reshape(*rows.shape[:-1], -1).tolist()
+        else:
+            out = self.array[i].tolist()
         return out
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -90,7 +116,7 @@ def group_key(groups: Sequence[list[int]]) -> object:
 
 def first_size(groups: Sequence[list[int]]) -> int:
     """Ranks in the first of ``groups`` (of :class:`Groups`: the array's width, no list made of 131,072 ranks)."""
-    return int(groups.array.shape[1]) if isinstance(groups, Groups) else len(groups[0])
+    return groups.shape[1] if isinstance(groups, Groups) else len(groups[0])
 
 
 _SHAPES: dict[tuple[str, object, tuple[str, ...]], Group] = {}
@@ -119,7 +145,11 @@ def group_shape(cluster: Cluster, op: str, groups: Sequence[list[int]]) -> Group
         if len(_SHAPES) >= _SHAPES_MAX or _shapes_ranks + ranks > _SHAPES_MAX_RANKS:
             _SHAPES.clear()
             _shapes_ranks = 0
-        hit = communicator(cluster, op, groups)
+        if isinstance(groups, Groups) and groups.base is not None \
+                and shifts_apply(cluster, op, groups.base, groups.copies, groups.runs):
+            hit = communicator(cluster, op, groups.base, copies=groups.copies, runs=groups.runs)
+        else:
+            hit = communicator(cluster, op, groups)
         _SHAPES[key] = hit
         _shapes_ranks += ranks
     return hit
@@ -165,9 +195,23 @@ def groups_of(p: Parallel, dim: str) -> Groups:
 
 @functools.lru_cache(maxsize=256)
 def _derived(key: _Key, dim: str) -> Groups:
-    made = np.ascontiguousarray(_made(key, dim))  # rows in memory order: every later pass over them is faster
-    made.setflags(write=False)  # shared by every caller of this layout
-    return Groups(made, (key, dim))
+    tp, order = key[0], key[5]
+    if tp > 1 and order.startswith("tp-") and dim in (*_COPIES, *_RUNS):
+        # TP fastest: rank = tp_i + tp * (the rank of the same other coordinates with tp = 1). The groups of a
+        # dimension without TP come tp_i fastest, those of one with TP hold every tp_i of each such rank in a row:
+        # either way the tp = 1 layout's groups times tp, with tp copies or tp runs
+        base = np.ascontiguousarray(tp * _made((1, *key[1:]), dim))
+        base.setflags(write=False)
+        make = functools.partial(_made, key, dim)
+        if dim in _COPIES:
+            return Groups(make, (base.shape[0] * tp, base.shape[1]), (key, dim), base, copies=tp)
+        return Groups(make, (base.shape[0], base.shape[1] * tp), (key, dim), base, runs=tp)
+    made = _made(key, dim)
+    return Groups(functools.partial(np.asarray, made), made.shape, (key, dim))  # a partial pickles, a lambda not
+
+
+_COPIES = ("pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp")  # the dimensions without TP
+_RUNS = ("tp", "tp_cp", "tp_pp", "tp_cp_dp", "world")  # those with TP
 
 
 def _pairs(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
