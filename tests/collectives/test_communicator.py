@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from slowlink.collectives.communicator import Group, communicator, domain_channels, tree_edges, with_crossing
+from slowlink.collectives.communicator import Group, communicator, domain_channels, with_crossing
 from slowlink.collectives.links import resolve
+from slowlink.collectives.nccl_trees import tree_edges
 from slowlink.spec.cluster import Cluster
 
 
@@ -79,7 +80,7 @@ def test_placed_groups_count_their_members_per_spanning_domain(make_cluster: Cal
 
 
 def test_tree_edge_array_is_nccls_two_trees() -> None:
-    from slowlink.collectives.communicator import dtree_edge_array
+    from slowlink.collectives.nccl_trees import dtree_edge_array
 
     for n in [*range(0, 70), 127, 128, 1000, 1023, 1024, 4097]:
         assert dtree_edge_array(n).tolist() == [list(e) for e in tree_edges(n)]

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from slowlink.collectives.communicator import communicator, dtree_edges, place, ring_crossing, tree_crossing
+from slowlink.collectives.communicator import communicator, place, ring_crossing, tree_crossing
+from slowlink.collectives.nccl_trees import dtree_edges
 from slowlink.spec.cluster import Cluster
 from slowlink.topology.crossing import NONE, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.shape import fabric_shape

@@ -8,20 +8,18 @@ the algorithms use (ring, tree, all_to_all, point-to-point) how much the fabric'
 
 Orders follow NCCL: a ring visits scale-up domains in the order of their lowest rank and the ranks of a
 domain together (``ncclTopoCompute`` builds the intra-node path, the inter-node ring follows the node
-ranks); the double binary tree spans the domains in that order (``ncclGetBtree`` / ``ncclGetDtree`` in
-NCCL's src/graph/trees.cc, after Sanders et al. 2009): a bit-trick binary tree, and its mirror (even count)
-or its shift by one (odd count).
+ranks); the double binary tree spans the domains in that order (:mod:`slowlink.collectives.nccl_trees`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
 
+from slowlink.collectives.nccl_trees import dtree_edge_array, tree_edges
 from slowlink.spec.cluster import Cluster, Placement
 from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
@@ -76,49 +74,6 @@ def patterns_of(op: str) -> tuple[str, ...]:
     if op == "all_reduce":
         return ("ring", "tree")
     return ("ring",)
-
-
-def btree_parent(n: int, rank: int) -> int:
-    """Parent of ``rank`` in NCCL's binary tree over ``n`` nodes (-1 for the root, rank 0).
-
-    From ``ncclGetBtree``: with ``b`` the lowest set bit of ``rank``, the parent is ``(rank ^ b) | 2b``,
-    or ``rank ^ b`` when that is out of range; odd ranks are leaves.
-    """
-    if rank == 0:
-        return -1
-    bit = rank & -rank
-    up = (rank ^ bit) | (bit << 1)
-    return up if up < n else rank ^ bit
-
-
-@lru_cache(maxsize=256)
-def dtree_edges(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """(child, parent) edges of NCCL's two trees over ``n`` nodes (``ncclGetDtree``): the binary tree, and
-    its mirror (``n - 1 - r``) when ``n`` is even or its shift by one (``r + 1 mod n``) when odd."""
-    t0 = [(r, btree_parent(n, r)) for r in range(1, n)]
-    mirror = [(n - 1 - c, n - 1 - p) for c, p in t0]
-    t1 = mirror if n % 2 == 0 else [((c + 1) % n, (p + 1) % n) for c, p in t0]
-    return tuple(t0), tuple(t1)
-
-
-@lru_cache(maxsize=64)
-def dtree_edge_array(n: int) -> np.ndarray:
-    """:func:`dtree_edges` as one read-only (2 (n - 1), 2) array of (child, parent), tree 0 first: the same
-    rule on every rank at once (16,384 domains in ~0.3 ms instead of ~15)."""
-    r = np.arange(1, max(n, 1), dtype=np.int64)
-    bit = r & -r
-    up = (r ^ bit) | (bit << 1)
-    t0 = np.stack([r, np.where(up < n, up, r ^ bit)], axis=1)
-    t1 = n - 1 - t0 if n % 2 == 0 else (t0 + 1) % n
-    out = np.concatenate([t0, t1])
-    out.setflags(write=False)
-    return out
-
-
-def tree_edges(d: int) -> list[tuple[int, int]]:
-    """(child, parent) edges of both of NCCL's trees over ``d`` domains, tree 0 first."""
-    t0, t1 = dtree_edges(d)
-    return [*t0, *t1]
 
 
 @dataclass(frozen=True)

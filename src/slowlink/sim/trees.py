@@ -44,13 +44,14 @@ from slowlink.collectives.algorithms import (
     nvls_tree_heads,
     tree_fill_fraction,
 )
-from slowlink.collectives.communicator import btree_parent, domain_channels, dtree_edges
+from slowlink.collectives.communicator import domain_channels
 from slowlink.collectives.constants import (
     NVLS_TREE_NET_FACTOR,
     SCALE_UP_EFFICIENCY,
     TREE_BW_FACTOR,
     TREE_PER_CHANNEL_MAX_GBYTE_S,
 )
+from slowlink.collectives.nccl_trees import btree_parent, dtree_edges
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.topology.fabric import Topology, tag_id
 
