@@ -126,3 +126,10 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_a_name_with_colons_is_printed_as_written_not_as_an_emoji() -> None:
+    res = runner.invoke(app, ["plan", REF, W8, "--set", "cluster.name=edge:rocket:1"])
+    assert res.exit_code == 0, res.output
+    assert "edge:rocket:1" in res.output
+    assert "\N{ROCKET}" not in res.output

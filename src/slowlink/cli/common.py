@@ -82,8 +82,11 @@ def plain_text(cell: Any) -> str:
 
 
 _tty = sys.stdout.isatty()
-out = PlainWhenPiped(highlight=False, width=shutil.get_terminal_size((80, 24)).columns if _tty else PIPE_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())  # sentences unwrapped in a pipe
+# emoji=False: rich would otherwise turn a ``:name:`` in a user's own text (a cluster named ``edge:rocket:1``)
+# into an emoji, and load its table of 3,600 codes to look
+out = PlainWhenPiped(highlight=False, emoji=False,
+                     width=shutil.get_terminal_size((80, 24)).columns if _tty else PIPE_WIDTH)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=not sys.stderr.isatty())  # unwrapped in a pipe
 
 P = ParamSpec("P")
 R = TypeVar("R")
