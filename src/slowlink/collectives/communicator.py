@@ -21,7 +21,14 @@ import numpy as np
 
 from slowlink.collectives.nccl_trees import dtree_edge_array, tree_edges
 from slowlink.spec.cluster import Cluster, Placement
-from slowlink.topology.crossing import NONE, Crossing, all_to_all_crossing, both_ways_crossing, edge_crossing
+from slowlink.topology.crossing import (
+    NONE,
+    Crossing,
+    all_to_all_crossing,
+    both_ways_crossing,
+    counts_by_domain,
+    edge_crossing,
+)
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
 from slowlink.topology.nic import affine_nics, group_nics, nic_share
 from slowlink.topology.shape import fabric_shape, placement_nodes
@@ -295,7 +302,7 @@ def shifts_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int = 1,
     return (k > 1 and min(copies, runs) == 1 and op != "all_to_all" and not (op == "send_recv" and runs > 1)
             and gpn % k == 0 and not cluster.degraded
             and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
-            and all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
+            and counts_by_domain(shape)
             and not (np.asarray(groups) % k).any())
 
 

@@ -161,6 +161,14 @@ def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndar
     return _worst(shape, node_t, [_stage_time(shape, st, src_node, dst_node, w, counts) for st in shape.stages])
 
 
+def counts_by_domain(shape: FabricShape) -> bool:
+    """True when every stage's load is a whole count of edges per domain, scaled once: no dragonfly local
+    links (their loads split by fractions, :func:`_local_time_nodes`) and no pair of domains' own links (a
+    dragonfly's group pairs). Whole-number rules (one count for both ways, groups priced as shifted copies)
+    hold only then."""
+    return all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
+
+
 def both_ways_crossing(shape: FabricShape, nic_node_bytes_s: float, a_node: np.ndarray, b_node: np.ndarray,
                        weight: float, times: np.ndarray | None = None) -> Crossing:
     """:func:`edge_crossing` of ``weight`` units each way on every edge ``a_node[k]`` - ``b_node[k]`` (a tree's
@@ -168,7 +176,7 @@ def both_ways_crossing(shape: FabricShape, nic_node_bytes_s: float, a_node: np.n
     once: every node and every stage domain then sends as many edges as it receives, so one count serves both
     directions (the same whole numbers as the edges written out, on a fraction of the arrays). A dragonfly
     (its local links, its pairs of groups) takes the general rule on the edges written out both ways."""
-    if any(st.name == "local" or st.pair_bytes_s is not None for st in shape.stages):
+    if not counts_by_domain(shape):
         src, dst = np.concatenate([a_node, b_node]), np.concatenate([b_node, a_node])
         if times is None:
             return edge_crossing(shape, nic_node_bytes_s, src, dst, weight)
