@@ -18,6 +18,7 @@ from bench_plan import llama3_405b
 
 from slowlink.sim.step import flow_cost
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
+from slowlink.spec.workload import Workload, workload_from_mapping
 from slowlink.workload.step import plan
 
 TOPOLOGY = "rail-optimized"  # examples/fat3-llama3-style.yaml; --topology fat-tree: bench_plan.py's cluster
@@ -36,13 +37,32 @@ def llama3_fabric(nodes: int, topology: str = TOPOLOGY) -> Cluster:
                    "pod_gpus": 3072}})
 
 
-def cold_plan_s(gpus: int, repeat: int, topology: str) -> tuple[float, float, float]:
+def fsdp_405b(gpus: int, pp: int = 1, order: str = "tp-cp-dp-pp") -> Workload:
+    """Llama 3 405B without tensor parallelism: FSDP (ZeRO 3) over every GPU, or over ``gpus / pp`` with ``pp``
+    pipeline stages (126 layers: 7 on the first and last, as Table 4's layout); DP is then the fastest dimension
+    (with ``order`` as given), so its groups are not the TP-fastest layout's."""
+    return workload_from_mapping({
+        "model": {"preset": "llama3-405b"},
+        "training": {"global_batch": gpus // pp, "micro_batch": 1, "precision": "bf16", "recompute": "full"},
+        "parallel": {"tp": 1, "pp": pp, "dp": gpus // pp, "zero": 3, "order": order,
+                     **({"first_stage_layers": 7, "last_stage_layers": 7} if pp == 16 else {})}})
+
+
+LAYOUTS = {  # name -> the workload at a GPU count
+    "llama3": lambda gpus: llama3_405b(gpus // 128),  # TP 8 fastest (Dubey et al. 2024, Table 4)
+    "fsdp": fsdp_405b,  # tp 1: DP over every rank
+    "fsdp-pp": lambda gpus: fsdp_405b(gpus, pp=16),  # tp 1, DP fastest, 16 stages
+    "pp-first": lambda gpus: fsdp_405b(gpus, pp=16, order="pp-tp-cp-dp"),  # the stages on neighbouring ranks
+}
+
+
+def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3") -> tuple[float, float, float]:
     """Wall time of the first analytical plan of a layout on a new cluster (its rank groups built too), the best
     of ``repeat`` first plans on new cluster values (the groups known), and the step time."""
     times, step = [], 0.0
     for i in range(repeat):
         c = replace(llama3_fabric(gpus // 8, topology), name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
-        w = llama3_405b(gpus // 128)
+        w = LAYOUTS[layout](gpus)
         t0 = time.perf_counter()
         r = plan(w, c, check_memory=False)
         times.append(time.perf_counter() - t0)
@@ -67,13 +87,14 @@ def main() -> int:
     ap.add_argument("--flow", default="16384,65536,131072", help="GPU counts of the flow plans ('' for none)")
     ap.add_argument("--cold", default="1024,16384,131072", help="GPU counts of the cold plans ('' for none)")
     ap.add_argument("--topology", default=TOPOLOGY, choices=("rail-optimized", "fat-tree"))
+    ap.add_argument("--layout", default="llama3", choices=sorted(LAYOUTS), help="the cold plans' layout")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--flow-repeat", type=int, default=1)
     args = ap.parse_args()
     plan(llama3_405b(1), llama3_fabric(16), check_memory=False)  # imports and the model's tables
     ok = True
     for g in [int(x) for x in args.cold.split(",") if x]:
-        first, dt, step = cold_plan_s(g, args.repeat, args.topology)
+        first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout)
         miss = g >= 131072 and max(first, dt) >= COLD_GOAL_S
         ok = ok and not miss
         print(f"cold analytical plan {g:>7} GPUs: {first * 1e3:8.1f} ms first (groups built), {dt * 1e3:8.1f} ms "

@@ -1,7 +1,6 @@
-"""A layout's communicators as :class:`~slowlink.workload.comm.Groups` when TP is the fastest dimension: the groups
-of the other TP ranks given as shifted copies of the first TP rank's (dimensions without TP), or the other TP
-ranks of a group as runs after its first TP rank (dimensions with TP), and priced from those alone to the same
-Group."""
+"""A layout's communicators as :class:`~slowlink.workload.comm.Groups`: the groups of a layout with its fastest
+dimension (of more than one rank) factored out, given as shifted copies (dimensions that do not run along it) or
+with runs after each member (those that do), and priced from those alone, on a node's GPUs, to the same Group."""
 
 from __future__ import annotations
 
@@ -13,15 +12,31 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slowlink.collectives.communicator import communicator
+from slowlink.collectives.communicator import communicator, shifts_apply
 from slowlink.spec.cluster import Cluster, cluster_from_mapping
 from slowlink.spec.workload import Parallel
 from slowlink.workload.comm import group_shape, groups_of
 from slowlink.workload.placement import dimension_groups
 
+ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp", "tp-pp-dp-cp", "dp-tp-cp-pp", "cp-tp-dp-pp", "pp-tp-cp-dp")
 LAYOUTS = [Parallel.of(tp=tp, cp=cp, dp=dp, pp=pp, order=order)
-           for tp, cp, dp, pp, order in itertools.product((2, 4), (1, 2), (2, 4), (2, 4),
-                                                          ("tp-cp-dp-pp", "tp-cp-pp-dp", "tp-pp-dp-cp"))]
+           for tp, cp, dp, pp, order in itertools.product((1, 2, 4), (1, 2), (2, 4), (2, 4), ORDERS)]
+WITH_EP = [Parallel.of(tp=2, cp=1, dp=8, pp=2, ep=4), Parallel.of(tp=4, cp=2, dp=4, pp=1, ep=2, order="tp-dp-cp-pp"),
+           Parallel.of(tp=1, cp=2, dp=8, pp=2, ep=4), Parallel.of(tp=1, cp=1, dp=8, pp=1, ep=2),
+           Parallel.of(tp=2, cp=2, dp=4, pp=2, ep=2, order="dp-cp-tp-pp")]
+RUN_ALONG = {"tp": {"tp"}, "cp": {"cp"}, "dp": {"dp"}, "pp": {"pp"}, "dp_cp": {"dp", "cp"}, "tp_cp": {"tp", "cp"},
+             "tp_pp": {"tp", "pp"}, "tp_cp_dp": {"tp", "cp", "dp"}, "world": {"tp", "cp", "dp", "pp"}, "ep": {"dp"}}
+
+
+def _ids(p: Parallel) -> str:
+    return f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}ep{p.ep}-{p.order}"
+
+
+def _fastest(p: Parallel) -> tuple[str, int]:
+    """The fastest-varying dimension of more than one rank and the ranks factored out of it (ep of a DP one)."""
+    size = {"tp": p.tp, "cp": p.cp, "dp": p.dp, "pp": p.pp}
+    x = next(d for d in p.order.split("-") if size[d] > 1)
+    return x, p.ep if x == "dp" and p.ep > 1 else size[x]
 
 
 def _pairs_by_hand(p: Parallel, dim: str) -> list[list[int]]:
@@ -32,57 +47,62 @@ def _pairs_by_hand(p: Parallel, dim: str) -> list[list[int]]:
     return [[g[i], g[(i + 1) % len(g)]] for g in dimension_groups(p, "cp") for i in range(len(g))]
 
 
-INNER = {"pp_pairs": lambda p: p.pp - 1, "cp_pairs": lambda p: p.cp, "edp": lambda p: p.ep}  # rows per copy
+def _edp_by_hand(p: Parallel) -> list[list[int]]:
+    return [g[k::p.ep] for g in dimension_groups(p, "dp") for k in range(p.ep)]
 
 
-@pytest.mark.parametrize("p", LAYOUTS, ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}-{p.order}")
-@pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs"])
-def test_shifted_copies_are_the_pairs_written_out(p: Parallel, dim: str) -> None:
+def _by_hand(p: Parallel, dim: str) -> list[list[int]]:
+    if dim in ("pp_pairs", "cp_pairs"):
+        return _pairs_by_hand(p, dim)
+    return _edp_by_hand(p) if dim == "edp" else dimension_groups(p, dim)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("p", [*LAYOUTS, *WITH_EP], ids=_ids)
+@pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp", "tp", "tp_cp",
+                                 "tp_pp", "tp_cp_dp", "world"])
+def test_groups_are_a_smaller_layouts_times_f_with_copies_or_runs(p: Parallel, dim: str) -> None:
     g = groups_of(p, dim)
-    assert g.copies == p.tp and g.base is not None
-    full = _pairs_by_hand(p, dim)
-    assert len(g) == len(full) and g.shape == (len(full), 2)
-    assert g.lists() == full
-    assert (g.base % p.tp == 0).all()
-
-
-WITH_EP = [Parallel.of(tp=2, cp=1, dp=8, pp=2, ep=4), Parallel.of(tp=4, cp=2, dp=4, pp=1, ep=2, order="tp-dp-cp-pp")]
-
-
-@pytest.mark.parametrize("p", [*LAYOUTS, *WITH_EP],
-                         ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}ep{p.ep}-{p.order}")
-@pytest.mark.parametrize("dim", ["pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp"])
-def test_the_groups_are_their_base_and_its_copies_in_order(p: Parallel, dim: str) -> None:
-    g = groups_of(p, dim)
-    assert g.copies == p.tp and g.base is not None
-    assert g.shape == np.asarray(g).shape
-    inner = INNER.get(dim, lambda p: 1)(p)
-    if inner == 0:  # one stage: no pipeline pairs
+    full = _by_hand(p, dim)
+    assert g.lists() == full and len(g) == len(full)  # whatever the form, the groups written out
+    x, f = _fastest(p)
+    if (x, dim) in (("pp", "pp_pairs"), ("cp", "cp_pairs")) or (x == "dp" and p.ep == 1 and dim in ("ep", "edp")):
+        assert g.base is None and (g.copies, g.runs) == (1, 1)  # pairs along the fastest dimension: as they are
         return
-    w = g.base.shape[1]
-    # row (outer, j, inner) of the groups is row (outer, inner) of base shifted by j: the order written out
-    built = (g.base.reshape(-1, 1, inner, w) + np.arange(p.tp)[:, None, None]).reshape(-1, w)
-    assert np.array_equal(built, np.asarray(g))
-    if dim not in ("pp_pairs", "cp_pairs", "edp"):
-        assert g.lists() == dimension_groups(p, dim)  # type: ignore[arg-type]
+    assert g.base is not None and not (g.base % f).any()
+    built = np.asarray(full)
+    if x in RUN_ALONG.get(dim, set()):  # every member followed by the next f - 1 ranks
+        assert (g.copies, g.runs) == (1, f) and g.shape == (g.base.shape[0], g.base.shape[1] * f)
+        assert np.array_equal((g.base[:, :, None] + np.arange(f)).reshape(g.shape), built)
+        assert [g[0], g[-1], g[:2]] == [full[0], full[-1], full[:2]]
+    else:  # f copies of each group, shifted by 0 .. f - 1, written after one another as they come
+        assert (g.copies, g.runs) == (f, 1) and g.shape == (g.base.shape[0] * f, g.base.shape[1])
+        copies = {tuple(r) for r in (g.base[None, :, :] + np.arange(f)[:, None, None]).reshape(-1, g.shape[1])}
+        assert copies == {tuple(r) for r in built} and len(built) == len(copies) * 1
 
 
-@pytest.mark.parametrize("p", [*LAYOUTS, *WITH_EP], ids=lambda p: f"tp{p.tp}cp{p.cp}dp{p.dp}pp{p.pp}ep{p.ep}-{p.order}")
-@pytest.mark.parametrize("dim", ["tp", "tp_cp", "tp_pp", "tp_cp_dp", "world"])
-def test_groups_with_tp_are_their_base_and_its_runs(p: Parallel, dim: str) -> None:
-    g = groups_of(p, dim)
-    assert g.runs == p.tp and g.copies == 1 and g.base is not None
-    assert g.shape == (g.base.shape[0], g.base.shape[1] * p.tp)
-    assert [g[0], g[-1], g[:2]] == [dimension_groups(p, dim)[i] for i in (0, -1)] + [dimension_groups(p, dim)[:2]]  # type: ignore[arg-type]
-    assert g.lists() == dimension_groups(p, dim)  # type: ignore[arg-type]
-    assert np.array_equal((g.base[:, :, None] + np.arange(p.tp)).reshape(g.shape), np.asarray(g))
-
-
-def test_without_tp_fastest_the_pairs_are_written_out() -> None:
-    for p in (Parallel.of(tp=1, cp=1, dp=2, pp=4), Parallel.of(tp=2, cp=1, dp=2, pp=4, order="cp-tp-dp-pp")):
-        g = groups_of(p, "pp_pairs")
-        assert g.base is None and g.copies == 1
-        assert g.lists() == _pairs_by_hand(p, "pp_pairs")
+@pytest.mark.parametrize("p", [*LAYOUTS, *WITH_EP], ids=_ids)
+@pytest.mark.parametrize("unit", [1, 2, 3, 4, 8])
+def test_within_a_node_the_shifts_are_the_gcd_and_stand_for_the_same_groups(p: Parallel, unit: int) -> None:
+    for dim in ("pp_pairs", "dp", "edp", "tp", "world"):
+        g = groups_of(p, dim)
+        shifted = g.within(unit)
+        if g.base is None or g.copies * g.runs == 1 or len(g) == 0:
+            assert shifted is None or len(g) == 0
+            continue
+        k = g.copies * g.runs
+        step = np.gcd(k, unit)
+        if step == 1:
+            assert shifted is None
+            continue
+        assert shifted is not None
+        base, copies, runs = shifted
+        assert copies * runs == step and not (base % step).any() and (copies == 1) == (g.copies == 1)
+        assert base[0].tolist() == (g[0][::step] if runs > 1 else g[0])  # the first group first
+        if runs > 1:
+            written = (base[:, :, None] + np.arange(runs)).reshape(len(base), -1)
+        else:
+            written = (base[None, :, :] + np.arange(copies)[:, None, None]).reshape(-1, base.shape[1])
+        assert sorted(map(tuple, written.tolist())) == sorted(map(tuple, g.lists()))
 
 
 def _cluster(gpn: int, **fabric: Any) -> Cluster:
@@ -112,8 +132,9 @@ PRICED = [("pp_pairs", "send_recv"), ("cp_pairs", "send_recv"), ("dp", "all_redu
 def test_groups_priced_from_their_base_give_the_same_group(name: str, gpn: int) -> None:
     c = _cluster(gpn, **CLUSTERS[name])
     seen: set[str] = set()
-    for tp, cp, pp, order in itertools.product((2, 4, 8), (1, 2), (2, 4), ("tp-cp-dp-pp", "tp-cp-pp-dp")):
-        if tp * cp * pp > 32:
+    shifted: set[str] = set()  # the fastest dimensions whose layouts were priced from their base
+    for tp, cp, pp, order in itertools.product((1, 2, 4, 8), (1, 2), (1, 2, 4), ORDERS):
+        if tp * cp * pp > 16:
             continue
         p = Parallel.of(tp=tp, cp=cp, dp=32 // (tp * cp * pp), pp=pp, ep=2 if tp * cp * pp <= 8 else 1, order=order)
         for dim, op in PRICED:
@@ -125,8 +146,13 @@ def test_groups_priced_from_their_base_give_the_same_group(name: str, gpn: int) 
             # every field, those left out of == (crossings, NIC share) too
             assert astuple(got) == astuple(want), (tp, cp, pp, order, dim, op)
             seen.update(pat for pat, x in want.crossing or () if x.stage is not None)
+            base = g.within(gpn)
+            if base is not None and shifts_apply(c, op, *base):
+                shifted.add(_fastest(p)[0])
     if name.startswith("fat") and gpn < 8:  # the counts were compared where a stage binds, for every pattern
         assert {"p2p", "ring", "tree"} <= seen
+    if name != "dragonfly":  # every fastest dimension was priced from its base somewhere
+        assert shifted == {"tp", "cp", "dp", "pp"}
 
 
 def test_copies_and_runs_must_stay_on_their_nodes() -> None:

@@ -20,6 +20,7 @@ per layer unless said otherwise (b sequences, s tokens, h hidden, activations in
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
@@ -45,13 +46,14 @@ class Groups(Sequence[list[int]]):
     rank, :func:`group_shape`). Indexing gives lists of ranks, made on demand, so a caller that reads one group
     (the analytical model places the array as it is, ``np.asarray(groups)``) pays for that group only.
 
-    ``base`` with ``copies`` or ``runs`` > 1 (TP the fastest dimension): the groups are ``base``'s rows, each
-    followed by ``copies - 1`` copies with every rank shifted by 1, 2, ... (the other TP ranks' groups of a
-    dimension without TP), or with ``runs - 1`` more members after each member, shifted so (the other TP ranks of
-    a group with TP). The array itself is then made only when read (``make``), so a model that prices the groups
-    from ``base`` (:func:`~slowlink.collectives.communicator.shifts_apply`) never builds it."""
+    ``base`` with ``copies`` or ``runs`` > 1 (:func:`_split`: a smaller layout's groups, the fastest dimension's
+    ranks factored out): the groups are ``base``'s rows, each followed by ``copies - 1`` copies with every rank
+    shifted by 1, 2, ... (a dimension that does not run along the fastest one, e.g. DP beside TP), or with ``runs -
+    1`` more members after each member, shifted so (one that does, e.g. TP). The array itself is then made only
+    when read (``make``), so a model that prices the groups from ``base`` (:meth:`within` a node's GPUs,
+    :func:`~slowlink.collectives.communicator.shifts_apply`) never builds it."""
 
-    __slots__ = ("_array", "_lists", "_make", "base", "copies", "key", "runs", "shape")
+    __slots__ = ("_array", "_lists", "_make", "_within", "base", "copies", "key", "runs", "shape")
 
     def __init__(self, make: Callable[[], np.ndarray], shape: tuple[int, int], key: tuple[_Key, str],
                  base: np.ndarray | None = None, copies: int = 1, runs: int = 1) -> None:
@@ -63,6 +65,7 @@ class Groups(Sequence[list[int]]):
         self.copies = copies
         self.runs = runs
         self._lists: list[list[int]] | None = None
+        self._within: dict[int, tuple[np.ndarray, int, int] | None] = {}
 
     @property
     def array(self) -> np.ndarray:
@@ -101,6 +104,31 @@ class Groups(Sequence[list[int]]):
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
         return self.array if dtype is None else self.array.astype(dtype, copy=False)
+
+    def within(self, unit: int) -> tuple[np.ndarray, int, int] | None:
+        """(base, copies, runs) with shifts of fewer than ``unit`` ranks, or None (no base, or ``unit`` shares no
+        factor with the shifts). Shifts of ``k`` ranks are those of ``g = gcd(k, unit)``: copies ``x`` = ``g * i +
+        j`` of a group are copies ``j`` of its copy ``g * i``, and a member's run of ``k`` is ``k / g`` runs of ``g``.
+        So a layout's groups priced on a node of ``unit`` GPUs stand on the ranks of every ``g``-th, whatever ``k``
+        (a DP dimension of 131,072 without TP: one world group of 16,384 members, runs of 8 on 8-GPU nodes)."""
+        k = self.copies * self.runs
+        if self.base is None or k == 1:
+            return None
+        if unit not in self._within:
+            g = math.gcd(k, unit)
+            steps = np.arange(0, k, g)
+            if g == 1:
+                made = None
+            elif g == k:
+                made = (self.base, self.copies, self.runs)
+            elif self.copies > 1:  # copy g * i of every group, i slowest (the first group stays first)
+                made = ((self.base + steps[:, None, None]).reshape(-1, self.base.shape[1]), g, 1)
+            else:  # each member followed by its k / g runs' first ranks
+                made = ((self.base[:, :, None] + steps).reshape(self.base.shape[0], -1), 1, g)
+            if len(self._within) >= 4:
+                self._within.clear()
+            self._within[unit] = made
+        return self._within[unit]
 
     def lists(self) -> list[list[int]]:
         """Every group as a list of ranks (made once)."""
@@ -145,9 +173,10 @@ def group_shape(cluster: Cluster, op: str, groups: Sequence[list[int]]) -> Group
         if len(_SHAPES) >= _SHAPES_MAX or _shapes_ranks + ranks > _SHAPES_MAX_RANKS:
             _SHAPES.clear()
             _shapes_ranks = 0
-        if isinstance(groups, Groups) and groups.base is not None \
-                and shifts_apply(cluster, op, groups.base, groups.copies, groups.runs):
-            hit = communicator(cluster, op, groups.base, copies=groups.copies, runs=groups.runs)
+        shifted = groups.within(cluster.gpus_per_node) if isinstance(groups, Groups) else None
+        if shifted is not None and shifts_apply(cluster, op, *shifted):
+            base, copies, runs = shifted
+            hit = communicator(cluster, op, base, copies=copies, runs=runs)
         else:
             hit = communicator(cluster, op, groups)
         _SHAPES[key] = hit
@@ -195,23 +224,47 @@ def groups_of(p: Parallel, dim: str) -> Groups:
 
 @functools.lru_cache(maxsize=256)
 def _derived(key: _Key, dim: str) -> Groups:
-    tp, order = key[0], key[5]
-    if tp > 1 and order.startswith("tp-") and dim in (*_COPIES, *_RUNS):
-        # TP fastest: rank = tp_i + tp * (the rank of the same other coordinates with tp = 1). The groups of a
-        # dimension without TP come tp_i fastest, those of one with TP hold every tp_i of each such rank in a row:
-        # either way the tp = 1 layout's groups times tp, with tp copies or tp runs
-        base = np.ascontiguousarray(tp * _made((1, *key[1:]), dim))
+    split = _split(key, dim)
+    if split is not None:  # the reduced layout's groups times f, f copies or f runs (:func:`_split`)
+        reduced, f, kind = split
+        base = np.ascontiguousarray(f * _made(reduced, dim))
         base.setflags(write=False)
         make = functools.partial(_made, key, dim)
-        if dim in _COPIES:
-            return Groups(make, (base.shape[0] * tp, base.shape[1]), (key, dim), base, copies=tp)
-        return Groups(make, (base.shape[0], base.shape[1] * tp), (key, dim), base, runs=tp)
+        if kind == "copies":
+            return Groups(make, (base.shape[0] * f, base.shape[1]), (key, dim), base, copies=f)
+        return Groups(make, (base.shape[0], base.shape[1] * f), (key, dim), base, runs=f)
     made = _made(key, dim)
     return Groups(functools.partial(np.asarray, made), made.shape, (key, dim))  # a partial pickles, a lambda not
 
 
-_COPIES = ("pp_pairs", "cp_pairs", "dp", "cp", "dp_cp", "pp", "ep", "edp")  # the dimensions without TP
-_RUNS = ("tp", "tp_cp", "tp_pp", "tp_cp_dp", "world")  # those with TP
+_SPANS = {  # the dimensions each kind of group runs along (ep: ep consecutive DP indices; edp: every ep-th)
+    "tp": ("tp",), "cp": ("cp",), "dp": ("dp",), "pp": ("pp",), "dp_cp": ("dp", "cp"), "tp_cp": ("tp", "cp"),
+    "tp_pp": ("tp", "pp"), "tp_cp_dp": ("tp", "cp", "dp"), "world": ("tp", "cp", "dp", "pp"), "ep": ("dp",),
+    "edp": (), "pp_pairs": (), "cp_pairs": (),
+}
+
+
+def _split(key: _Key, dim: str) -> tuple[_Key, int, str] | None:
+    """The groups of ``dim`` as a smaller layout's, times ``f``, with ``f`` shifted copies or runs.
+
+    Let X be the fastest-varying dimension of more than one rank (``order``'s first such) and ``f`` its size (``ep``
+    when X is dp with expert parallelism: EP groups are ``ep`` consecutive DP indices). A rank is then ``x + f * r``
+    with ``x < f`` and ``r`` the rank of the same other coordinates in the layout with X ``f`` times smaller, so
+    every group is that layout's group times ``f``: shifted by ``x`` = 1 .. f - 1 (``copies``) when the group
+    does not run along X, each member followed by the next ``f - 1`` ranks (``runs``) when it does. Not for
+    pairs along X (the pipeline pairs when pp is X, the ring neighbours when cp is; they run along part of it)
+    nor for ep and edp groups over a DP dimension X without expert parallelism; None then, and when every
+    dimension is 1."""
+    tp, cp, dp, pp, ep, order = key
+    size = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}
+    fast = next((d for d in order.split("-") if size[d] > 1), None)
+    if fast is None or (fast, dim) in (("pp", "pp_pairs"), ("cp", "cp_pairs")) \
+            or (fast == "dp" and ep == 1 and dim in ("ep", "edp")) or dim not in _SPANS:
+        return None
+    f = ep if fast == "dp" and ep > 1 else size[fast]
+    size[fast] //= f
+    reduced = (size["tp"], size["cp"], size["dp"], size["pp"], 1 if fast == "dp" else ep, order)  # f = ep: 1
+    return reduced, f, "runs" if fast in _SPANS[dim] else "copies"
 
 
 def _pairs(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
