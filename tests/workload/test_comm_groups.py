@@ -105,19 +105,23 @@ def test_within_a_node_the_shifts_are_the_gcd_and_stand_for_the_same_groups(p: P
         assert sorted(map(tuple, written.tolist())) == sorted(map(tuple, g.lists()))
 
 
-def _cluster(gpn: int, **fabric: Any) -> Cluster:
+def _cluster(gpn: int, placement: dict[str, Any] | None = None, **fabric: Any) -> Cluster:
     return cluster_from_mapping({
-        "name": f"copies-{gpn}-{sorted(fabric.items())}", "nodes": 32 // gpn, "gpus_per_node": gpn,
+        "name": f"copies-{gpn}-{sorted(fabric.items())}-{placement}", "nodes": 32 // gpn, "gpus_per_node": gpn,
         "gpu": "h100-sxm", "scale_up": {"link": "nvlink4", "domain_gpus": gpn},
         "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}},
-        "fabric": {"transport": "infiniband", "tiers": 2, **fabric}})
+        "fabric": {"transport": "infiniband", "tiers": 2, **fabric}, **({"placement": placement} if placement else {})})
 
 
-CLUSTERS = {
+CLUSTERS: dict[str, dict[str, Any]] = {
     "fat2-4to1": {"switch_radix": 10, "oversubscription": 4},
     "rail2": {"topology": "rail-optimized", "switch_radix": 8},
     "fat3": {"switch_radix": 4, "tiers": 3, "oversubscription": [1, 1, 2]},
     "dragonfly": {"topology": "dragonfly", "switch_radix": 4, "dragonfly": {"groups": 4}},
+    # blocks of ranks on nodes in a shuffled order: a shifted rank stays on its block's node all the same
+    "fat2-fragmented": {"switch_radix": 10, "oversubscription": 4, "placement": {"mode": "fragmented", "seed": 3}},
+    "fat3-reversed": {"switch_radix": 4, "tiers": 3, "oversubscription": [1, 1, 2],
+                      "placement": {"mode": "custom", "node_order": "reversed"}},
 }
 
 
@@ -130,7 +134,11 @@ PRICED = [("pp_pairs", "send_recv"), ("cp_pairs", "send_recv"), ("dp", "all_redu
 @pytest.mark.parametrize("name", sorted(CLUSTERS))
 @pytest.mark.parametrize("gpn", [2, 4, 8])
 def test_groups_priced_from_their_base_give_the_same_group(name: str, gpn: int) -> None:
-    c = _cluster(gpn, **CLUSTERS[name])
+    spec = dict(CLUSTERS[name])
+    placement = spec.pop("placement", None)
+    if placement and placement.get("node_order") == "reversed":
+        placement = {**placement, "node_order": list(range(32 // gpn))[::-1]}
+    c = _cluster(gpn, placement, **spec)
     seen: set[str] = set()
     shifted: set[str] = set()  # the fastest dimensions whose layouts were priced from their base
     for tp, cp, pp, order in itertools.product((1, 2, 4, 8), (1, 2), (1, 2, 4), ORDERS):
