@@ -37,6 +37,16 @@ def llama3_fabric(nodes: int, topology: str = TOPOLOGY) -> Cluster:
                    "pod_gpus": 3072}})
 
 
+def nvl72_racks(gpus: int, topology: str = TOPOLOGY) -> Cluster:
+    """GB200 NVL72 racks (``examples/rail-nvl72.yaml`` at ``gpus / 72`` racks): 18 trays of 4 GPUs in one
+    72-GPU NVLink domain, 4 x 400G InfiniBand per tray, 3 tiers. A domain spans nodes, so its rings and trees
+    leave by every member's NICs (``communicator.domain_channels``)."""
+    return cluster_from_mapping({
+        "name": f"nvl72-{gpus}", "nodes": gpus // 4, "gpus_per_node": 4, "gpu": "gb200",
+        "scale_up": {"link": "nvlink5", "domain_gpus": 72}, "nics": {"compute": {"per_node": 4, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "topology": topology, "tiers": 3}})
+
+
 def fsdp_405b(gpus: int, pp: int = 1, order: str = "tp-cp-dp-pp") -> Workload:
     """Llama 3 405B without tensor parallelism: FSDP (ZeRO 3) over every GPU, or over ``gpus / pp`` with ``pp``
     pipeline stages (126 layers: 7 on the first and last, as Table 4's layout); DP is then the fastest dimension
@@ -56,12 +66,15 @@ LAYOUTS = {  # name -> the workload at a GPU count
 }
 
 
-def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3") -> tuple[float, float, float]:
+def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3",
+                racks: bool = False) -> tuple[float, float, float]:
     """Wall time of the first analytical plan of a layout on a new cluster (its rank groups built too), the best
-    of ``repeat`` first plans on new cluster values (the groups known), and the step time."""
+    of ``repeat`` first plans on new cluster values (the groups known), and the step time. ``racks``: on GB200
+    NVL72 racks (:func:`nvl72_racks`) instead of Llama 3's fabric."""
     times, step = [], 0.0
     for i in range(repeat):
-        c = replace(llama3_fabric(gpus // 8, topology), name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
+        made = nvl72_racks(gpus, topology) if racks else llama3_fabric(gpus // 8, topology)
+        c = replace(made, name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
         w = LAYOUTS[layout](gpus)
         t0 = time.perf_counter()
         r = plan(w, c, check_memory=False)
@@ -87,6 +100,8 @@ def main() -> int:
     ap.add_argument("--flow", default="16384,65536,131072", help="GPU counts of the flow plans ('' for none)")
     ap.add_argument("--cold", default="1024,16384,131072", help="GPU counts of the cold plans ('' for none)")
     ap.add_argument("--topology", default=TOPOLOGY, choices=("rail-optimized", "fat-tree"))
+    ap.add_argument("--nvl72", default="", help="GPU counts (multiples of 72) of cold plans on GB200 NVL72 racks, "
+                    "reported without a goal ('' for none; e.g. 9216,147456)")
     ap.add_argument("--layout", default="llama3", choices=sorted(LAYOUTS), help="the cold plans' layout")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--flow-repeat", type=int, default=1)
@@ -99,6 +114,10 @@ def main() -> int:
         ok = ok and not miss
         print(f"cold analytical plan {g:>7} GPUs: {first * 1e3:8.1f} ms first (groups built), {dt * 1e3:8.1f} ms "
               f"on a new cluster  step {step!r}{'  MISSED' if miss else ''}", flush=True)
+    for g in [int(x) for x in args.nvl72.split(",") if x]:
+        first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout, racks=True)
+        print(f"cold analytical plan {g:>7} GPUs on NVL72 racks: {first * 1e3:8.1f} ms first, {dt * 1e3:8.1f} ms on a "
+              f"new cluster  step {step!r}", flush=True)
     for g in [int(x) for x in args.flow.split(",") if x]:
         dt, cpu, step = flow_plan_s(g, args.flow_repeat, args.topology)
         miss = g >= 131072 and dt >= FLOW_GOAL_S

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 import numpy as np
 
@@ -116,14 +115,16 @@ def place(cluster: Cluster, groups: Sequence[list[int]] | np.ndarray, node_of_bl
     dom_gpus = max(1, min(cluster.scale_up.domain_gpus, cluster.gpus))
     # a domain of one node is that node (the general rule below gives the same numbers)
     domains = nodes if dom_gpus == gpn else (nodes * gpn + ranks % gpn) // dom_gpus
-    if ring_order and dom_gpus > gpn:  # a domain spans nodes: keep its ranks together, domains by their lowest rank
+    if ring_order and dom_gpus > gpn and not (domains[:, 1:] >= domains[:, :-1]).all():
+        # a domain spans nodes: keep its ranks together, domains by their lowest rank (already so where the domains
+        # come in order along every group: block placement)
         g, n = ranks.shape
-        first = np.empty_like(domains)
-        for i in range(g):
-            _, idx, inv = np.unique(domains[i], return_index=True, return_inverse=True)
-            first[i] = idx[inv]
-        order = np.lexsort((np.broadcast_to(np.arange(n), (g, n)), first), axis=1)
         rows = np.arange(g)[:, None]
+        # each member's position of its domain's first member in its group: one unique over every group at once
+        _, idx, inv = np.unique((rows * (int(domains.max(initial=0)) + 1) + domains).ravel(), return_index=True,
+                                return_inverse=True)
+        first = (idx[inv].reshape(g, n) - rows * n)
+        order = np.lexsort((np.broadcast_to(np.arange(n), (g, n)), first), axis=1)
         ranks, nodes, domains = ranks[rows, order], nodes[rows, order], domains[rows, order]
     return Placed(ranks, nodes, domains)
 
@@ -177,25 +178,57 @@ def _channel_edges(cluster: Cluster, p: Placed, pairs: list[tuple[int, int]] | N
                    weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Node-to-node edges of domain-to-domain traffic spread over :func:`domain_channels`: for each
     (from, to) pair of domain indices (ring order; None: each domain to the next, a ring), ``weight`` units
-    split evenly over the sender's channels, channel ``c`` to the receiver's ``c``-th (mod its count)."""
+    split evenly over the sender's channels, channel ``c`` to the receiver's ``c``-th (mod its count). Edges in
+    the order of the groups, then the pairs, then the channels; every group's at once (O(ranks log ranks))."""
+    nodes_of, start, count, seg_of_row = _channels_of(cluster, p)
+    d = np.diff(seg_of_row)  # domains of each group
+    if pairs is None:  # each domain to the next, around, in groups of more than one domain
+        row = np.repeat(np.arange(len(d)), d)
+        a = np.arange(int(seg_of_row[-1]))
+        b = seg_of_row[row] + (a - seg_of_row[row] + 1) % d[row]
+        keep = d[row] > 1
+        a, b = a[keep], b[keep]
+    else:  # the same pairs in every group, those past its domains left out (unequal groups: a scenario's lists)
+        pa, pb = np.asarray(pairs, dtype=np.int64).reshape(-1, 2).T
+        valid = np.maximum(pa, pb)[None, :] < d[:, None]
+        a = (seg_of_row[:-1, None] + pa[None, :])[valid]
+        b = (seg_of_row[:-1, None] + pb[None, :])[valid]
+    lens = count[a]
+    c = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)  # channel c of the sender's
+    src = nodes_of[np.repeat(start[a], lens) + c]
+    dst = nodes_of[np.repeat(start[b], lens) + c % np.repeat(count[b], lens)]
+    return src, dst, np.repeat(weight / lens, lens)
+
+
+def _channels_of(cluster: Cluster, p: Placed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`domain_channels` of every domain of every group (ranks in ring order, a domain's together), at
+    once: the channels' nodes, in order; each domain's first channel and count (domains numbered group after
+    group, in ring order); and the first domain number of each group (one more at the end: the total)."""
     gpn, nics = cluster.gpus_per_node, _nics(cluster)
-    src: list[int] = []
-    dst: list[int] = []
-    w: list[float] = []
-    for ranks, nodes, doms in zip(p.ranks.tolist(), p.nodes.tolist(), p.domains.tolist(), strict=True):
-        cuts = [0] + [i for i in range(1, len(doms)) if doms[i] != doms[i - 1]] + [len(doms)]
-        chans = [[n for _, n, _ in domain_channels(ranks[a:b], nodes[a:b], gpn, nics)]
-                 for a, b in pairwise(cuts)]
-        d = len(chans)
-        ring = [(i, (i + 1) % d) for i in range(d)] if d > 1 else []
-        for a, b in ring if pairs is None else pairs:
-            if max(a, b) >= d:  # unequal groups (a scenario's own lists): edges past this one's domains
-                continue
-            ca, cb = chans[a], chans[b]
-            src += ca
-            dst += [cb[c % len(cb)] for c in range(len(ca))]
-            w += [weight / len(ca)] * len(ca)
-    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(w, dtype=float)
+    g, n = p.ranks.shape
+    local = p.ranks % gpn
+    if nics >= gpn:  # affine_nics: each GPU's own block of NICs, in order
+        per = nics // gpn
+        nic = local[:, :, None] * per + np.arange(per)
+    else:
+        per = 1
+        nic = (local * nics // gpn)[:, :, None]
+    # a NIC's first appearance in its group, members in ring order (a node, so its NICs, is in one domain)
+    key = (np.arange(g)[:, None, None] * (int(p.nodes.max(initial=0)) + 1) + p.nodes[:, :, None]) * nics + nic
+    flat = key.ravel()
+    if (flat[1:] >= flat[:-1]).all():  # in order (block placement): a NIC first appears where the key changes
+        first = np.flatnonzero(np.concatenate(([True], flat[1:] != flat[:-1])))
+    else:
+        first = np.unique(flat, return_index=True)[1]
+        first.sort()
+    row, member = first // (n * per), first // per % n
+    seg = np.zeros((g, n), dtype=np.int64)
+    seg[:, 1:] = np.cumsum(p.domains[:, 1:] != p.domains[:, :-1], axis=1)
+    seg_of_row = np.zeros(g + 1, dtype=np.int64)
+    seg_of_row[1:] = np.cumsum(seg[:, -1] + 1)
+    domain = seg_of_row[row] + seg[row, member]
+    count = np.bincount(domain, minlength=int(seg_of_row[-1]))
+    return p.nodes[row, member], np.cumsum(count) - count, count, seg_of_row
 
 
 def ring_crossing(cluster: Cluster, p: Placed) -> Crossing:
