@@ -26,10 +26,11 @@ FLOW_GOAL_S = 15.0  # 131,072 GPUs
 COLD_GOAL_S = 0.020  # 131,072 GPUs
 
 
-def llama3_fabric(nodes: int, topology: str = TOPOLOGY) -> Cluster:
+def llama3_fabric(nodes: int, topology: str = TOPOLOGY, degraded: bool = False) -> Cluster:
     """``examples/fat3-llama3-style.yaml`` at ``nodes`` H100 nodes: 8 x 400G RoCE rails, ECMP, 3 tiers, full
-    bisection inside 3,072-GPU pods and 1:7 above them (Dubey et al. 2024, Sec. 3.3.1)."""
-    return cluster_from_mapping({
+    bisection inside 3,072-GPU pods and 1:7 above them (Dubey et al. 2024, Sec. 3.3.1). ``degraded``: node 5's
+    first NIC at half rate (every group with a member there reads its NICs)."""
+    return cluster_from_mapping({**({"degraded": [{"node": 5, "nic": 0, "rate": 0.5}]} if degraded else {}),
         "name": f"llama3-fabric-{nodes * 8}", "nodes": nodes, "gpus_per_node": 8, "gpu": "h100-sxm",
         "scale_up": {"link": "nvlink4", "domain_gpus": 8},
         "nics": {"compute": {"per_node": 8, "speed_gbit_s": 400}},
@@ -66,14 +67,14 @@ LAYOUTS = {  # name -> the workload at a GPU count
 }
 
 
-def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3",
-                racks: bool = False) -> tuple[float, float, float]:
+def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3", racks: bool = False,
+                degraded: bool = False) -> tuple[float, float, float]:
     """Wall time of the first analytical plan of a layout on a new cluster (its rank groups built too), the best
     of ``repeat`` first plans on new cluster values (the groups known), and the step time. ``racks``: on GB200
     NVL72 racks (:func:`nvl72_racks`) instead of Llama 3's fabric."""
     times, step = [], 0.0
     for i in range(repeat):
-        made = nvl72_racks(gpus, topology) if racks else llama3_fabric(gpus // 8, topology)
+        made = nvl72_racks(gpus, topology) if racks else llama3_fabric(gpus // 8, topology, degraded)
         c = replace(made, name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
         w = LAYOUTS[layout](gpus)
         t0 = time.perf_counter()
@@ -102,6 +103,7 @@ def main() -> int:
     ap.add_argument("--topology", default=TOPOLOGY, choices=("rail-optimized", "fat-tree"))
     ap.add_argument("--nvl72", default="", help="GPU counts (multiples of 72) of cold plans on GB200 NVL72 racks, "
                     "reported without a goal ('' for none; e.g. 9216,147456)")
+    ap.add_argument("--degraded", action="store_true", help="the cold plans' cluster with one NIC at half rate")
     ap.add_argument("--layout", default="llama3", choices=sorted(LAYOUTS), help="the cold plans' layout")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--flow-repeat", type=int, default=1)
@@ -109,7 +111,7 @@ def main() -> int:
     plan(llama3_405b(1), llama3_fabric(16), check_memory=False)  # imports and the model's tables
     ok = True
     for g in [int(x) for x in args.cold.split(",") if x]:
-        first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout)
+        first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout, degraded=args.degraded)
         miss = g >= 131072 and max(first, dt) >= COLD_GOAL_S
         ok = ok and not miss
         print(f"cold analytical plan {g:>7} GPUs: {first * 1e3:8.1f} ms first (groups built), {dt * 1e3:8.1f} ms "
