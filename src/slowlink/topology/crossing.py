@@ -61,10 +61,12 @@ def _local_time(shape: FabricShape, gs: np.ndarray, ss: np.ndarray, gd: np.ndarr
     keys.append((gs[same] * a + ss[same]) * a + sd[same])
     loads.append(w[same] * (ss[same] != sd[same]))
     x = ~same
+    gsx, gdx, ssx, sdx, wx = gs[x], gd[x], ss[x], sd[x], w[x] / m  # the edges across groups, read once
+    from_s, to_d = gsx * a + ssx, gdx * a
     for k in range(m):
-        gw_s, gw_d = shape.df_gateway(gs[x], gd[x], k), shape.df_gateway(gd[x], gs[x], k)
-        keys += [(gs[x] * a + ss[x]) * a + gw_s, (gd[x] * a + gw_d) * a + sd[x]]
-        loads += [w[x] / m * (ss[x] != gw_s), w[x] / m * (gw_d != sd[x])]
+        gw_s, gw_d = shape.df_gateway(gsx, gdx, k), shape.df_gateway(gdx, gsx, k)
+        keys += [from_s * a + gw_s, (to_d + gw_d) * a + sdx]
+        loads += [wx * (ssx != gw_s), wx * (gw_d != sdx)]
     key, load = np.concatenate(keys), np.concatenate(loads)
     if len(key) == 0:
         return 0.0
