@@ -116,15 +116,13 @@ class Groups(Sequence[list[int]]):
             return None
         if unit not in self._within:
             g = math.gcd(k, unit)
-            steps = np.arange(0, k, g)
-            if g == 1:
-                made = None
-            elif g == k:
+            made: tuple[np.ndarray, int, int] | None = None
+            if g == k:
                 made = (self.base, self.copies, self.runs)
-            elif self.copies > 1:  # copy g * i of every group, i slowest (the first group stays first)
-                made = ((self.base + steps[:, None, None]).reshape(-1, self.base.shape[1]), g, 1)
-            else:  # each member followed by its k / g runs' first ranks
-                made = ((self.base[:, :, None] + steps).reshape(self.base.shape[0], -1), 1, g)
+            elif g > 1 and self.copies > 1:  # copy g * i of every group, i slowest (the first group stays first)
+                made = ((self.base + np.arange(0, k, g)[:, None, None]).reshape(-1, self.base.shape[1]), g, 1)
+            elif g > 1:  # each member followed by its k / g runs' first ranks
+                made = ((self.base[:, :, None] + np.arange(0, k, g)).reshape(self.base.shape[0], -1), 1, g)
             if len(self._within) >= 4:
                 self._within.clear()
             self._within[unit] = made
