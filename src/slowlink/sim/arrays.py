@@ -1,8 +1,9 @@
-"""Ring and point-to-point phases built as arrays: every flow of every group at once, no per-GPU Python call.
+"""Ring, point-to-point and tree phases built as arrays: every flow of every group at once, no per-GPU Python call.
 
 The same flows, in the same order, with the same sizes and per-step latency as the per-flow builders of
-:mod:`slowlink.sim.flows` (:func:`~slowlink.sim.flows.ring_phase`, :func:`~slowlink.sim.flows.send_recv_phase`),
-so every time computed from them is the same to the last bit; only the cost differs (numpy over all ranks
+:mod:`slowlink.sim.flows` (:func:`~slowlink.sim.flows.ring_phase`, :func:`~slowlink.sim.flows.send_recv_phase`)
+and :mod:`slowlink.sim.trees` (:func:`~slowlink.sim.trees.tree_phase`, from :func:`domain_channels_array`), so
+every time computed from them is the same to the last bit; only the cost differs (numpy over all ranks
 instead of a Python call per GPU). They apply to the regular case a training step produces: groups of one
 size, each group's scale-up domains holding equal runs of consecutive ranks inside one node, every domain
 with as many channels, a fat tree (one path per flow: :attr:`~slowlink.topology.fabric.Topology.route_array`).
@@ -94,6 +95,23 @@ def _channels(topo: Topology, doms: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return None
     shape = (*doms.shape[:2], k)
     return np.asarray(heads)[inv].reshape(shape), np.asarray(nic)[inv].reshape(shape)
+
+
+def domain_channels_array(topo: Topology, groups: Sequence[Sequence[int]]
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The regular case's groups as (groups, domains, ranks per domain) ranks in NCCL's ring order, with every
+    domain's channels (:func:`~slowlink.collectives.communicator.domain_channels`) as the positions of their head
+    ranks in the domain and their local NICs, (groups, domains, k) each; None outside it (module docstring)."""
+    placed = _domains(topo, groups)
+    if placed is None:
+        return None
+    ch = _channels(topo, placed[0])
+    return None if ch is None else (placed[0], *ch)
+
+
+def path_latencies(topo: Topology, links: np.ndarray) -> np.ndarray:
+    """Summed link latency of each padded path (``sim.phase.path_latency`` of every path, the same sums)."""
+    return _sum_hops(_latencies(topo), links)
 
 
 def ring_arrays(topo: Topology, groups: Sequence[Sequence[int]], chunk_bytes: float,

@@ -153,7 +153,7 @@ RING_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1
 def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], size_bytes: float,
            arrays: bool = False) -> list[Phase]:
     """The phases of ``op`` with ``algorithm`` (the analytical model's pick) over concurrent ``groups``;
-    ``arrays``: ring and send_recv phases as arrays where they can be (:mod:`slowlink.sim.arrays`; the same flows,
+    ``arrays``: ring, tree and send_recv phases as arrays where they can be (:mod:`slowlink.sim.arrays`; the same flows,
     for a caller that only times them)."""
     n = max(len(g) for g in groups)
     if op == "all_to_all":
@@ -164,7 +164,7 @@ def phases(topo: Topology, op: str, algorithm: str, groups: list[list[int]], siz
         raise ValueError(f"op ({op!r}) is not simulated: use all_reduce, all_gather, reduce_scatter, "
                          "all_to_all or send_recv")
     if algorithm == "tree" and op == "all_reduce":
-        return [tree_phase(topo, groups, size_bytes)]
+        return [tree_phase(topo, groups, size_bytes, arrays=arrays)]
     if algorithm in ("nvls", "nvls_tree") and op == "all_reduce":
         return [nvls_phase(topo, groups, size_bytes)]
     if algorithm == "hierarchical" and min(len(domains(topo, g)) for g in groups) > 1:

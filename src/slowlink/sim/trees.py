@@ -33,7 +33,10 @@ NVLS flows carry ``S x SCALE_UP / NVLS`` wire-equivalent bytes, and the phase pa
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
+
+import numpy as np
 
 from slowlink import units
 from slowlink.collectives.algorithms import (
@@ -51,7 +54,8 @@ from slowlink.collectives.constants import (
     TREE_BW_FACTOR,
     TREE_PER_CHANNEL_MAX_GBYTE_S,
 )
-from slowlink.collectives.nccl_trees import btree_parent, dtree_edges
+from slowlink.collectives.nccl_trees import btree_parent, dtree_edge_array, dtree_edges
+from slowlink.sim.arrays import FlowArrays, domain_channels_array, path_latencies
 from slowlink.sim.phase import Phase, domains, path_latency
 from slowlink.topology.fabric import Topology, tag_id
 
@@ -125,19 +129,29 @@ def _chains(topo: Topology, ph: Phase, group: int, dom: list[int], chans: list[C
             ph.add([(1.0, (topo.gpu_up[gpu],)), (1.0, (topo.gpu_down[gpu],))], b, ph.name, group)
 
 
-def _two_domain_slowdown(topo: Topology, n_domains: int, chans: list[list[Channel]]) -> float:
+def _two_domain_slowdown(topo: Topology, n_domains: int, nic_bytes_s: Callable[[], float]) -> float:
     """How much longer NCCL's per-channel tree ceiling makes a two-domain tree's network part than its NICs
     would (a kernel limit, no link's: expressed as more bytes, as the NVLS phase does): each channel moves 2 x
-    its NIC's rate of bus bandwidth at most, capped at TREE_PER_CHANNEL_MAX_GBYTE_S (the analytical model's
+    its NIC's rate (``nic_bytes_s()``: the slowest of the group's channels, read only here) of bus bandwidth at
+    most, capped at TREE_PER_CHANNEL_MAX_GBYTE_S (the analytical model's
     :func:`slowlink.collectives.algorithms.two_domain_tree_cap_bytes_s`, same ceiling and channels)."""
     if n_domains != 2 or topo.arch not in TREE_PER_CHANNEL_MAX_GBYTE_S:
         return 1.0
-    nic = min(topo.capacity_bytes_s[topo.nic_up[topo.nic_index(r, ln)]] for c in chans for r, ln in c)
-    return max(1.0, 2.0 * TREE_BW_FACTOR * nic / (TREE_PER_CHANNEL_MAX_GBYTE_S[topo.arch][1] * units.GB))
+    return max(1.0, 2.0 * TREE_BW_FACTOR * nic_bytes_s() / (TREE_PER_CHANNEL_MAX_GBYTE_S[topo.arch][1] * units.GB))
 
 
-def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "tree") -> Phase:
-    """NCCL's double binary tree all_reduce (Simple): chains inside domains, trees across, per channel."""
+def _slowest_nic(topo: Topology, chans: list[list[Channel]]) -> float:
+    """The lowest capacity (bytes/s) of the NICs the channels leave by."""
+    return min(topo.capacity_bytes_s[topo.nic_up[topo.nic_index(r, ln)]] for c in chans for r, ln in c)
+
+
+def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "tree",
+               arrays: bool = False) -> Phase:
+    """NCCL's double binary tree all_reduce (Simple): chains inside domains, trees across, per channel;
+    ``arrays``: as :class:`~slowlink.sim.arrays.FlowArrays` where :func:`_tree_arrays` applies (the same flows)."""
+    built = _tree_arrays(topo, groups, size_bytes, tag) if arrays else None
+    if built is not None:
+        return Phase(name=tag, arrays=built[0], step_latency_s=built[1], fill_fraction=built[2])
     ph = Phase(name=tag)
     key = tag_id(tag)
     wire = size_bytes / TREE_BW_FACTOR
@@ -145,7 +159,7 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         doms = domains(topo, g)
         chans = [channels(topo, dm) for dm in doms]
         k = max(len(c) for c in chans)
-        share = wire / (2 * k) * _two_domain_slowdown(topo, len(doms), chans)
+        share = wire / (2 * k) * _two_domain_slowdown(topo, len(doms), partial(_slowest_nic, topo, chans))
         net = _network_trees(topo, ph, gi, chans, share, key) if len(doms) > 1 else 0.0
         for dm, ch in zip(doms, chans, strict=True):
             _chains(topo, ph, gi, dm, ch, wire / k)
@@ -156,6 +170,71 @@ def tree_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: 
         ph.fill_fraction = max(ph.fill_fraction,
                                tree_fill_fraction(chain + tree_depth(len(doms)), size_bytes, "Simple"))
     return ph
+
+
+def _tree_arrays(topo: Topology, groups: list[list[int]], size_bytes: float,
+                 tag: str) -> tuple[FlowArrays, float, float] | None:
+    """:func:`tree_phase`'s flows as arrays, in its order (per group: both trees' edges, each channel, up then
+    down; then every domain's GPUs, up and down their scale-up link), its per-step latency and fill; None outside
+    the regular case (:func:`~slowlink.sim.arrays.domain_channels_array`, a fat tree's one path per flow)."""
+    regular = domain_channels_array(topo, groups) if topo.route_array is not None else None
+    if regular is None:
+        return None
+    doms, head, nic = regular
+    g, d, m = doms.shape
+    k = head.shape[2]
+    wire = size_bytes / TREE_BW_FACTOR
+    heads = np.take_along_axis(doms, head, axis=2)  # (g, d, k): each channel's head rank
+    nics = topo.nics_per_node
+
+    def slowest_nic(i: int) -> float:  # of group i's channels (NIC index: the head's node, its local NIC)
+        idx = topo.block_array[heads[i] // topo.gpus_per_node] * nics + nic[i] % nics
+        return float(np.asarray(topo.capacity_bytes_s, dtype=np.float64)[np.asarray(topo.nic_up)[idx]].min())
+
+    share = [wire / (2 * k) * _two_domain_slowdown(topo, d, partial(slowest_nic, i)) for i in range(g)]
+    parts_links, parts_sizes = [], []
+    net = np.zeros(g)
+    if d > 1:
+        edges = dtree_edge_array(d)  # (child, parent), tree 0 first: dtree_edges' order
+        tree = (np.arange(len(edges)) >= d - 1).astype(np.int64)
+        c, p = edges[:, 0], edges[:, 1]
+        # (g, edges, k, 2): child -> parent, then parent -> child
+        src = np.stack((heads[:, c, :], heads[:, p, :]), axis=3)
+        dst = np.stack((heads[:, p, :], heads[:, c, :]), axis=3)
+        ls = np.stack((nic[:, c, :], nic[:, p, :]), axis=3)
+        ld = np.stack((nic[:, p, :], nic[:, c, :]), axis=3)
+        key = np.broadcast_to((tag_id(tag) + 2 * np.arange(k)[None, :] + tree[:, None])[None, :, :, None], src.shape)
+        paths = topo.gpu_path_array(src.ravel(), dst.ravel(), ls.ravel(), key.ravel(), ld.ravel())
+        if paths is None:
+            return None
+        net = path_latencies(topo, paths).reshape(g, -1).max(axis=1)
+        parts_links.append(paths.reshape(g, -1, paths.shape[1]))
+        parts_sizes.append(np.repeat(np.asarray(share)[:, None], src[0].size, axis=1))
+    if m > 1:  # each domain's chains (_chains): bytes per GPU summed channel by channel, in head order
+        sent = np.zeros((g, d, m))
+        edge = wire / k
+        pos = np.arange(m)
+        for h in range(k):
+            i = (pos - head[:, :, h:h + 1]) % m
+            sent = sent + edge * ((i > 0).astype(np.int64) + (i < m - 1))
+        gpu = topo.gpu_array(doms)
+        up, down = np.asarray(topo.gpu_up, dtype=np.int64)[gpu], np.asarray(topo.gpu_down, dtype=np.int64)[gpu]
+        parts_links.append(np.stack((up, down), axis=3).reshape(g, -1, 1))
+        parts_sizes.append(np.repeat(sent.reshape(g, -1), 2, axis=1))
+    if not parts_links:
+        return None
+    width = max(x.shape[2] for x in parts_links)
+    links = np.concatenate([np.pad(x, ((0, 0), (0, 0), (0, width - x.shape[2])), constant_values=-1)
+                            for x in parts_links], axis=1)
+    sizes = np.concatenate(parts_sizes, axis=1)
+    first = np.asarray([grp[0] for grp in groups], dtype=np.int64)
+    lat = np.asarray(topo.latency_s, dtype=np.float64)
+    gpu0 = topo.gpu_array(first)
+    hop = lat[np.asarray(topo.gpu_up, dtype=np.int64)[gpu0]] + lat[np.asarray(topo.gpu_down, dtype=np.int64)[gpu0]]
+    step = 2 * ((m - 1) * hop + tree_depth(d) * net)
+    group = np.repeat(np.arange(g), links.shape[1])
+    return (FlowArrays(links.reshape(-1, width), sizes.ravel(), group), float(max(0.0, step.max())),
+            max(0.0, tree_fill_fraction(m - 1 + tree_depth(d), size_bytes, "Simple")))
 
 
 def nvls_phase(topo: Topology, groups: list[list[int]], size_bytes: float, tag: str = "nvls") -> Phase:
