@@ -48,6 +48,25 @@ def nvl72_racks(gpus: int, topology: str = TOPOLOGY) -> Cluster:
         "fabric": {"transport": "infiniband", "topology": topology, "tiers": 3}})
 
 
+def dragonfly(gpus: int) -> Cluster:
+    """H100 nodes (8 x 400G) on a dragonfly of 64 groups of 64-port switches (Kim et al. 2008 sizing from the
+    radix, ``examples/dragonfly-16g.yaml`` grown): its local links' loads are fractions, so groups are placed
+    written out."""
+    return cluster_from_mapping({
+        "name": f"dragonfly-{gpus}", "nodes": gpus // 8, "gpus_per_node": 8, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": 8}, "nics": {"compute": {"per_node": 8, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "topology": "dragonfly", "switch_radix": 64,
+                   "dragonfly": {"groups": 64}}})
+
+
+def mixtral_moe(gpus: int) -> Workload:
+    """Mixtral 8x7B with TP 2 (sequence parallel) and EP 8 over DP: its all_to_all groups are placed written out."""
+    return workload_from_mapping({
+        "model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": gpus // 2, "micro_batch": 1,
+                                                           "precision": "bf16"},
+        "parallel": {"tp": 2, "pp": 1, "dp": gpus // 2, "ep": 8, "zero": 1, "sequence_parallel": True}})
+
+
 def fsdp_405b(gpus: int, pp: int = 1, order: str = "tp-cp-dp-pp") -> Workload:
     """Llama 3 405B without tensor parallelism: FSDP (ZeRO 3) over every GPU, or over ``gpus / pp`` with ``pp``
     pipeline stages (126 layers: 7 on the first and last, as Table 4's layout); DP is then the fastest dimension
@@ -64,17 +83,19 @@ LAYOUTS = {  # name -> the workload at a GPU count
     "fsdp": fsdp_405b,  # tp 1: DP over every rank
     "fsdp-pp": lambda gpus: fsdp_405b(gpus, pp=16),  # tp 1, DP fastest, 16 stages
     "pp-first": lambda gpus: fsdp_405b(gpus, pp=16, order="pp-tp-cp-dp"),  # the stages on neighbouring ranks
+    "moe": mixtral_moe,  # all_to_all over EP 8
 }
 
 
 def cold_plan_s(gpus: int, repeat: int, topology: str, layout: str = "llama3", racks: bool = False,
-                degraded: bool = False) -> tuple[float, float, float]:
+                degraded: bool = False, groups: bool = False) -> tuple[float, float, float]:
     """Wall time of the first analytical plan of a layout on a new cluster (its rank groups built too), the best
     of ``repeat`` first plans on new cluster values (the groups known), and the step time. ``racks``: on GB200
-    NVL72 racks (:func:`nvl72_racks`) instead of Llama 3's fabric."""
+    NVL72 racks (:func:`nvl72_racks`) instead of Llama 3's fabric; ``groups``: on a dragonfly (:func:`dragonfly`)."""
     times, step = [], 0.0
     for i in range(repeat):
-        made = nvl72_racks(gpus, topology) if racks else llama3_fabric(gpus // 8, topology, degraded)
+        made = nvl72_racks(gpus, topology) if racks else dragonfly(gpus) if groups \
+            else llama3_fabric(gpus // 8, topology, degraded)
         c = replace(made, name=f"cold-{gpus}-{i}-{time.perf_counter_ns()}")
         w = LAYOUTS[layout](gpus)
         t0 = time.perf_counter()
@@ -103,6 +124,8 @@ def main() -> int:
     ap.add_argument("--topology", default=TOPOLOGY, choices=("rail-optimized", "fat-tree"))
     ap.add_argument("--nvl72", default="", help="GPU counts (multiples of 72) of cold plans on GB200 NVL72 racks, "
                     "reported without a goal ('' for none; e.g. 9216,147456)")
+    ap.add_argument("--dragonfly", default="", help="GPU counts of cold plans on a 64-group dragonfly, reported "
+                    "without a goal ('' for none; e.g. 16384,131072)")
     ap.add_argument("--degraded", action="store_true", help="the cold plans' cluster with one NIC at half rate")
     ap.add_argument("--layout", default="llama3", choices=sorted(LAYOUTS), help="the cold plans' layout")
     ap.add_argument("--repeat", type=int, default=3)
@@ -119,6 +142,10 @@ def main() -> int:
     for g in [int(x) for x in args.nvl72.split(",") if x]:
         first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout, racks=True)
         print(f"cold analytical plan {g:>7} GPUs on NVL72 racks: {first * 1e3:8.1f} ms first, {dt * 1e3:8.1f} ms on a "
+              f"new cluster  step {step!r}", flush=True)
+    for g in [int(x) for x in args.dragonfly.split(",") if x]:
+        first, dt, step = cold_plan_s(g, args.repeat, args.topology, args.layout, groups=True)
+        print(f"cold analytical plan {g:>7} GPUs on a dragonfly: {first * 1e3:8.1f} ms first, {dt * 1e3:8.1f} ms on a "
               f"new cluster  step {step!r}", flush=True)
     for g in [int(x) for x in args.flow.split(",") if x]:
         dt, cpu, step = flow_plan_s(g, args.flow_repeat, args.topology)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -10,8 +11,14 @@ import pytest
 from slowlink.collectives.communicator import communicator, place, ring_crossing, tree_crossing
 from slowlink.collectives.nccl_trees import dtree_edges
 from slowlink.spec.cluster import Cluster
-from slowlink.topology.crossing import NONE, all_to_all_crossing, both_ways_crossing, edge_crossing
-from slowlink.topology.shape import fabric_shape
+from slowlink.topology.crossing import (
+    NONE,
+    _local_time_nodes,
+    all_to_all_crossing,
+    both_ways_crossing,
+    edge_crossing,
+)
+from slowlink.topology.shape import FabricShape, fabric_shape
 
 
 def _one_group(c: Cluster) -> list[list[int]]:
@@ -145,3 +152,49 @@ def test_groups_on_the_same_nodes_are_counted_once(make_cluster: Callable[..., C
     y = tree_crossing(c, p)
     assert y == edge_crossing(s, nic, np.concatenate([a, b]), np.concatenate([b, a]), 0.5)
     assert (x.stage, y.stage) != (None, None) or kind != "fat-tree"  # a stage binds: the factors are not all 1
+
+
+def _local_by_hand(shape: FabricShape, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
+    """The busiest dragonfly local link / line rate written out: every node edge's NIC i to the peer's NIC i (rail
+    to rail), w / NICs each; across groups w / NICs / m by each of the pair's m global links, a local hop to its
+    gateway and one from the far gateway; a hop inside one switch loads nothing. Summed exactly (fractions)."""
+    from fractions import Fraction
+
+    nics, epg, p = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf
+    m = max(1, shape.global_links_per_pair)
+    load: dict[tuple[int, int, int], Fraction] = {}
+
+    def add(g: int, a: int, b: int, x: Fraction) -> None:
+        if a != b:
+            load[(g, a, b)] = load.get((g, a, b), Fraction(0)) + x
+
+    for s, d, x in zip(src.tolist(), dst.tolist(), w.tolist(), strict=True):
+        for i in range(nics):
+            es, ed = s * nics + i, d * nics + i
+            gs, ss, gd, sd = es // epg, (es % epg) // p, ed // epg, (ed % epg) // p
+            share = Fraction(x) / nics
+            if gs == gd:
+                add(gs, ss, sd, share)
+                continue
+            for k in range(m):
+                add(gs, ss, int(shape.df_gateway(gs, gd, k)), share / m)
+                add(gd, int(shape.df_gateway(gd, gs, k)), sd, share / m)
+    return float(max(load.values(), default=Fraction(0))) / shape.line_bytes_s
+
+
+@pytest.mark.parametrize(("gpn", "nics", "radix", "groups", "h"), [(8, 8, 16, 8, 2), (6, 3, 8, 4, 2), (4, 3, 6, 3, 3),
+                                                                   (8, 6, 12, 6, 1), (4, 4, 16, 16, 2)])
+def test_dragonfly_local_links_are_the_loads_written_out(make_cluster: Callable[..., Cluster], gpn: int, nics: int,
+                                                         radix: int, groups: int, h: int) -> None:
+    c = make_cluster(nodes=48, gpn=gpn, nics=nics, topology="dragonfly", switch_radix=radix,
+                     dragonfly={"groups": groups, "global_links_per_switch": h})
+    shape = fabric_shape(c)
+    rng = np.random.default_rng(gpn * nics)
+    for w in (np.ones(200), rng.integers(1, 9, 200).astype(float), np.full(200, 0.5)):  # whole and half weights
+        src, dst = rng.integers(0, 48, 200), rng.integers(0, 48, 200)
+        got = _local_time_nodes(shape, src, dst, w)
+        assert got == pytest.approx(_local_by_hand(shape, src, dst, w), rel=1e-15)
+        # the same edges in another order, or each written twice at half weight: the same number exactly
+        order = rng.permutation(200)
+        assert _local_time_nodes(shape, src[order], dst[order], w[order]) == got
+        assert _local_time_nodes(shape, np.tile(src, 2), np.tile(dst, 2), np.tile(w / 2, 2)) == got

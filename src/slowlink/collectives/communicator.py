@@ -25,7 +25,6 @@ from slowlink.topology.crossing import (
     Crossing,
     all_to_all_crossing,
     both_ways_crossing,
-    counts_by_domain,
     edge_crossing,
 )
 from slowlink.topology.degraded import NO_PENALTY, Penalty, group_penalty
@@ -325,17 +324,16 @@ def shifts_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int = 1,
     is the fastest dimension: the other TP ranks' groups of a dimension without TP, the other TP ranks of a group
     with TP). One of the two is 1, the other divides a node's GPUs and every rank, so that a shifted rank stays in
     its block of GPUs, on the same node whatever the placement of blocks. Not with degraded parts (their
-    penalties read every rank) or dragonfly links (local and group-pair loads are split by fractions, which a
-    multiple would round differently); not all_to_all (its loads count members per domain); runs not for
-    send_recv pairs; rings and trees on scale-up domains of one node (a shifted rank stays in its rank's domain,
-    and a domain's channels are its node's). Every count is then the written-out groups' whole number: the same
-    Group (:func:`communicator`)."""
+    penalties read every rank); not all_to_all (its loads count members per domain); runs not for send_recv
+    pairs; rings and trees on scale-up domains of one node (a shifted rank stays in its rank's domain, and a
+    domain's channels are its node's). Every load is then a sum of whole (or half: a tree's) edge weights, scaled
+    once (dragonfly local links too: :func:`~slowlink.topology.crossing.edge_crossing`), so the copies' and runs'
+    multiples are the written-out groups' numbers: the same Group (:func:`communicator`)."""
     k = copies * runs
-    gpn, shape = cluster.gpus_per_node, fabric_shape(cluster)
+    gpn = cluster.gpus_per_node
     return (k > 1 and min(copies, runs) == 1 and op != "all_to_all" and not (op == "send_recv" and runs > 1)
             and gpn % k == 0 and not cluster.degraded
             and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
-            and counts_by_domain(shape)
             and not (np.asarray(groups) % k).any())
 
 

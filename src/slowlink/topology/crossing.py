@@ -54,14 +54,17 @@ def _local_time(shape: FabricShape, gs: np.ndarray, ss: np.ndarray, gd: np.ndarr
                 w: np.ndarray) -> float:
     """Busiest dragonfly local link / line rate, switch-to-switch traffic ``w`` from (group gs, switch ss)
     to (gd, sd) under minimal routing spread evenly over the m global links of a pair: inside a group one
-    local hop; across, a local hop to the gateway of global link k and one from the far gateway."""
+    local hop; across, a local hop to the gateway of global link k and one from the far gateway. Loads are
+    summed in units of 1 / m of a transfer (the whole ``w`` per gateway hop, ``m w`` inside a group) and scaled
+    once: sums of whole weights stay whole, the same in any order (groups priced as shifted copies, written
+    out or not, give the same number)."""
     a, m = shape.switches_per_group, max(1, shape.global_links_per_pair)
     keys, loads = [], []
     same = gs == gd
     keys.append((gs[same] * a + ss[same]) * a + sd[same])
-    loads.append(w[same] * (ss[same] != sd[same]))
+    loads.append(w[same] * m * (ss[same] != sd[same]))
     x = ~same
-    gsx, gdx, ssx, sdx, wx = gs[x], gd[x], ss[x], sd[x], w[x] / m  # the edges across groups, read once
+    gsx, gdx, ssx, sdx, wx = gs[x], gd[x], ss[x], sd[x], w[x]  # the edges across groups, read once
     from_s, to_d = gsx * a + ssx, gdx * a
     for k in range(m):
         gw_s, gw_d = shape.df_gateway(gsx, gdx, k), shape.df_gateway(gdx, gsx, k)
@@ -70,16 +73,20 @@ def _local_time(shape: FabricShape, gs: np.ndarray, ss: np.ndarray, gd: np.ndarr
     key, load = np.concatenate(keys), np.concatenate(loads)
     if len(key) == 0:
         return 0.0
-    return float(np.bincount(key, load).max()) / shape.line_bytes_s
+    return float(np.bincount(key, load).max()) / m / shape.line_bytes_s
 
 
 def _local_time_nodes(shape: FabricShape, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> float:
-    """:func:`_local_time` of node-to-node traffic, each node's share spread over its NICs (rail to rail)."""
+    """:func:`_local_time` of node-to-node traffic, each node's share spread over its NICs (rail to rail): every NIC
+    carries ``w`` in units of 1 / NICs of a transfer, scaled once."""
     nics, epg, p = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf
-    se = (src[:, None] * nics + np.arange(nics)).ravel()
-    de = (dst[:, None] * nics + np.arange(nics)).ravel()
-    ww = np.repeat(w / nics, nics)
-    return _local_time(shape, se // epg, (se % epg) // p, de // epg, (de % epg) // p, ww)
+    if p % nics == 0 and epg % nics == 0:  # a node's NICs all on one switch: its edges' NICs load the same links
+        se, de, ww = src * nics, dst * nics, w * nics
+    else:
+        se = (src[:, None] * nics + np.arange(nics)).ravel()
+        de = (dst[:, None] * nics + np.arange(nics)).ravel()
+        ww = np.repeat(w, nics)
+    return _local_time(shape, se // epg, (se % epg) // p, de // epg, (de % epg) // p, ww) / nics
 
 
 def _busiest(keys: np.ndarray, w: np.ndarray | float) -> float:
@@ -164,10 +171,10 @@ def edge_crossing(shape: FabricShape, nic_node_bytes_s: float, src_node: np.ndar
 
 
 def counts_by_domain(shape: FabricShape) -> bool:
-    """True when every stage's load is a whole count of edges per domain, scaled once: no dragonfly local
-    links (their loads split by fractions, :func:`_local_time_nodes`) and no pair of domains' own links (a
-    dragonfly's group pairs). Whole-number rules (one count for both ways, groups priced as shifted copies)
-    hold only then."""
+    """True when every stage's load is the count of edges leaving (or entering) one of its domains: no dragonfly
+    local links (a transfer's share of them depends on its direction through the gateways, :func:`_local_time`)
+    and no pair of domains' own links (a dragonfly's group pairs, counted per ordered pair). Only then does one
+    count serve both ways (:func:`both_ways_crossing`)."""
     return all(st.name != "local" and st.pair_bytes_s is None for st in shape.stages)
 
 
