@@ -168,8 +168,15 @@ def test_copies_and_runs_must_stay_on_their_nodes() -> None:
         communicator(c, "send_recv", np.array([[1, 5]]), copies=2)  # rank 1 + 1 is fine, but 1 is not even
     with pytest.raises(ValueError, match=r"copies \(8\) or runs \(1\)"):
         communicator(c, "send_recv", np.array([[0, 8]]), copies=8)  # 8 copies of rank 0 leave a node of 4
+    a2a = communicator(c, "all_to_all", np.array([[0, 4]]), copies=2)  # counted in whole units of 1 / n
+    assert astuple(a2a) == astuple(communicator(c, "all_to_all", [[0, 4], [1, 5]]))
+    slow = cluster_from_mapping({
+        "name": "copies-degraded", "nodes": 8, "gpus_per_node": 4, "gpu": "h100-sxm",
+        "scale_up": {"link": "nvlink4", "domain_gpus": 4}, "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}},
+        "fabric": {"transport": "infiniband", "tiers": 2, "switch_radix": 10, "oversubscription": 4},
+        "degraded": [{"node": 1, "nic": 0, "rate": 0.5}]})
     with pytest.raises(ValueError, match=r"copies \(2\) or runs \(1\)"):
-        communicator(c, "all_to_all", np.array([[0, 4]]), copies=2)  # counts members per domain: every group
+        communicator(slow, "all_reduce", np.array([[0, 4]]), copies=2)  # a copy's members use other NICs
     nvl = cluster_from_mapping({
         "name": "copies-nvl", "nodes": 8, "gpus_per_node": 4, "gpu": "h100-sxm",
         "scale_up": {"link": "nvlink4", "domain_gpus": 8}, "nics": {"compute": {"per_node": 2, "speed_gbit_s": 400}},

@@ -324,14 +324,14 @@ def shifts_apply(cluster: Cluster, op: str, groups: np.ndarray, copies: int = 1,
     is the fastest dimension: the other TP ranks' groups of a dimension without TP, the other TP ranks of a group
     with TP). One of the two is 1, the other divides a node's GPUs and every rank, so that a shifted rank stays in
     its block of GPUs, on the same node whatever the placement of blocks. Not with degraded parts (their
-    penalties read every rank); not all_to_all (its loads count members per domain); runs not for send_recv
-    pairs; rings and trees on scale-up domains of one node (a shifted rank stays in its rank's domain, and a
-    domain's channels are its node's). Every load is then a sum of whole (or half: a tree's) edge weights, scaled
-    once (dragonfly local links too: :func:`~slowlink.topology.crossing.edge_crossing`), so the copies' and runs'
-    multiples are the written-out groups' numbers: the same Group (:func:`communicator`)."""
+    penalties read every rank); runs not for send_recv pairs; every other op on scale-up domains of one node (a
+    shifted rank stays in its rank's domain, and a domain's channels are its node's). Every load is then a sum of
+    whole (or half: a tree's) edge weights, or of an all_to_all's members in whole units of 1 / n, scaled once
+    (dragonfly local links too: :mod:`slowlink.topology.crossing`), so the copies' and runs' multiples are the
+    written-out groups' numbers: the same Group (:func:`communicator`)."""
     k = copies * runs
     gpn = cluster.gpus_per_node
-    return (k > 1 and min(copies, runs) == 1 and op != "all_to_all" and not (op == "send_recv" and runs > 1)
+    return (k > 1 and min(copies, runs) == 1 and not (op == "send_recv" and runs > 1)
             and gpn % k == 0 and not cluster.degraded
             and (op == "send_recv" or max(1, min(cluster.scale_up.domain_gpus, cluster.gpus)) == gpn)
             and not (np.asarray(groups) % k).any())
@@ -342,8 +342,9 @@ def pattern_crossing(cluster: Cluster, pattern: str, p: Placed) -> Crossing:
         return ring_crossing(cluster, p)
     if pattern == "tree":
         return tree_crossing(cluster, p)
-    if pattern == "a2a":  # shifts_apply never shifts it
-        return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains)
+    if pattern == "a2a":
+        return all_to_all_crossing(fabric_shape(cluster), _nic_node_bytes_s(cluster, p), p.nodes, p.domains,
+                                   p.copies, p.runs)
     return p2p_crossing(cluster, p)
 
 

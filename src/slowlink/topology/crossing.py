@@ -222,54 +222,56 @@ def _member_counts(keys: np.ndarray) -> np.ndarray:
 
 
 def all_to_all_crossing(shape: FabricShape, nic_node_bytes_s: float, nodes: np.ndarray,
-                        scale_up: np.ndarray) -> Crossing:
+                        scale_up: np.ndarray, copies: int = 1, runs: int = 1) -> Crossing:
     """Crossing of an all_to_all in every group at once: member ``i`` of a group of ``n`` sends 1/n of its
     buffer to each member. ``nodes`` and ``scale_up`` are (groups, n) arrays of each member's physical node
     and scale-up domain. A member's NIC carries (n - m_s) / n (m_s: members in its scale-up domain, reached
     over NVLink); a stage domain holding m_D members sends m_D (n - m_D) / n out. O(groups x n).
-    """
+
+    Loads are summed in whole units of 1 / n and scaled once, so that ``copies`` > 1 (each group stands for that
+    many on the same nodes) or ``runs`` > 1 (each member for that many, on its node: its scale-up domain
+    of one node) give the numbers of the groups written out."""
     if not shape.stages:
         return NONE
-    n = nodes.shape[1]
-    per_member = (n - _member_counts(scale_up)) / n
-    node_t = np.bincount(nodes.ravel(), per_member.ravel()).max() / nic_node_bytes_s
+    n = nodes.shape[1] * runs
+    units = runs * (n - runs * _member_counts(scale_up))  # a member and its runs, in 1 / n of a buffer
+    node_t = float(np.bincount(nodes.ravel(), units.ravel()).max() * copies) / n / nic_node_bytes_s
     if node_t <= 0:
         return NONE
     loads = []
     for st in shape.stages:
         if st.name == "local":
-            loads.append(_a2a_local_time(shape, nodes))
+            loads.append(_a2a_local_time(shape, nodes, copies, runs))
             continue
         dom = nodes // st.nodes_per_domain
-        out = (n - _member_counts(dom)) / n
-        t = float(np.bincount(dom.ravel(), out.ravel()).max()) / st.uplink_bytes_s
+        out = runs * (n - runs * _member_counts(dom))
+        t = float(np.bincount(dom.ravel(), out.ravel()).max() * copies) / n / st.uplink_bytes_s
         if st.pair_bytes_s is not None:
             n_dom = int(dom.max()) + 1
             counts = np.zeros((nodes.shape[0], n_dom))
-            np.add.at(counts, (np.repeat(np.arange(nodes.shape[0]), n), dom.ravel()), 1.0)
-            pair = counts.T @ counts / n
+            np.add.at(counts, (np.repeat(np.arange(nodes.shape[0]), nodes.shape[1]), dom.ravel()), 1.0)
+            pair = counts.T @ counts  # members of each pair of domains, in 1 / n (whole numbers)
             np.fill_diagonal(pair, 0.0)
-            t = max(t, float(pair.max()) / st.pair_bytes_s)
+            t = max(t, float(pair.max() * (copies * runs * runs)) / n / st.pair_bytes_s)
         loads.append(t)
     return _worst(shape, node_t, loads)
 
 
-def _a2a_local_time(shape: FabricShape, nodes: np.ndarray) -> float:
+def _a2a_local_time(shape: FabricShape, nodes: np.ndarray, copies: int = 1, runs: int = 1) -> float:
     """Dragonfly local links under every group's all_to_all: switch A sends c_A c_B / n to switch B (c: a
-    group's members per switch, each member's NIC share spread over its node's NICs). O(groups x S^2) for
-    the S switches a group touches."""
+    group's members per switch, each member's NIC share spread over its node's NICs), summed in whole units of
+    1 / (NICs^2 n). O(groups x S^2) for the S switches a group touches."""
     nics, epg, p, a = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf, \
         shape.switches_per_group
-    n = nodes.shape[1]
+    n = nodes.shape[1] * runs
     parts = []
     for row in nodes:
         ep = (row[:, None] * nics + np.arange(nics)).ravel()
         sw = (ep // epg) * a + (ep % epg) // p
         ids, counts = np.unique(sw, return_counts=True)
-        c = counts / nics
         src, dst = np.meshgrid(ids, ids, indexing="ij")
-        parts.append((src.ravel(), dst.ravel(), np.outer(c, c).ravel() / n))
+        parts.append((src.ravel(), dst.ravel(), np.outer(counts, counts).ravel()))
     src = np.concatenate([x[0] for x in parts])
     dst = np.concatenate([x[1] for x in parts])
-    w = np.concatenate([x[2] for x in parts])
-    return _local_time(shape, src // a, src % a, dst // a, dst % a, w)
+    w = np.concatenate([x[2] for x in parts]).astype(np.float64) * (copies * runs * runs)
+    return _local_time(shape, src // a, src % a, dst // a, dst % a, w) / (nics * nics) / n
