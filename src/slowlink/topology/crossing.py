@@ -233,7 +233,7 @@ def all_to_all_crossing(shape: FabricShape, nic_node_bytes_s: float, nodes: np.n
     of one node) give the numbers of the groups written out."""
     if not shape.stages:
         return NONE
-    n = nodes.shape[1] * runs
+    n = int(nodes.shape[1]) * runs
     units = runs * (n - runs * _member_counts(scale_up))  # a member and its runs, in 1 / n of a buffer
     node_t = float(np.bincount(nodes.ravel(), units.ravel()).max() * copies) / n / nic_node_bytes_s
     if node_t <= 0:
@@ -263,7 +263,7 @@ def _a2a_local_time(shape: FabricShape, nodes: np.ndarray, copies: int = 1, runs
     1 / (NICs^2 n). O(groups x S^2) for the S switches a group touches."""
     nics, epg, p, a = shape.nics_per_node, shape.endpoints_per_group, shape.endpoints_per_leaf, \
         shape.switches_per_group
-    n = nodes.shape[1] * runs
+    n = int(nodes.shape[1]) * runs
     parts = []
     for row in nodes:
         ep = (row[:, None] * nics + np.arange(nics)).ravel()
