@@ -205,13 +205,9 @@ def _channels_of(cluster: Cluster, p: Placed) -> tuple[np.ndarray, np.ndarray, n
     group, in ring order); and the first domain number of each group (one more at the end: the total)."""
     gpn, nics = cluster.gpus_per_node, _nics(cluster)
     g, n = p.ranks.shape
-    local = p.ranks % gpn
-    if nics >= gpn:  # affine_nics: each GPU's own block of NICs, in order
-        per = nics // gpn
-        nic = local[:, :, None] * per + np.arange(per)
-    else:
-        per = 1
-        nic = (local * nics // gpn)[:, :, None]
+    table = np.asarray([affine_nics(nics, gpn, i) for i in range(gpn)], dtype=np.int64)  # as many for every GPU
+    nic = table[p.ranks % gpn]  # (g, n, per): each member's NICs, in order
+    per = table.shape[1]
     # a NIC's first appearance in its group, members in ring order (a node, so its NICs, is in one domain)
     key = (np.arange(g)[:, None, None] * (int(p.nodes.max(initial=0)) + 1) + p.nodes[:, :, None]) * nics + nic
     flat = key.ravel()
