@@ -185,10 +185,9 @@ def _tree_arrays(topo: Topology, groups: list[list[int]], size_bytes: float,
     k = head.shape[2]
     wire = size_bytes / TREE_BW_FACTOR
     heads = np.take_along_axis(doms, head, axis=2)  # (g, d, k): each channel's head rank
-    nics = topo.nics_per_node
 
-    def slowest_nic(i: int) -> float:  # of group i's channels (NIC index: the head's node, its local NIC)
-        idx = topo.block_array[heads[i] // topo.gpus_per_node] * nics + nic[i] % nics
+    def slowest_nic(i: int) -> float:  # of group i's channels
+        idx = topo.nic_index_array(heads[i], nic[i])
         return float(np.asarray(topo.capacity_bytes_s, dtype=np.float64)[np.asarray(topo.nic_up)[idx]].min())
 
     share = [wire / (2 * k) * _two_domain_slowdown(topo, d, partial(slowest_nic, i)) for i in range(g)]

@@ -178,6 +178,12 @@ class Topology:
     def nic_index(self, rank: int, local_nic: int) -> int:
         return self.node_of(rank) * self.nics_per_node + local_nic % self.nics_per_node
 
+    def nic_index_array(self, ranks: np.ndarray, local_nic: np.ndarray) -> np.ndarray:
+        """:meth:`nic_index` of arrays of ranks and local NICs."""
+        out: np.ndarray = self.block_array[ranks // self.gpus_per_node] * self.nics_per_node \
+            + local_nic % self.nics_per_node
+        return out
+
     def nic_paths(self, a: int, b: int, h: int) -> Paths:
         """Weighted paths from NIC index ``a`` to NIC index ``b`` under the fabric's routing."""
         if a == b:
@@ -210,9 +216,7 @@ class Topology:
         if self.route_array is None:
             return None
         gs, gd = self.gpu_array(src), self.gpu_array(dst)
-        nics = self.nics_per_node
-        a = self.block_array[src // self.gpus_per_node] * nics + local_nic % nics
-        b = self.block_array[dst // self.gpus_per_node] * nics + dst_nic % nics
+        a, b = self.nic_index_array(src, local_nic), self.nic_index_array(dst, dst_nic)
         out = self.route_array(a, b, mix_array(self.ecmp_seed, gs, gd, local_nic, key))
         out[a == b] = -1  # the same NIC: no link (nic_paths)
         return out
