@@ -17,6 +17,7 @@ from slowlink.sim.trees import tree_phase
 from slowlink.spec.cluster import Cluster
 from slowlink.spec.workload import Parallel
 from slowlink.topology.build import build
+from slowlink.topology.fabric import Topology
 from slowlink.workload.placement import dimension_groups
 
 LAYOUTS = [Parallel.of(tp=2, dp=16), Parallel.of(tp=4, dp=8), Parallel.of(tp=2, pp=4, dp=4),
@@ -33,45 +34,40 @@ def _same(a: Phase, b: Phase) -> None:
     assert a.fill_fraction == b.fill_fraction
 
 
-@pytest.mark.parametrize("size", [4.0, float(units.MiB), 3.0 * units.GiB])
-def test_tree_arrays_are_the_tree_flows(topology: str, topology_cluster: Callable[[str], Cluster],
-                                        size: float) -> None:
-    c = topology_cluster(topology)
-    topo = build(c)
+def _built_as_arrays(topo: Topology, layouts: list[Parallel], dims: tuple[str, ...],
+                     make: Callable[[list[list[int]], bool], Phase]) -> int:
+    """Every layout's groups of ``dims`` made by ``make(groups, arrays)`` both ways: the same flows, latency, fill and
+    drain where the arrays apply, the per-flow phase itself elsewhere. Returns how many were built as arrays."""
     built = 0
-    for p in [*LAYOUTS, Parallel.of(tp=8, dp=4), Parallel.of(tp=1, cp=2, dp=16)]:
-        for dim in ("tp", "dp", "pp", "world"):
+    for p in layouts:
+        for dim in dims:
             groups = dimension_groups(p, dim)  # type: ignore[arg-type]
             if len(groups[0]) < 2:
                 continue
-            fast = tree_phase(topo, groups, size, arrays=True)
-            slow = tree_phase(topo, groups, size)
+            fast, slow = make(groups, True), make(groups, False)
             if fast.arrays is None:  # outside the regular case: the per-flow phase itself
                 assert fast.flows and fast.step_latency_s == slow.step_latency_s
                 continue
             built += 1
             _same(fast, slow)
             assert lockstep_drain_s(topo, fast.arrays) == phase_drain(topo, slow)[0]
+    return built
+
+
+@pytest.mark.parametrize("size", [4.0, float(units.MiB), 3.0 * units.GiB])
+def test_tree_arrays_are_the_tree_flows(topology: str, topology_cluster: Callable[[str], Cluster],
+                                        size: float) -> None:
+    topo = build(topology_cluster(topology))
+    built = _built_as_arrays(topo, [*LAYOUTS, Parallel.of(tp=8, dp=4), Parallel.of(tp=1, cp=2, dp=16)],
+                             ("tp", "dp", "pp", "world"), lambda g, arrays: tree_phase(topo, g, size, arrays=arrays))
     if topology not in ("dragonfly-ecmp", "dragonfly-spray", "nvl-spanning-nodes"):
         assert built > 0
 
 
 def test_ring_arrays_are_the_ring_flows(topology: str, topology_cluster: Callable[[str], Cluster]) -> None:
-    c = topology_cluster(topology)
-    topo = build(c)
-    built = 0
-    for p in LAYOUTS:
-        for dim in ("tp", "dp", "pp"):
-            groups = dimension_groups(p, dim)  # type: ignore[arg-type]
-            if len(groups[0]) < 2:
-                continue
-            fast = ring_phase(topo, groups, units.MiB, 3, arrays=True)
-            slow = ring_phase(topo, groups, units.MiB, 3)
-            if fast.arrays is None:  # outside the regular case: the per-flow phase itself
-                continue
-            built += 1
-            _same(fast, slow)
-            assert lockstep_drain_s(topo, fast.arrays) == phase_drain(topo, slow)[0]
+    topo = build(topology_cluster(topology))
+    built = _built_as_arrays(topo, LAYOUTS, ("tp", "dp", "pp"),
+                             lambda g, arrays: ring_phase(topo, g, units.MiB, 3, arrays=arrays))
     if topology not in ("dragonfly-ecmp", "dragonfly-spray", "nvl-spanning-nodes"):
         assert built > 0
 
