@@ -34,7 +34,7 @@ NVLS flows carry ``S x SCALE_UP / NVLS`` wire-equivalent bytes, and the phase pa
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 
 import numpy as np
 
@@ -185,12 +185,18 @@ def _tree_arrays(topo: Topology, groups: list[list[int]], size_bytes: float,
     k = head.shape[2]
     wire = size_bytes / TREE_BW_FACTOR
     heads = np.take_along_axis(doms, head, axis=2)  # (g, d, k): each channel's head rank
+    up, down = np.asarray(topo.gpu_up, dtype=np.int64), np.asarray(topo.gpu_down, dtype=np.int64)
 
-    def slowest_nic(i: int) -> float:  # of group i's channels
-        idx = topo.nic_index_array(heads[i], nic[i])
-        return float(np.asarray(topo.capacity_bytes_s, dtype=np.float64)[np.asarray(topo.nic_up)[idx]].min())
+    @cache
+    def slowest() -> list[float]:  # every group's slowest channel NIC (read only where a two-domain tree is capped)
+        cap = np.asarray(topo.capacity_bytes_s, dtype=np.float64)[np.asarray(topo.nic_up, dtype=np.int64)]
+        out: list[float] = cap[topo.nic_index_array(heads, nic)].reshape(g, -1).min(axis=1).tolist()
+        return out
 
-    share = [wire / (2 * k) * _two_domain_slowdown(topo, d, partial(slowest_nic, i)) for i in range(g)]
+    def slowest_of(i: int) -> float:
+        return slowest()[i]
+
+    share = [wire / (2 * k) * _two_domain_slowdown(topo, d, partial(slowest_of, i)) for i in range(g)]
     parts_links, parts_sizes = [], []
     net = np.zeros(g)
     if d > 1:
@@ -217,8 +223,7 @@ def _tree_arrays(topo: Topology, groups: list[list[int]], size_bytes: float,
             i = (pos - head[:, :, h:h + 1]) % m
             sent = sent + edge * ((i > 0).astype(np.int64) + (i < m - 1))
         gpu = topo.gpu_array(doms)
-        up, down = np.asarray(topo.gpu_up, dtype=np.int64)[gpu], np.asarray(topo.gpu_down, dtype=np.int64)[gpu]
-        parts_links.append(np.stack((up, down), axis=3).reshape(g, -1, 1))
+        parts_links.append(np.stack((up[gpu], down[gpu]), axis=3).reshape(g, -1, 1))
         parts_sizes.append(np.repeat(sent.reshape(g, -1), 2, axis=1))
     if not parts_links:
         return None
@@ -229,7 +234,7 @@ def _tree_arrays(topo: Topology, groups: list[list[int]], size_bytes: float,
     first = np.asarray([grp[0] for grp in groups], dtype=np.int64)
     lat = np.asarray(topo.latency_s, dtype=np.float64)
     gpu0 = topo.gpu_array(first)
-    hop = lat[np.asarray(topo.gpu_up, dtype=np.int64)[gpu0]] + lat[np.asarray(topo.gpu_down, dtype=np.int64)[gpu0]]
+    hop = lat[up[gpu0]] + lat[down[gpu0]]
     step = 2 * ((m - 1) * hop + tree_depth(d) * net)
     group = np.repeat(np.arange(g), links.shape[1])
     return (FlowArrays(links.reshape(-1, width), sizes.ravel(), group), float(max(0.0, step.max())),
