@@ -58,13 +58,12 @@ NO_PENALTY = Penalty()
 
 
 def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndarray,
-               on: np.ndarray) -> set[tuple[int, int]]:
-    """(node, local NIC) pairs one group's network traffic crosses on the nodes ``on`` (the degraded ones), by
-    the flow builders' rule."""
+               here: np.ndarray) -> set[tuple[int, int]]:
+    """(node, local NIC) pairs one group's network traffic crosses on the nodes of its members ``here`` (those on
+    a degraded node), by the flow builders' rule."""
     gpn, nics = cluster.gpus_per_node, max(1, cluster.compute_nics.per_node)
     if pattern == "p2p":
-        return {(int(n), r) for n in (nodes[0], nodes[-1]) if n in on
-                for r in affine_nics(nics, gpn, int(ranks[0]) % gpn)}
+        return {(int(nodes[i]), r) for i in (0, -1) if here[i] for r in affine_nics(nics, gpn, int(ranks[0]) % gpn)}
     if pattern == "a2a":  # each node sends by its members' NICs (PXN) and receives on the senders' rails
         members: dict[int, set[int]] = {}
         for n, g in zip(nodes.tolist(), (ranks % gpn).tolist(), strict=True):
@@ -72,26 +71,25 @@ def _nics_used(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndar
         peers = set().union(*members.values())  # O(nodes x gpn^2): the local GPU index is all that picks the NIC
         kinds = {frozenset(gs) for gs in members.values()}
         rails = {r for gs in kinds for s in gs for d in peers for r in peer_nics(nics, gpn, s, d, gs)}
-        return {(n, r) for n in members if n in on for r in rails}
-    here = np.isin(nodes, on)
+        return {(n, r) for n in set(nodes[here].tolist()) for r in rails}
     return {(n, r) for n, g in zip(nodes[here].tolist(), (ranks[here] % gpn).tolist(), strict=True)
             for r in affine_nics(nics, gpn, g)}
 
 
 def _row_penalty(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.ndarray,
-                 domains: np.ndarray, bad: np.ndarray) -> Penalty:
+                 domains: np.ndarray, here: np.ndarray) -> Penalty:
     d = cluster.degraded
     n_dom = int(np.unique(domains).size)
     if n_dom < 2 and not (pattern == "p2p" and nodes[0] != nodes[-1]):
         return NO_PENALTY  # nothing crosses the network
     rate, part = 1.0, ""
     if d.nic_rate:
-        for key in sorted(_nics_used(cluster, pattern, ranks, nodes, bad)):
+        for key in sorted(_nics_used(cluster, pattern, ranks, nodes, here)):
             r = d.nic_rate.get(key)
             if r is not None and r < rate:
                 rate, part = r, f"node {key[0]} NIC {key[1]} at {r:.0%}"
     extra = 0.0
-    delayed = [(d.node_delay_s[n], n) for n in set(nodes[np.isin(nodes, bad)].tolist()) if n in d.node_delay_s]
+    delayed = [(d.node_delay_s[n], n) for n in set(nodes[here].tolist()) if n in d.node_delay_s]
     if delayed:
         delay, node = max(delayed)
         extra = delay if pattern in ("a2a", "p2p") else 2 * delay / max(1, n_dom)
@@ -111,8 +109,9 @@ def group_penalty(cluster: Cluster, pattern: str, ranks: np.ndarray, nodes: np.n
         return NO_PENALTY
     worst = NO_PENALTY
     bad = np.asarray(sorted({n for n, _ in d.nic_rate} | set(d.node_delay_s)), dtype=np.int64)
-    for i in np.flatnonzero(np.isin(nodes, bad).any(axis=1)).tolist():
-        p = _row_penalty(cluster, pattern, ranks[i], nodes[i], domains[i], bad)
+    on_bad = np.isin(nodes, bad)  # each member: on a degraded node
+    for i in np.flatnonzero(on_bad.any(axis=1)).tolist():
+        p = _row_penalty(cluster, pattern, ranks[i], nodes[i], domains[i], on_bad[i])
         if (p.factor, p.extra_hop_lat_s) > (worst.factor, worst.extra_hop_lat_s):
             worst = p
     return worst
